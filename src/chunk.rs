@@ -1,0 +1,175 @@
+//! `SparseChunk`: the fetched byte ranges of one file, read by parquet's sync decoder as if
+//! they were the whole file.
+//!
+//! Invariants: pieces never overlap; a read inside one piece is a zero-copy `Bytes` slice; a
+//! read spanning adjacent pieces (a large range fetched as several parallel requests) is copied
+//! once; a read of bytes that were not fetched is an error, never a panic or a hidden request.
+
+use std::io::Read;
+use std::sync::Arc;
+
+use bytes::{Bytes, BytesMut};
+use parquet::errors::{ParquetError, Result};
+use parquet::file::reader::{ChunkReader, Length};
+
+/// Fetched pieces of a file of `len` bytes, keyed by offset.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct SparseChunk {
+    len: u64,
+    /// Sorted by offset, non-overlapping.
+    pieces: Arc<Vec<(u64, Bytes)>>,
+}
+
+impl SparseChunk {
+    pub fn new(len: u64) -> Self {
+        SparseChunk {
+            len,
+            pieces: Arc::new(Vec::new()),
+        }
+    }
+
+    /// Add a piece; the caller guarantees it overlaps no piece already held.
+    pub fn insert(&mut self, start: u64, bytes: Bytes) {
+        let pieces = Arc::make_mut(&mut self.pieces);
+        let at = pieces.partition_point(|(s, _)| *s < start);
+        pieces.insert(at, (start, bytes));
+    }
+
+    /// Total bytes held.
+    pub fn bytes(&self) -> u64 {
+        self.pieces.iter().map(|(_, b)| b.len() as u64).sum()
+    }
+
+    /// True when `start..end` is held, entirely, by one piece.
+    pub fn covers(&self, start: u64, end: u64) -> bool {
+        self.find(start)
+            .is_some_and(|i| self.pieces[i].0 + self.pieces[i].1.len() as u64 >= end)
+    }
+
+    /// Index of the piece holding `offset`.
+    fn find(&self, offset: u64) -> Option<usize> {
+        let i = self.pieces.partition_point(|(s, _)| *s <= offset);
+        if i == 0 {
+            return None;
+        }
+        let (s, b) = &self.pieces[i - 1];
+        (offset < s + b.len() as u64).then_some(i - 1)
+    }
+
+    fn missing(&self, start: u64, len: usize) -> ParquetError {
+        ParquetError::General(format!(
+            "byte range {start}..{} was not fetched (the file's metadata points outside its column chunks)",
+            start + len as u64
+        ))
+    }
+}
+
+impl Length for SparseChunk {
+    fn len(&self) -> u64 {
+        self.len
+    }
+}
+
+impl ChunkReader for SparseChunk {
+    type T = SparseRead;
+
+    fn get_read(&self, start: u64) -> Result<SparseRead> {
+        let idx = self.find(start).ok_or_else(|| self.missing(start, 1))?;
+        let (s, b) = &self.pieces[idx];
+        Ok(SparseRead {
+            chunk: self.clone(),
+            idx,
+            current: b.slice((start - s) as usize..),
+        })
+    }
+
+    fn get_bytes(&self, start: u64, length: usize) -> Result<Bytes> {
+        if length == 0 {
+            return Ok(Bytes::new());
+        }
+        let idx = self.find(start).ok_or_else(|| self.missing(start, length))?;
+        let (s, b) = &self.pieces[idx];
+        let rel = (start - s) as usize;
+        if rel + length <= b.len() {
+            return Ok(b.slice(rel..rel + length));
+        }
+        // Spans pieces: they must be contiguous.
+        let mut out = BytesMut::with_capacity(length);
+        out.extend_from_slice(&b[rel..]);
+        let mut next = s + b.len() as u64;
+        for (ps, pb) in &self.pieces[idx + 1..] {
+            if out.len() == length {
+                break;
+            }
+            if *ps != next {
+                return Err(self.missing(next, length - out.len()));
+            }
+            let take = (length - out.len()).min(pb.len());
+            out.extend_from_slice(&pb[..take]);
+            next += pb.len() as u64;
+        }
+        if out.len() < length {
+            return Err(self.missing(next, length - out.len()));
+        }
+        Ok(out.freeze())
+    }
+}
+
+/// A `Read` over a `SparseChunk` from an offset, continuing into contiguous pieces.
+pub(crate) struct SparseRead {
+    chunk: SparseChunk,
+    idx: usize,
+    current: Bytes,
+}
+
+impl Read for SparseRead {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        if self.current.is_empty() {
+            let (s, b) = &self.chunk.pieces[self.idx];
+            let end = s + b.len() as u64;
+            match self.chunk.pieces.get(self.idx + 1) {
+                Some((ns, nb)) if *ns == end => {
+                    self.idx += 1;
+                    self.current = nb.clone();
+                }
+                _ => return Ok(0),
+            }
+        }
+        let n = buf.len().min(self.current.len());
+        buf[..n].copy_from_slice(&self.current[..n]);
+        bytes::Buf::advance(&mut self.current, n);
+        Ok(n)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn chunk() -> SparseChunk {
+        let mut c = SparseChunk::new(100);
+        c.insert(20, Bytes::from((20u8..30).collect::<Vec<_>>()));
+        c.insert(10, Bytes::from((10u8..20).collect::<Vec<_>>()));
+        c.insert(50, Bytes::from((50u8..60).collect::<Vec<_>>()));
+        c
+    }
+
+    #[test]
+    fn reads_within_and_across_pieces() {
+        let c = chunk();
+        assert_eq!(&c.get_bytes(12, 3).unwrap()[..], &[12, 13, 14]);
+        assert_eq!(
+            &c.get_bytes(18, 5).unwrap()[..],
+            &[18, 19, 20, 21, 22],
+            "contiguous pieces join"
+        );
+        assert!(c.get_bytes(28, 5).is_err(), "gap 30..50 is not fetched");
+        assert!(c.get_bytes(0, 1).is_err());
+        let mut r = c.get_read(15).unwrap();
+        let mut v = Vec::new();
+        r.read_to_end(&mut v).unwrap();
+        assert_eq!(v, (15u8..30).collect::<Vec<_>>());
+        assert!(c.covers(10, 20) && !c.covers(10, 21) && c.covers(50, 60));
+        assert_eq!(c.bytes(), 30);
+    }
+}

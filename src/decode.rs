@@ -1,0 +1,209 @@
+//! Decode: parquet's sync reader over fetched bytes, run on the rayon pool only.
+//!
+//! One [`PartDecoder`] per part of a slot. A decode task produces batches until its part holds
+//! `decode_ahead` undelivered batches, then *parks*: it stores its reader state in the part's
+//! [`PartCtl`] and returns, so a rayon thread never waits on the consumer. When the consumer
+//! takes a batch it resumes the parked decoder with a new task. A panic inside parquet is caught
+//! and becomes an `Err` naming the file and row group.
+//!
+//! Invariants: per part, batches are sent in row order by one task at a time; the fetched bytes
+//! a part holds are counted as buffered until the part finishes or is dropped.
+
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::Ordering::Relaxed;
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use arrow::array::RecordBatch;
+use parquet::arrow::arrow_reader::{ParquetRecordBatchReader, ParquetRecordBatchReaderBuilder};
+use parquet::arrow::ProjectionMask;
+
+use crate::chunk::SparseChunk;
+use crate::deliver::Event;
+use crate::error::{Error, ErrorKind, Result};
+use crate::metrics::Metrics;
+use crate::pipeline::Shared;
+use crate::plan::FileMeta;
+
+/// Flow control between one part's decoder and the consumer.
+#[derive(Debug, Default)]
+pub(crate) struct PartCtl {
+    state: Mutex<CtlState>,
+}
+
+#[derive(Debug, Default)]
+struct CtlState {
+    /// Batches sent but not yet delivered to the caller.
+    outstanding: usize,
+    /// The decoder, while it waits for the consumer.
+    parked: Option<PartDecoder>,
+}
+
+impl PartCtl {
+    /// The consumer delivered one batch of this part: resume the decoder if it was parked.
+    pub fn consumed(&self, ahead: usize) {
+        let mut st = self.state.lock().expect("part lock");
+        st.outstanding = st.outstanding.saturating_sub(1);
+        if st.outstanding < ahead {
+            if let Some(dec) = st.parked.take() {
+                drop(st);
+                dec.spawn();
+            }
+        }
+    }
+}
+
+/// The decoding state of one part, movable between rayon tasks.
+pub(crate) struct PartDecoder {
+    pub shared: Arc<Shared>,
+    pub ctl: Arc<PartCtl>,
+    pub slot: usize,
+    pub part: usize,
+    pub file: Arc<FileMeta>,
+    pub row_group: usize,
+    pub leaves: Vec<usize>,
+    /// The fetched bytes, until the reader is built from them.
+    pub chunk: Option<SparseChunk>,
+    /// Bytes counted as buffered for the fetched data; released when the part ends.
+    pub fetched: u64,
+    reader: Option<ParquetRecordBatchReader>,
+}
+
+impl std::fmt::Debug for PartDecoder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PartDecoder")
+            .field("slot", &self.slot)
+            .field("part", &self.part)
+            .field("row_group", &self.row_group)
+            .finish()
+    }
+}
+
+impl Drop for PartDecoder {
+    fn drop(&mut self) {
+        self.shared.metrics.release(self.fetched);
+    }
+}
+
+impl PartDecoder {
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(
+        shared: Arc<Shared>,
+        ctl: Arc<PartCtl>,
+        slot: usize,
+        part: usize,
+        file: Arc<FileMeta>,
+        row_group: usize,
+        leaves: Vec<usize>,
+        chunk: SparseChunk,
+    ) -> Self {
+        let fetched = chunk.bytes();
+        shared.metrics.buffer(fetched);
+        PartDecoder {
+            shared,
+            ctl,
+            slot,
+            part,
+            file,
+            row_group,
+            leaves,
+            chunk: Some(chunk),
+            fetched,
+            reader: None,
+        }
+    }
+
+    /// Run this decoder as a task on the decode pool.
+    pub fn spawn(self) {
+        let guard = self.shared.metrics.task_started();
+        let pool = Arc::clone(&self.shared.pool);
+        pool.spawn(move || {
+            let _guard = guard;
+            self.run();
+        });
+    }
+
+    fn error(&self, e: Error) {
+        let _ = self.shared.tx.send(Event::Error {
+            slot: self.slot,
+            error: e,
+        });
+    }
+
+    fn run(mut self) {
+        let ahead = self.shared.opts.decode_ahead;
+        loop {
+            if self.shared.quit.load(Relaxed) {
+                return;
+            }
+            {
+                let ctl = Arc::clone(&self.ctl);
+                let mut st = ctl.state.lock().expect("part lock");
+                if st.outstanding >= ahead {
+                    st.parked = Some(self);
+                    return;
+                }
+            }
+            let t = Instant::now();
+            let step = catch_unwind(AssertUnwindSafe(|| self.next_batch()));
+            Metrics::add_time(&self.shared.metrics.decode_nanos, t.elapsed());
+            match step {
+                Ok(Ok(Some(batch))) => {
+                    let bytes = batch.get_array_memory_size() as u64;
+                    self.shared.metrics.buffer(bytes);
+                    Metrics::add(&self.shared.metrics.bytes_decoded, bytes);
+                    self.ctl.state.lock().expect("part lock").outstanding += 1;
+                    let _ = self.shared.tx.send(Event::Batch {
+                        slot: self.slot,
+                        part: self.part,
+                        batch,
+                        bytes,
+                    });
+                }
+                Ok(Ok(None)) => {
+                    self.reader = None;
+                    self.shared.metrics.release(std::mem::take(&mut self.fetched));
+                    let _ = self.shared.tx.send(Event::PartDone {
+                        slot: self.slot,
+                        part: self.part,
+                    });
+                    return;
+                }
+                Ok(Err(e)) => return self.error(e),
+                Err(panic) => {
+                    let msg = panic
+                        .downcast_ref::<String>()
+                        .map(String::as_str)
+                        .or_else(|| panic.downcast_ref::<&str>().copied())
+                        .unwrap_or("unknown panic");
+                    let e = Error::new(ErrorKind::Panic, format!("parquet decoder panicked: {msg}"))
+                        .with_path(&*self.file.file.name)
+                        .with_row_group(self.row_group);
+                    return self.error(e);
+                }
+            }
+        }
+    }
+
+    fn next_batch(&mut self) -> Result<Option<RecordBatch>> {
+        let name = &*self.file.file.name;
+        if self.reader.is_none() {
+            let chunk = self.chunk.take().unwrap_or_default();
+            let meta = &self.file.reader;
+            let mask = ProjectionMask::leaves(meta.parquet_schema(), self.leaves.iter().copied());
+            let reader = ParquetRecordBatchReaderBuilder::new_with_metadata(chunk, meta.clone())
+                .with_projection(mask)
+                .with_row_groups(vec![self.row_group])
+                .with_batch_size(self.shared.opts.batch_size)
+                .build()
+                .map_err(|e| Error::decode(e, name, self.row_group))?;
+            self.reader = Some(reader);
+        }
+        let reader = self.reader.as_mut().expect("reader built above");
+        match reader.next() {
+            None => Ok(None),
+            Some(Ok(b)) => Ok(Some(b)),
+            Some(Err(e)) => Err(Error::decode(e, name, self.row_group)),
+        }
+    }
+}

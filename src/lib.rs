@@ -1,0 +1,56 @@
+//! # rayquet
+//!
+//! Read Parquet from object storage (S3, GCS, Azure, local disk, memory) into Arrow
+//! [`RecordBatch`](arrow::array::RecordBatch)es through a plain blocking [`Iterator`], using
+//! every core.
+//!
+//! A small tokio runtime does only IO, prefetching the byte ranges of upcoming row groups into
+//! a bounded buffer; a rayon pool decodes those bytes with parquet's sync reader; the caller
+//! pulls batches, in order by default.
+//!
+//! ```no_run
+//! # fn main() -> rayquet::Result<()> {
+//! let reader = rayquet::Scan::new("/data/lineitem/")?
+//!     .columns(["l_orderkey", "l_extendedprice"])
+//!     .build()?;
+//! println!("{}", reader.schema());
+//! let mut rows = 0;
+//! for batch in reader {
+//!     rows += batch?.num_rows();
+//! }
+//! # Ok(()) }
+//! ```
+//!
+//! See `ARCHITECTURE.md` for the pipeline: `source` → `plan` → `fetch` → `decode` → `deliver`,
+//! driven by `pipeline`.
+#![deny(missing_docs)]
+
+mod chunk;
+mod decode;
+mod deliver;
+mod error;
+mod fetch;
+pub mod gen;
+mod metrics;
+mod pipeline;
+mod plan;
+pub mod runtime;
+mod scan;
+mod source;
+
+pub use deliver::ScanReader;
+pub use error::{Error, ErrorKind, Result};
+pub use metrics::{Metrics, MetricsSnapshot};
+pub use scan::{
+    Scan, DEFAULT_BATCH_SIZE, DEFAULT_COALESCE_GAP, DEFAULT_DECODE_AHEAD,
+    DEFAULT_FOOTERS_AHEAD, DEFAULT_FOOTER_SIZE_HINT, DEFAULT_MEMORY_BUDGET,
+    DEFAULT_REQUESTS_IN_FLIGHT, DEFAULT_REQUEST_SIZE, DEFAULT_SPLIT_BYTES,
+};
+pub use source::ObjectRef;
+
+/// Re-exports of the crates whose types appear in rayquet's API.
+pub mod reexports {
+    pub use arrow;
+    pub use object_store;
+    pub use parquet;
+}

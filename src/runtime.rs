@@ -1,0 +1,39 @@
+//! The shared thread pools: one small tokio runtime for IO and one rayon pool for decoding,
+//! each created lazily, once per process, on first use, and never shut down.
+//!
+//! Invariant: tokio threads only wait on the network or disk; every CPU-heavy step (footer
+//! parsing, decompression, decoding) runs on the rayon pool.
+
+use std::sync::{Arc, OnceLock};
+
+/// Worker threads of the shared IO runtime.
+pub const IO_THREADS: usize = 2;
+
+/// A handle to the shared IO runtime (2 worker threads named `rayquet-io`), created on first use.
+pub fn io_handle() -> tokio::runtime::Handle {
+    static RT: OnceLock<tokio::runtime::Runtime> = OnceLock::new();
+    RT.get_or_init(|| {
+        tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(IO_THREADS)
+            .thread_name("rayquet-io")
+            .enable_all()
+            .build()
+            .expect("failed to start the rayquet IO runtime")
+    })
+    .handle()
+    .clone()
+}
+
+/// The shared decode pool (one thread per core, named `rayquet-decode-N`), created on first use.
+pub fn decode_pool() -> Arc<rayon::ThreadPool> {
+    static POOL: OnceLock<Arc<rayon::ThreadPool>> = OnceLock::new();
+    POOL.get_or_init(|| {
+        Arc::new(
+            rayon::ThreadPoolBuilder::new()
+                .thread_name(|i| format!("rayquet-decode-{i}"))
+                .build()
+                .expect("failed to start the rayquet decode pool"),
+        )
+    })
+    .clone()
+}

@@ -1,0 +1,255 @@
+//! Inputs: turn URLs, local paths and caller-built stores into the ordered list of files a
+//! scan reads.
+//!
+//! Invariants: a prefix expands to every `*.parquet` object under it in lexical order; a list of
+//! inputs keeps the caller's order; a file whose size is known (listing, `ObjectMeta`, local
+//! metadata) is never HEADed. Runs on the IO runtime (listing and HEAD are requests).
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use futures::TryStreamExt;
+use object_store::local::LocalFileSystem;
+use object_store::memory::InMemory;
+use object_store::path::Path;
+use object_store::{ObjectStore, ObjectStoreExt, ObjectStoreScheme};
+use url::Url;
+
+use crate::error::{Error, ErrorKind, Result};
+
+/// One object to read: its path in a store and, when known, its size in bytes.
+///
+/// Build it from an [`object_store::ObjectMeta`] (size known) or an
+/// [`object_store::path::Path`] (size learnt from the footer request).
+#[derive(Debug, Clone)]
+pub struct ObjectRef {
+    pub(crate) path: Path,
+    pub(crate) size: Option<u64>,
+}
+
+/// What the caller named, before resolution.
+pub(crate) enum Input {
+    /// A URL with a scheme object_store knows.
+    Url(Url),
+    /// A plain local path (file or directory).
+    Local(std::path::PathBuf),
+    /// Objects in a store the caller built.
+    Objects {
+        store: Arc<dyn ObjectStore>,
+        objects: Vec<ObjectRef>,
+    },
+}
+
+/// A resolved file: where it lives, how to name it in errors, and its size when known.
+#[derive(Debug, Clone)]
+pub(crate) struct FileRef {
+    pub store: Arc<dyn ObjectStore>,
+    pub path: Path,
+    pub size: Option<u64>,
+    /// URL or path, as shown to the user.
+    pub name: Arc<str>,
+}
+
+impl Input {
+    pub(crate) fn parse(s: &str) -> Result<Input> {
+        if s.is_empty() {
+            return Err(Error::new(ErrorKind::InvalidArgument, "empty path"));
+        }
+        // Windows drive letters aside, "x:..." with a known scheme is a URL.
+        match Url::parse(s) {
+            Ok(url) if url.scheme().len() > 1 => {
+                if url.scheme() == "file" {
+                    let p = url.to_file_path().map_err(|_| {
+                        Error::new(ErrorKind::InvalidArgument, "not a local file URL").with_path(s)
+                    })?;
+                    return Ok(Input::Local(p));
+                }
+                ObjectStoreScheme::parse(&url).map_err(|e| {
+                    Error::new(ErrorKind::InvalidArgument, e.to_string()).with_path(s)
+                })?;
+                Ok(Input::Url(url))
+            }
+            _ => Ok(Input::Local(std::path::PathBuf::from(s))),
+        }
+    }
+}
+
+fn is_parquet(p: &Path) -> bool {
+    p.filename().is_some_and(|f| f.ends_with(".parquet"))
+}
+
+/// List `prefix` in `store`, keep `*.parquet`, sort lexically.
+async fn list_parquet(
+    store: &Arc<dyn ObjectStore>,
+    prefix: &Path,
+    base: &str,
+    name: impl Fn(&Path) -> String,
+) -> Result<Vec<FileRef>> {
+    let mut metas: Vec<_> = store
+        .list(Some(prefix))
+        .try_filter(|m| futures::future::ready(is_parquet(&m.location)))
+        .try_collect()
+        .await
+        .map_err(|e| Error::from_store(e, base))?;
+    metas.sort_by(|a, b| a.location.cmp(&b.location));
+    if metas.is_empty() {
+        return Err(Error::new(ErrorKind::NotFound, "no *.parquet objects found").with_path(base));
+    }
+    Ok(metas
+        .into_iter()
+        .map(|m| FileRef {
+            name: name(&m.location).into(),
+            store: Arc::clone(store),
+            path: m.location,
+            size: Some(m.size),
+        })
+        .collect())
+}
+
+/// Builds one store per (scheme, bucket/account), taking credentials from the environment and
+/// `options`.
+#[derive(Default)]
+struct Stores {
+    cache: HashMap<String, Arc<dyn ObjectStore>>,
+}
+
+impl Stores {
+    fn get(&mut self, url: &Url, options: &[(String, String)]) -> Result<(Arc<dyn ObjectStore>, Path)> {
+        let bad = |e: &dyn std::fmt::Display| {
+            Error::new(ErrorKind::InvalidArgument, e.to_string()).with_path(url.as_str())
+        };
+        let (scheme, path) = ObjectStoreScheme::parse(url).map_err(|e| bad(&e))?;
+        let path = Path::parse(path).map_err(|e| bad(&e))?;
+        let key = format!("{}://{}", url.scheme(), url.authority());
+        if let Some(store) = self.cache.get(&key) {
+            return Ok((Arc::clone(store), path));
+        }
+        let store: Arc<dyn ObjectStore> = match scheme {
+            ObjectStoreScheme::Memory => Arc::new(InMemory::new()),
+            ObjectStoreScheme::Local => Arc::new(LocalFileSystem::new()),
+            #[cfg(feature = "cloud")]
+            ObjectStoreScheme::AmazonS3 => {
+                let mut b = object_store::aws::AmazonS3Builder::from_env().with_url(url.as_str());
+                for (k, v) in options {
+                    if let Ok(k) = k.to_ascii_lowercase().parse() {
+                        b = b.with_config(k, v);
+                    }
+                }
+                Arc::new(b.build().map_err(|e| bad(&e))?)
+            }
+            #[cfg(feature = "cloud")]
+            ObjectStoreScheme::GoogleCloudStorage => {
+                let mut b = object_store::gcp::GoogleCloudStorageBuilder::from_env()
+                    .with_url(url.as_str());
+                for (k, v) in options {
+                    if let Ok(k) = k.to_ascii_lowercase().parse() {
+                        b = b.with_config(k, v);
+                    }
+                }
+                Arc::new(b.build().map_err(|e| bad(&e))?)
+            }
+            #[cfg(feature = "cloud")]
+            ObjectStoreScheme::MicrosoftAzure => {
+                let mut b =
+                    object_store::azure::MicrosoftAzureBuilder::from_env().with_url(url.as_str());
+                for (k, v) in options {
+                    if let Ok(k) = k.to_ascii_lowercase().parse() {
+                        b = b.with_config(k, v);
+                    }
+                }
+                Arc::new(b.build().map_err(|e| bad(&e))?)
+            }
+            other => {
+                let _ = options;
+                return Err(Error::new(
+                    ErrorKind::InvalidArgument,
+                    format!("unsupported store {other:?} (is the `cloud` feature on?)"),
+                )
+                .with_path(url.as_str()));
+            }
+        };
+        self.cache.insert(key, Arc::clone(&store));
+        Ok((store, path))
+    }
+}
+
+/// Resolve every input into files, in order. Prefixes are listed concurrently with nothing
+/// else: this runs once, in `build()`.
+pub(crate) async fn resolve(inputs: Vec<Input>, options: &[(String, String)]) -> Result<Vec<FileRef>> {
+    let mut stores = Stores::default();
+    let mut local: Option<Arc<dyn ObjectStore>> = None;
+    let mut files = Vec::new();
+    for input in inputs {
+        match input {
+            Input::Objects { store, objects } => {
+                files.extend(objects.into_iter().map(|o| FileRef {
+                    name: o.path.to_string().into(),
+                    store: Arc::clone(&store),
+                    path: o.path,
+                    size: o.size,
+                }));
+            }
+            Input::Local(p) => {
+                let store = local
+                    .get_or_insert_with(|| Arc::new(LocalFileSystem::new()))
+                    .clone();
+                let shown = p.display().to_string();
+                let meta = std::fs::metadata(&p).map_err(|e| {
+                    let kind = match e.kind() {
+                        std::io::ErrorKind::NotFound => ErrorKind::NotFound,
+                        std::io::ErrorKind::PermissionDenied => ErrorKind::PermissionDenied,
+                        _ => ErrorKind::Io,
+                    };
+                    Error::new(kind, e.to_string()).with_path(&shown)
+                })?;
+                let abs = std::fs::canonicalize(&p)
+                    .map_err(|e| Error::new(ErrorKind::Io, e.to_string()).with_path(&shown))?;
+                let path = Path::from_filesystem_path(&abs).map_err(|e| {
+                    Error::new(ErrorKind::InvalidArgument, e.to_string()).with_path(&shown)
+                })?;
+                if meta.is_dir() {
+                    files.extend(
+                        list_parquet(&store, &path, &shown, |l| format!("/{l}")).await?,
+                    );
+                } else {
+                    files.push(FileRef {
+                        store,
+                        path,
+                        size: Some(meta.len()),
+                        name: shown.into(),
+                    });
+                }
+            }
+            Input::Url(url) => {
+                let (store, path) = stores.get(&url, options)?;
+                let root = format!("{}://{}", url.scheme(), url.authority());
+                let name = |l: &Path| format!("{root}/{l}");
+                let shown = url.as_str();
+                if url.path().ends_with('/') || path.as_ref().is_empty() {
+                    files.extend(list_parquet(&store, &path, shown, name).await?);
+                } else if is_parquet(&path) {
+                    files.push(FileRef {
+                        store,
+                        name: name(&path).into(),
+                        path,
+                        size: None,
+                    });
+                } else {
+                    match store.head(&path).await {
+                        Ok(meta) => files.push(FileRef {
+                            store,
+                            name: name(&path).into(),
+                            path,
+                            size: Some(meta.size),
+                        }),
+                        Err(object_store::Error::NotFound { .. }) => {
+                            files.extend(list_parquet(&store, &path, shown, name).await?)
+                        }
+                        Err(e) => return Err(Error::from_store(e, shown)),
+                    }
+                }
+            }
+        }
+    }
+    Ok(files)
+}

@@ -1,0 +1,172 @@
+//! Helpers shared by the integration tests: the independent reference (parquet's own sync
+//! reader) and comparisons of batch sequences.
+#![allow(dead_code)]
+
+use std::fs::File;
+use std::path::Path;
+
+use arrow::array::{RecordBatch, RecordBatchReader};
+use arrow::compute::concat_batches;
+use arrow::datatypes::SchemaRef;
+use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+use parquet::arrow::ProjectionMask;
+
+/// Read `path` with parquet's single-threaded sync reader, projecting `columns` (by dotted
+/// name, as `ProjectionMask::columns` resolves them) when given.
+pub fn reference(
+    path: &Path,
+    columns: Option<&[&str]>,
+    batch_size: usize,
+) -> parquet::errors::Result<(SchemaRef, Vec<RecordBatch>)> {
+    let builder = ParquetRecordBatchReaderBuilder::try_new(File::open(path)?)?;
+    let builder = match columns {
+        Some(cols) => {
+            let mask = ProjectionMask::columns(builder.parquet_schema(), cols.iter().copied());
+            builder.with_projection(mask)
+        }
+        None => builder,
+    };
+    let reader = builder.with_batch_size(batch_size).build()?;
+    let schema = reader.schema();
+    let batches = reader.collect::<Result<Vec<_>, _>>()?;
+    Ok((schema, batches))
+}
+
+/// Concatenate batches into one (an empty batch of `schema` when there are none).
+pub fn concat(schema: &SchemaRef, batches: &[RecordBatch]) -> RecordBatch {
+    concat_batches(schema, batches).expect("concat_batches")
+}
+
+/// Assert that two batch sequences hold the same rows and values in the same order,
+/// whatever their batch boundaries.
+pub fn assert_same_rows(
+    schema: &SchemaRef,
+    expected: &[RecordBatch],
+    actual: &[RecordBatch],
+    what: &str,
+) {
+    let e = concat(schema, expected);
+    let a = concat(schema, actual);
+    assert_eq!(e.num_rows(), a.num_rows(), "{what}: row count");
+    assert_eq!(e.num_columns(), a.num_columns(), "{what}: column count");
+    for (i, (ec, ac)) in e.columns().iter().zip(a.columns()).enumerate() {
+        assert_eq!(
+            ec.to_data(),
+            ac.to_data(),
+            "{what}: column {} ({}) differs",
+            i,
+            schema.field(i).name()
+        );
+    }
+}
+
+/// Every row of `batch` rendered as one string, for comparisons as a multiset.
+pub fn row_strings(batch: &RecordBatch) -> Vec<String> {
+    use arrow::util::display::{ArrayFormatter, FormatOptions};
+    let opts = FormatOptions::default().with_null("∅");
+    let fmts: Vec<_> = batch
+        .columns()
+        .iter()
+        .map(|c| ArrayFormatter::try_new(c.as_ref(), &opts).expect("formatter"))
+        .collect();
+    (0..batch.num_rows())
+        .map(|r| {
+            fmts.iter()
+                .map(|f| f.value(r).to_string())
+                .collect::<Vec<_>>()
+                .join("|")
+        })
+        .collect()
+}
+
+/// `assert_same_rows` as a value: `Err` with the assertion's message when the rows differ, so
+/// that a test over many files can report every failing file at once.
+pub fn same_rows(
+    schema: &SchemaRef,
+    expected: &[RecordBatch],
+    actual: &[RecordBatch],
+    what: &str,
+) -> Result<(), String> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        assert_same_rows(schema, expected, actual, what)
+    }))
+    .map_err(|p| panic_message(p.as_ref()))
+}
+
+/// The message of a caught panic.
+pub fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
+    if let Some(s) = payload.downcast_ref::<&str>() {
+        (*s).to_string()
+    } else if let Some(s) = payload.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "(panic payload is not a string)".to_string()
+    }
+}
+
+/// How a closure run by [`run_with_timeout`] ended.
+#[derive(Debug)]
+pub enum Outcome<T> {
+    /// It returned this value in time.
+    Done(T),
+    /// It panicked with this message.
+    Panicked(String),
+    /// It had not returned when the deadline passed (its thread is left to run).
+    TimedOut,
+}
+
+/// Run `f` on a thread of its own and wait at most `timeout` for it, so that a hang or a panic
+/// inside the library becomes a reportable outcome instead of a stuck or aborted test.
+pub fn run_with_timeout<T, F>(timeout: std::time::Duration, f: F) -> Outcome<T>
+where
+    T: Send + 'static,
+    F: FnOnce() -> T + Send + 'static,
+{
+    use std::sync::mpsc::{channel, RecvTimeoutError};
+    let (tx, rx) = channel();
+    let handle = std::thread::Builder::new()
+        .name("rayquet-test-scan".into())
+        .spawn(move || {
+            let _ = tx.send(f());
+        })
+        .expect("spawn test thread");
+    match rx.recv_timeout(timeout) {
+        Ok(v) => {
+            let _ = handle.join();
+            Outcome::Done(v)
+        }
+        Err(RecvTimeoutError::Timeout) => Outcome::TimedOut,
+        Err(RecvTimeoutError::Disconnected) => match handle.join() {
+            Err(p) => Outcome::Panicked(panic_message(p.as_ref())),
+            Ok(()) => Outcome::Panicked("thread ended without a result".into()),
+        },
+    }
+}
+
+/// Build a scan and read it to the end: the reader's schema and every batch, or the first
+/// error (from `Scan::new`, `build` or an item).
+pub fn read_all(
+    scan: rayquet::Result<rayquet::Scan>,
+) -> rayquet::Result<(SchemaRef, Vec<RecordBatch>)> {
+    let reader = scan?.build()?;
+    let schema = reader.schema();
+    let batches = reader.collect::<rayquet::Result<Vec<_>>>()?;
+    Ok((schema, batches))
+}
+
+/// Encode `batches` as one Parquet file with at most `rows_per_group` rows per row group.
+pub fn write_parquet(batches: &[RecordBatch], rows_per_group: usize) -> Vec<u8> {
+    use parquet::arrow::ArrowWriter;
+    use parquet::file::properties::WriterProperties;
+    let props = WriterProperties::builder()
+        .set_max_row_group_row_count(Some(rows_per_group))
+        .build();
+    let mut out = Vec::new();
+    let mut writer =
+        ArrowWriter::try_new(&mut out, batches[0].schema(), Some(props)).expect("ArrowWriter");
+    for b in batches {
+        writer.write(b).expect("write batch");
+    }
+    writer.close().expect("close writer");
+    out
+}

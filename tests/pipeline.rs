@@ -1,0 +1,309 @@
+//! The pipeline's own guarantees: ordering, splitting, budget, limit, cancellation, errors,
+//! shared pools and calls from async contexts. Reference: parquet's sync reader.
+
+mod common;
+
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use arrow::array::{ArrayRef, Int64Array, RecordBatch, StringArray};
+use arrow::datatypes::{DataType, Field, Schema};
+use parquet::arrow::ArrowWriter;
+use parquet::file::properties::WriterProperties;
+use rayquet::{ErrorKind, Scan};
+
+/// Write a file of `row_groups` x `rows` rows: an id counter offset by `base`, and a string.
+fn write_file(path: &Path, base: i64, row_groups: usize, rows: usize) {
+    let schema = Arc::new(Schema::new(vec![
+        Field::new("id", DataType::Int64, false),
+        Field::new("s", DataType::Utf8, true),
+        Field::new("v", DataType::Int64, true),
+    ]));
+    let props = WriterProperties::builder()
+        .set_max_row_group_row_count(Some(rows))
+        .build();
+    let mut w = ArrowWriter::try_new(File::create(path).unwrap(), schema.clone(), Some(props)).unwrap();
+    for g in 0..row_groups {
+        let start = base + (g * rows) as i64;
+        let ids: Vec<i64> = (start..start + rows as i64).collect();
+        let s: Vec<Option<String>> = ids
+            .iter()
+            .map(|i| (i % 7 != 0).then(|| format!("row-{i}-{}", "x".repeat((*i % 13) as usize))))
+            .collect();
+        let v: Vec<Option<i64>> = ids.iter().map(|i| (i % 5 != 0).then_some(i * 3)).collect();
+        let cols: Vec<ArrayRef> = vec![
+            Arc::new(Int64Array::from(ids)),
+            Arc::new(StringArray::from(s)),
+            Arc::new(Int64Array::from(v)),
+        ];
+        w.write(&RecordBatch::try_new(schema.clone(), cols).unwrap()).unwrap();
+    }
+    w.close().unwrap();
+}
+
+fn dataset(dir: &Path, files: usize, row_groups: usize, rows: usize) -> Vec<PathBuf> {
+    (0..files)
+        .map(|f| {
+            let p = dir.join(format!("part-{f:03}.parquet"));
+            write_file(&p, (f * row_groups * rows) as i64, row_groups, rows);
+            p
+        })
+        .collect()
+}
+
+fn reference_all(paths: &[PathBuf], batch: usize) -> (arrow::datatypes::SchemaRef, Vec<RecordBatch>) {
+    let mut all = Vec::new();
+    let mut schema = None;
+    for p in paths {
+        let (s, b) = common::reference(p, None, batch).unwrap();
+        schema.get_or_insert(s);
+        all.extend(b);
+    }
+    (schema.unwrap(), all)
+}
+
+/// Ordered delivery over files and row groups equals the reference, with and without splitting
+/// row groups by column.
+#[test]
+fn ordered_equals_reference() {
+    let dir = tempfile::tempdir().unwrap();
+    let paths = dataset(dir.path(), 3, 4, 5000);
+    let (schema, expected) = reference_all(&paths, 1024);
+    for split in [usize::MAX, 1] {
+        let reader = Scan::new(dir.path().to_str().unwrap())
+            .unwrap()
+            .batch_size(1024)
+            .split_bytes(split)
+            .build()
+            .unwrap();
+        assert_eq!(reader.schema().fields(), schema.fields());
+        let got: Vec<RecordBatch> = reader.collect::<Result<_, _>>().unwrap();
+        assert!(got.iter().all(|b| b.num_rows() <= 1024));
+        common::assert_same_rows(&schema, &expected, &got, &format!("split={split}"));
+    }
+}
+
+/// With a small budget, peak buffered bytes stay within budget plus one slot, and the scan
+/// still completes; a slot larger than the whole budget is admitted alone.
+#[test]
+fn budget_bounds_buffered_bytes() {
+    let dir = tempfile::tempdir().unwrap();
+    let paths = dataset(dir.path(), 2, 8, 20_000);
+    let (schema, expected) = reference_all(&paths, 4096);
+    // Size of the largest slot: its compressed column chunks plus its decoded batches ahead.
+    let meta = parquet::file::reader::SerializedFileReader::new(File::open(&paths[0]).unwrap())
+        .unwrap();
+    let md = parquet::file::reader::FileReader::metadata(&meta);
+    let largest_slot = md
+        .row_groups()
+        .iter()
+        .map(|rg| rg.compressed_size() as u64 + rg.total_byte_size() as u64)
+        .max()
+        .unwrap();
+    for budget in [1u64, largest_slot * 3] {
+        let reader = Scan::new(dir.path().to_str().unwrap())
+            .unwrap()
+            .batch_size(4096)
+            .memory_budget(budget as usize)
+            .build()
+            .unwrap();
+        let metrics = reader.metrics();
+        let got: Vec<RecordBatch> = reader.collect::<Result<_, _>>().unwrap();
+        common::assert_same_rows(&schema, &expected, &got, &format!("budget={budget}"));
+        let peak = metrics.snapshot().peak_buffered_bytes;
+        assert!(peak > 0);
+        assert!(
+            peak <= budget + largest_slot,
+            "peak {peak} > budget {budget} + one slot {largest_slot}"
+        );
+    }
+}
+
+/// Unordered delivery yields the same rows as a multiset.
+#[test]
+fn unordered_is_a_permutation() {
+    let dir = tempfile::tempdir().unwrap();
+    let paths = dataset(dir.path(), 3, 3, 3000);
+    let (_, expected) = reference_all(&paths, 500);
+    let got: Vec<RecordBatch> = Scan::new(dir.path().to_str().unwrap())
+        .unwrap()
+        .batch_size(500)
+        .ordered(false)
+        .build()
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    let mut e: Vec<String> = expected.iter().flat_map(common::row_strings).collect();
+    let mut g: Vec<String> = got.iter().flat_map(common::row_strings).collect();
+    e.sort();
+    g.sort();
+    assert_eq!(e, g);
+}
+
+/// Projection order follows the caller; limit returns exactly the first rows and stops fetching.
+#[test]
+fn projection_and_limit() {
+    let dir = tempfile::tempdir().unwrap();
+    let paths = dataset(dir.path(), 4, 4, 2000);
+    let (_, expected) = reference_all(&paths, 2000);
+    let all = common::concat(&expected[0].schema(), &expected);
+    let reader = Scan::new(dir.path().to_str().unwrap())
+        .unwrap()
+        .columns(["v", "id"])
+        .limit(2500)
+        .memory_budget(1)
+        .build()
+        .unwrap();
+    let names: Vec<_> = reader.schema().fields().iter().map(|f| f.name().clone()).collect();
+    assert_eq!(names, ["v", "id"]);
+    let metrics = reader.metrics();
+    let got: Vec<RecordBatch> = reader.collect::<Result<_, _>>().unwrap();
+    let got = common::concat(&got[0].schema(), &got);
+    assert_eq!(got.num_rows(), 2500);
+    assert_eq!(got.column(0).to_data(), all.column(2).slice(0, 2500).to_data());
+    assert_eq!(got.column(1).to_data(), all.column(0).slice(0, 2500).to_data());
+    let m = metrics.snapshot();
+    assert!(m.row_groups <= 3, "limit should stop planning: {} row groups", m.row_groups);
+    assert!(m.files <= 4);
+}
+
+/// Dropping the reader after the first batch winds every task down, and the shared pools
+/// keep working for the next scan.
+#[test]
+fn cancellation_is_prompt_and_pools_survive() {
+    let dir = tempfile::tempdir().unwrap();
+    let paths = dataset(dir.path(), 6, 6, 20_000);
+    let mut reader = Scan::new(dir.path().to_str().unwrap())
+        .unwrap()
+        .batch_size(1000)
+        .build()
+        .unwrap();
+    let metrics = reader.metrics();
+    reader.next().unwrap().unwrap();
+    drop(reader);
+    let t = Instant::now();
+    while metrics.snapshot().tasks_running > 0 {
+        assert!(t.elapsed() < Duration::from_secs(10), "tasks still running: {:?}", metrics.snapshot());
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let requests = metrics.snapshot().requests;
+    std::thread::sleep(Duration::from_millis(100));
+    assert_eq!(metrics.snapshot().requests, requests, "no request after cancellation");
+    assert!(metrics.snapshot().row_groups < 36, "cancelled before planning everything");
+    // The pools still work.
+    let (schema, expected) = reference_all(&paths[..1], 1000);
+    let got: Vec<RecordBatch> = Scan::new(paths[0].to_str().unwrap())
+        .unwrap()
+        .batch_size(1000)
+        .build()
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    common::assert_same_rows(&schema, &expected, &got, "after cancel");
+}
+
+/// Errors name the file; schemas that differ name both files; the iterator is fused after an
+/// error; rows before the error are delivered in order.
+#[test]
+fn errors_name_files_and_fuse() {
+    let dir = tempfile::tempdir().unwrap();
+    let paths = dataset(dir.path(), 2, 2, 100);
+    // A missing file.
+    let missing = dir.path().join("nope.parquet");
+    let e = Scan::new(missing.to_str().unwrap()).unwrap().build().unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::NotFound);
+    assert!(e.to_string().contains("nope.parquet"), "{e}");
+    // A truncated file after a good one: the good rows come first, then the error, then None.
+    let bytes = std::fs::read(&paths[1]).unwrap();
+    let truncated = dir.path().join("trunc.parquet");
+    std::fs::write(&truncated, &bytes[..bytes.len() / 2]).unwrap();
+    let mut reader = Scan::from_urls([paths[0].to_str().unwrap(), truncated.to_str().unwrap()])
+        .unwrap()
+        .build()
+        .unwrap();
+    let mut rows = 0;
+    let err = loop {
+        match reader.next() {
+            Some(Ok(b)) => rows += b.num_rows(),
+            Some(Err(e)) => break e,
+            None => panic!("expected an error"),
+        }
+    };
+    assert_eq!(rows, 200, "the first file's rows are delivered before the error");
+    assert_eq!(err.kind(), ErrorKind::CorruptFooter, "{err}");
+    assert!(err.path().unwrap().contains("trunc.parquet"));
+    assert!(reader.next().is_none(), "fused after an error");
+    // A schema mismatch names both files.
+    let other = dir.path().join("other.parquet");
+    {
+        let schema = Arc::new(Schema::new(vec![Field::new("id", DataType::Utf8, false)]));
+        let mut w = ArrowWriter::try_new(File::create(&other).unwrap(), schema.clone(), None).unwrap();
+        let col: ArrayRef = Arc::new(StringArray::from(vec!["a"]));
+        w.write(&RecordBatch::try_new(schema, vec![col]).unwrap()).unwrap();
+        w.close().unwrap();
+    }
+    let results: Vec<_> = Scan::from_urls([paths[0].to_str().unwrap(), other.to_str().unwrap()])
+        .unwrap()
+        .build()
+        .unwrap()
+        .collect();
+    let err = results.iter().find_map(|r| r.as_ref().err()).expect("mismatch error");
+    assert_eq!(err.kind(), ErrorKind::SchemaMismatch);
+    let msg = err.to_string();
+    assert!(msg.contains("other.parquet") && msg.contains("part-000.parquet"), "{msg}");
+    // Unknown column.
+    let e = Scan::new(paths[0].to_str().unwrap()).unwrap().columns(["zzz"]).build().unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::InvalidArgument);
+    assert!(e.to_string().contains("zzz"));
+}
+
+/// Many scans at once share the pools; iterating from inside a tokio worker does not panic.
+#[test]
+fn concurrent_scans_and_tokio_callers() {
+    let dir = tempfile::tempdir().unwrap();
+    let paths = dataset(dir.path(), 2, 3, 3000);
+    let (schema, expected) = reference_all(&paths, 8192);
+    let threads: Vec<_> = (0..16)
+        .map(|_| {
+            let d = dir.path().to_path_buf();
+            std::thread::spawn(move || {
+                Scan::new(d.to_str().unwrap())
+                    .unwrap()
+                    .build()
+                    .unwrap()
+                    .collect::<Result<Vec<_>, _>>()
+                    .unwrap()
+            })
+        })
+        .collect();
+    for t in threads {
+        common::assert_same_rows(&schema, &expected, &t.join().unwrap(), "concurrent");
+    }
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).build().unwrap();
+    let d = dir.path().to_path_buf();
+    let got = rt.block_on(async move {
+        // Directly on a worker thread (blocks it, but must not panic)...
+        let direct: Vec<RecordBatch> = Scan::new(d.to_str().unwrap())
+            .unwrap()
+            .build()
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap();
+        // ...and the documented way, in spawn_blocking.
+        let blocking = tokio::task::spawn_blocking(move || {
+            Scan::new(d.to_str().unwrap())
+                .unwrap()
+                .build()
+                .unwrap()
+                .collect::<Result<Vec<_>, _>>()
+                .unwrap()
+        })
+        .await
+        .unwrap();
+        (direct, blocking)
+    });
+    common::assert_same_rows(&schema, &expected, &got.0, "tokio worker");
+    common::assert_same_rows(&schema, &expected, &got.1, "spawn_blocking");
+}
