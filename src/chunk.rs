@@ -87,7 +87,9 @@ impl ChunkReader for SparseChunk {
         if length == 0 {
             return Ok(Bytes::new());
         }
-        let idx = self.find(start).ok_or_else(|| self.missing(start, length))?;
+        let idx = self
+            .find(start)
+            .ok_or_else(|| self.missing(start, length))?;
         let (s, b) = &self.pieces[idx];
         let rel = (start - s) as usize;
         if rel + length <= b.len() {

@@ -162,7 +162,9 @@ impl PartDecoder {
                 }
                 Ok(Ok(None)) => {
                     self.reader = None;
-                    self.shared.metrics.release(std::mem::take(&mut self.fetched));
+                    self.shared
+                        .metrics
+                        .release(std::mem::take(&mut self.fetched));
                     let _ = self.shared.tx.send(Event::PartDone {
                         slot: self.slot,
                         part: self.part,
@@ -176,9 +178,10 @@ impl PartDecoder {
                         .map(String::as_str)
                         .or_else(|| panic.downcast_ref::<&str>().copied())
                         .unwrap_or("unknown panic");
-                    let e = Error::new(ErrorKind::Panic, format!("parquet decoder panicked: {msg}"))
-                        .with_path(&*self.file.file.name)
-                        .with_row_group(self.row_group);
+                    let e =
+                        Error::new(ErrorKind::Panic, format!("parquet decoder panicked: {msg}"))
+                            .with_path(&*self.file.file.name)
+                            .with_row_group(self.row_group);
                     return self.error(e);
                 }
             }

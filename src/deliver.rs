@@ -110,7 +110,10 @@ pub(crate) fn start(
         pool,
         tx,
     });
-    let files = wait(&io, async move { source::resolve(inputs, &store_options).await })?;
+    let files = wait(
+        &io,
+        async move { source::resolve(inputs, &store_options).await },
+    )?;
     let Some(first) = files.first().cloned() else {
         return Err(Error::new(ErrorKind::NotFound, "no files to scan"));
     };
@@ -203,12 +206,20 @@ impl ScanReader {
                 part,
                 batch,
                 bytes,
-            } => match self.slots.get_mut(&slot).and_then(|s| s.parts.get_mut(part)) {
+            } => match self
+                .slots
+                .get_mut(&slot)
+                .and_then(|s| s.parts.get_mut(part))
+            {
                 Some(p) => p.queue.push_back((batch, bytes)),
                 None => self.shared.metrics.release(bytes),
             },
             Event::PartDone { slot, part } => {
-                if let Some(p) = self.slots.get_mut(&slot).and_then(|s| s.parts.get_mut(part)) {
+                if let Some(p) = self
+                    .slots
+                    .get_mut(&slot)
+                    .and_then(|s| s.parts.get_mut(part))
+                {
                     p.done = true;
                 }
             }
@@ -357,7 +368,10 @@ impl Iterator for ScanReader {
                     }
                 }
                 Err(RecvTimeoutError::Disconnected) => {
-                    break Some(Err(Error::new(ErrorKind::Io, "the scan's pipeline went away")))
+                    break Some(Err(Error::new(
+                        ErrorKind::Io,
+                        "the scan's pipeline went away",
+                    )))
                 }
             }
         };

@@ -35,7 +35,11 @@ impl Fetcher {
         fut: impl std::future::Future<Output = object_store::Result<T>>,
         len: impl Fn(&T) -> usize,
     ) -> Result<T> {
-        let _permit = self.permits.acquire().await.expect("semaphore never closed");
+        let _permit = self
+            .permits
+            .acquire()
+            .await
+            .expect("semaphore never closed");
         let t = Instant::now();
         Metrics::add(&self.metrics.requests, 1);
         let out = fut.await.map_err(|e| Error::from_store(e, &file.name));
@@ -101,8 +105,8 @@ impl Fetcher {
                 todo.extend(split(r, request_size));
             }
         }
-        let got = futures::future::try_join_all(todo.iter().map(|r| self.range(file, r.clone())))
-            .await?;
+        let got =
+            futures::future::try_join_all(todo.iter().map(|r| self.range(file, r.clone()))).await?;
         for (r, b) in todo.into_iter().zip(got) {
             if b.len() as u64 != r.end - r.start {
                 return Err(Error::new(
@@ -164,9 +168,7 @@ impl Budget {
         let mut st = self.state.lock().expect("budget lock");
         let (reserved, in_flight) = *st;
         let buffered = metrics.buffered_bytes.load(Relaxed);
-        if in_flight == 0
-            || (reserved + bytes <= self.limit && buffered + bytes <= self.limit)
-        {
+        if in_flight == 0 || (reserved + bytes <= self.limit && buffered + bytes <= self.limit) {
             *st = (reserved + bytes, in_flight + 1);
             true
         } else {

@@ -139,9 +139,16 @@ pub(crate) async fn run(
     let _guard = shared.metrics.task_started();
     let mut tasks = JoinSet::new();
     let mut next_slot = 0usize;
-    let outcome = AssertUnwindSafe(drive(&shared, files, first, schema, &mut tasks, &mut next_slot))
-        .catch_unwind()
-        .await;
+    let outcome = AssertUnwindSafe(drive(
+        &shared,
+        files,
+        first,
+        schema,
+        &mut tasks,
+        &mut next_slot,
+    ))
+    .catch_unwind()
+    .await;
     let end = match outcome {
         Ok(Ok(())) => Event::End { slots: next_slot },
         Ok(Err(error)) => Event::Error {
@@ -191,7 +198,10 @@ async fn drive(
                     (meta, proj)
                 }
                 Some(Err(e)) => {
-                    return Err(Error::new(ErrorKind::Panic, format!("footer task failed: {e}")))
+                    return Err(Error::new(
+                        ErrorKind::Panic,
+                        format!("footer task failed: {e}"),
+                    ))
                 }
             },
         };
@@ -204,8 +214,7 @@ async fn drive(
             let reserve = reservation(&slot_plan, opts);
             shared.budget.admit(reserve, &shared.metrics).await;
             let slot = *next_slot;
-            let ctls: Vec<Arc<PartCtl>> =
-                slot_plan.parts.iter().map(|_| Arc::default()).collect();
+            let ctls: Vec<Arc<PartCtl>> = slot_plan.parts.iter().map(|_| Arc::default()).collect();
             let info = SlotInfo {
                 parts: ctls.clone(),
                 reserve,

@@ -117,7 +117,8 @@ pub(crate) fn decode_footer(
     prefix_start: u64,
 ) -> Result<FileMeta> {
     let name = file.name.clone();
-    let md = ParquetMetaDataReader::decode_metadata(&metadata).map_err(|e| Error::footer(e, &name))?;
+    let md =
+        ParquetMetaDataReader::decode_metadata(&metadata).map_err(|e| Error::footer(e, &name))?;
     let reader = ArrowReaderMetadata::try_new(Arc::new(md), ArrowReaderOptions::new())
         .map_err(|e| Error::footer(e, &name))?;
     let data_end = size - FOOTER_TAIL - metadata.len() as u64;
@@ -214,11 +215,17 @@ pub(crate) fn project(meta: &FileMeta, columns: Option<&[String]>) -> Result<Pro
     let fields = output
         .iter()
         .map(|r| {
-            let i = in_file_order.iter().position(|x| x == r).expect("root is projected");
+            let i = in_file_order
+                .iter()
+                .position(|x| x == r)
+                .expect("root is projected");
             file_order.fields()[i].clone()
         })
         .collect::<Vec<_>>();
-    let schema = Arc::new(Schema::new_with_metadata(fields, file_order.metadata().clone()));
+    let schema = Arc::new(Schema::new_with_metadata(
+        fields,
+        file_order.metadata().clone(),
+    ));
     Ok(Projection {
         roots,
         output,
@@ -301,7 +308,9 @@ pub(crate) fn plan_file(
                     return Err(bad(format!("column {leaf} missing from the row group")));
                 }
                 let col = rg.column(leaf);
-                let start = col.dictionary_page_offset().unwrap_or(col.data_page_offset());
+                let start = col
+                    .dictionary_page_offset()
+                    .unwrap_or(col.data_page_offset());
                 let len = col.compressed_size();
                 if start < 0 || len < 0 || (start as u64).saturating_add(len as u64) > meta.data_end
                 {
@@ -371,14 +380,19 @@ pub(crate) fn check_schema(
     let b = other.schema.fields();
     let same = a.len() == b.len()
         && a.iter().zip(b.iter()).all(|(x, y)| {
-            x.name() == y.name() && x.data_type() == y.data_type() && x.is_nullable() == y.is_nullable()
+            x.name() == y.name()
+                && x.data_type() == y.data_type()
+                && x.is_nullable() == y.is_nullable()
         });
     if same {
         return Ok(());
     }
     Err(Error::new(
         ErrorKind::SchemaMismatch,
-        format!("schema differs from {first}'s: {first} has {scan_schema}, {other_name} has {}", other.schema),
+        format!(
+            "schema differs from {first}'s: {first} has {scan_schema}, {other_name} has {}",
+            other.schema
+        ),
     )
     .with_path(other_name))
 }

@@ -258,7 +258,10 @@ impl Scan {
     pub fn build(self) -> Result<ScanReader> {
         let o = &self.options;
         if o.batch_size == 0 {
-            return Err(Error::new(ErrorKind::InvalidArgument, "batch_size must be > 0"));
+            return Err(Error::new(
+                ErrorKind::InvalidArgument,
+                "batch_size must be > 0",
+            ));
         }
         if o.requests_in_flight == 0 || o.decode_ahead == 0 || o.footers_ahead == 0 {
             return Err(Error::new(
@@ -277,7 +280,6 @@ impl Scan {
         crate::deliver::start(self.inputs, self.store_options, self.options, io, pool)
     }
 }
-
 
 /// Build an [`ObjectRef`] from a path alone (size unknown: the footer read learns it).
 impl From<Path> for ObjectRef {

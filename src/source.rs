@@ -114,7 +114,11 @@ struct Stores {
 }
 
 impl Stores {
-    fn get(&mut self, url: &Url, options: &[(String, String)]) -> Result<(Arc<dyn ObjectStore>, Path)> {
+    fn get(
+        &mut self,
+        url: &Url,
+        options: &[(String, String)],
+    ) -> Result<(Arc<dyn ObjectStore>, Path)> {
         let bad = |e: &dyn std::fmt::Display| {
             Error::new(ErrorKind::InvalidArgument, e.to_string()).with_path(url.as_str())
         };
@@ -139,8 +143,8 @@ impl Stores {
             }
             #[cfg(feature = "cloud")]
             ObjectStoreScheme::GoogleCloudStorage => {
-                let mut b = object_store::gcp::GoogleCloudStorageBuilder::from_env()
-                    .with_url(url.as_str());
+                let mut b =
+                    object_store::gcp::GoogleCloudStorageBuilder::from_env().with_url(url.as_str());
                 for (k, v) in options {
                     if let Ok(k) = k.to_ascii_lowercase().parse() {
                         b = b.with_config(k, v);
@@ -175,7 +179,10 @@ impl Stores {
 
 /// Resolve every input into files, in order. Prefixes are listed concurrently with nothing
 /// else: this runs once, in `build()`.
-pub(crate) async fn resolve(inputs: Vec<Input>, options: &[(String, String)]) -> Result<Vec<FileRef>> {
+pub(crate) async fn resolve(
+    inputs: Vec<Input>,
+    options: &[(String, String)],
+) -> Result<Vec<FileRef>> {
     let mut stores = Stores::default();
     let mut local: Option<Arc<dyn ObjectStore>> = None;
     let mut files = Vec::new();
@@ -208,9 +215,7 @@ pub(crate) async fn resolve(inputs: Vec<Input>, options: &[(String, String)]) ->
                     Error::new(ErrorKind::InvalidArgument, e.to_string()).with_path(&shown)
                 })?;
                 if meta.is_dir() {
-                    files.extend(
-                        list_parquet(&store, &path, &shown, |l| format!("/{l}")).await?,
-                    );
+                    files.extend(list_parquet(&store, &path, &shown, |l| format!("/{l}")).await?);
                 } else {
                     files.push(FileRef {
                         store,
