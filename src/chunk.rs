@@ -40,10 +40,16 @@ impl SparseChunk {
         self.pieces.iter().map(|(_, b)| b.len() as u64).sum()
     }
 
-    /// True when `start..end` is held, entirely, by one piece.
-    pub fn covers(&self, start: u64, end: u64) -> bool {
-        self.find(start)
-            .is_some_and(|i| self.pieces[i].0 + self.pieces[i].1.len() as u64 >= end)
+    /// The held tail of `start..end`: the part `max(start, s)..end` when one piece starting at
+    /// `s` holds the end of the range, as a zero-copy slice with its offset.
+    pub fn tail_of(&self, start: u64, end: u64) -> Option<(u64, Bytes)> {
+        if end <= start {
+            return None;
+        }
+        let i = self.find(end - 1)?;
+        let (s, b) = &self.pieces[i];
+        let from = start.max(*s);
+        Some((from, b.slice((from - s) as usize..(end - s) as usize)))
     }
 
     /// Index of the piece holding `offset`.
@@ -171,7 +177,10 @@ mod tests {
         let mut v = Vec::new();
         r.read_to_end(&mut v).unwrap();
         assert_eq!(v, (15u8..30).collect::<Vec<_>>());
-        assert!(c.covers(10, 20) && !c.covers(10, 21) && c.covers(50, 60));
+        let (at, tail) = c.tail_of(40, 55).unwrap();
+        assert_eq!((at, &tail[..]), (50, &[50u8, 51, 52, 53, 54][..]));
+        assert_eq!(c.tail_of(52, 54).unwrap().0, 52);
+        assert!(c.tail_of(30, 45).is_none());
         assert_eq!(c.bytes(), 30);
     }
 }

@@ -1,10 +1,11 @@
 //! Decode: parquet's sync reader over fetched bytes, run on the rayon pool only.
 //!
 //! One [`PartDecoder`] per part of a slot. A decode task produces batches until its part holds
-//! `decode_ahead` undelivered batches, then *parks*: it stores its reader state in the part's
-//! [`PartCtl`] and returns, so a rayon thread never waits on the consumer. When the consumer
-//! takes a batch it resumes the parked decoder with a new task. A panic inside parquet is caught
-//! and becomes an `Err` naming the file and row group.
+//! more undelivered bytes than its *allowance* (its share of the slot's budget reservation) and
+//! at least `decode_ahead` undelivered batches; then it *parks*: it stores its reader state in
+//! the part's [`PartCtl`] and returns, so a rayon thread never waits on the consumer. When the
+//! consumer takes a batch it resumes the parked decoder with a new task. A panic inside parquet
+//! is caught and becomes an `Err` naming the file and row group.
 //!
 //! Invariants: per part, batches are sent in row order by one task at a time; the fetched bytes
 //! a part holds are counted as buffered until the part finishes or is dropped.
@@ -26,25 +27,53 @@ use crate::pipeline::Shared;
 use crate::plan::FileMeta;
 
 /// Flow control between one part's decoder and the consumer.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub(crate) struct PartCtl {
+    /// Undelivered decoded bytes this part may hold (beyond `decode_ahead` batches).
+    allowance: u64,
+    /// Undelivered batches this part may always hold.
+    ahead: usize,
     state: Mutex<CtlState>,
 }
 
 #[derive(Debug, Default)]
 struct CtlState {
-    /// Batches sent but not yet delivered to the caller.
+    /// Batches sent but not yet delivered to the caller, and their bytes.
     outstanding: usize,
+    outstanding_bytes: u64,
     /// The decoder, while it waits for the consumer.
     parked: Option<PartDecoder>,
 }
 
+impl CtlState {
+    fn full(&self, ctl: &PartCtl) -> bool {
+        self.outstanding >= ctl.ahead && self.outstanding_bytes >= ctl.allowance
+    }
+}
+
 impl PartCtl {
-    /// The consumer delivered one batch of this part: resume the decoder if it was parked.
-    pub fn consumed(&self, ahead: usize) {
+    pub fn new(allowance: u64, ahead: usize) -> Self {
+        PartCtl {
+            allowance,
+            ahead,
+            state: Mutex::default(),
+        }
+    }
+
+    /// Drop the parked decoder, if any (it holds an `Arc` to this control: a cycle that the
+    /// consumer breaks when it cancels).
+    pub fn abandon(&self) {
+        let parked = self.state.lock().expect("part lock").parked.take();
+        drop(parked);
+    }
+
+    /// The consumer delivered one batch of `bytes` of this part: resume the decoder if it was
+    /// parked and now has room.
+    pub fn consumed(&self, bytes: u64) {
         let mut st = self.state.lock().expect("part lock");
         st.outstanding = st.outstanding.saturating_sub(1);
-        if st.outstanding < ahead {
+        st.outstanding_bytes = st.outstanding_bytes.saturating_sub(bytes);
+        if !st.full(self) {
             if let Some(dec) = st.parked.take() {
                 drop(st);
                 dec.spawn();
@@ -62,6 +91,9 @@ pub(crate) struct PartDecoder {
     pub file: Arc<FileMeta>,
     pub row_group: usize,
     pub leaves: Vec<usize>,
+    /// Uncompressed Parquet bytes of the part's column chunks, and Arrow bytes decoded so far.
+    uncompressed: u64,
+    decoded: u64,
     /// The fetched bytes, until the reader is built from them.
     pub chunk: Option<SparseChunk>,
     /// Bytes counted as buffered for the fetched data; released when the part ends.
@@ -95,6 +127,7 @@ impl PartDecoder {
         file: Arc<FileMeta>,
         row_group: usize,
         leaves: Vec<usize>,
+        uncompressed: u64,
         chunk: SparseChunk,
     ) -> Self {
         let fetched = chunk.bytes();
@@ -107,6 +140,8 @@ impl PartDecoder {
             file,
             row_group,
             leaves,
+            uncompressed,
+            decoded: 0,
             chunk: Some(chunk),
             fetched,
             reader: None,
@@ -131,7 +166,6 @@ impl PartDecoder {
     }
 
     fn run(mut self) {
-        let ahead = self.shared.opts.decode_ahead;
         loop {
             if self.shared.quit.load(Relaxed) {
                 return;
@@ -139,7 +173,7 @@ impl PartDecoder {
             {
                 let ctl = Arc::clone(&self.ctl);
                 let mut st = ctl.state.lock().expect("part lock");
-                if st.outstanding >= ahead {
+                if st.full(&ctl) {
                     st.parked = Some(self);
                     return;
                 }
@@ -152,7 +186,12 @@ impl PartDecoder {
                     let bytes = batch.get_array_memory_size() as u64;
                     self.shared.metrics.buffer(bytes);
                     Metrics::add(&self.shared.metrics.bytes_decoded, bytes);
-                    self.ctl.state.lock().expect("part lock").outstanding += 1;
+                    self.decoded += bytes;
+                    {
+                        let mut st = self.ctl.state.lock().expect("part lock");
+                        st.outstanding += 1;
+                        st.outstanding_bytes += bytes;
+                    }
                     let _ = self.shared.tx.send(Event::Batch {
                         slot: self.slot,
                         part: self.part,
@@ -162,6 +201,9 @@ impl PartDecoder {
                 }
                 Ok(Ok(None)) => {
                     self.reader = None;
+                    let ratio = &self.shared.decoded_ratio;
+                    Metrics::add(&ratio.0, self.decoded);
+                    Metrics::add(&ratio.1, self.uncompressed);
                     self.shared
                         .metrics
                         .release(std::mem::take(&mut self.fetched));

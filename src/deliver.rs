@@ -109,6 +109,7 @@ pub(crate) fn start(
         quit: Default::default(),
         pool,
         tx,
+        decoded_ratio: Default::default(),
     });
     let files = wait(
         &io,
@@ -188,9 +189,11 @@ impl ScanReader {
         if let Some(task) = self.task.take() {
             task.abort();
         }
-        // Parked decoders hold fetched bytes: drop them now.
+        // Parked decoders hold fetched bytes and an Arc to their own control: drop them now.
         for (_, s) in std::mem::take(&mut self.slots) {
-            drop(s);
+            for ctl in s.info.iter().flat_map(|i| &i.parts) {
+                ctl.abandon();
+            }
         }
     }
 
@@ -245,9 +248,8 @@ impl ScanReader {
                 .iter_mut()
                 .map(|p| p.queue.pop_front().expect("checked non-empty"))
                 .collect();
-            let ahead = self.shared.opts.decode_ahead;
-            for ctl in &info.parts {
-                ctl.consumed(ahead);
+            for (ctl, (_, bytes)) in info.parts.iter().zip(&batches) {
+                ctl.consumed(*bytes);
             }
             let bytes: u64 = batches.iter().map(|b| b.1).sum();
             self.shared.metrics.release(bytes);

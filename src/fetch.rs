@@ -92,16 +92,13 @@ impl Fetcher {
     ) -> Result<SparseChunk> {
         let mut chunk = SparseChunk::new(size);
         let mut todo = Vec::new();
-        for r in coalesce(ranges, gap) {
-            if cached.covers(r.start, r.end) && r.end > r.start {
-                let b = parquet::file::reader::ChunkReader::get_bytes(
-                    cached,
-                    r.start,
-                    (r.end - r.start) as usize,
-                )
-                .expect("covered range");
-                chunk.insert(r.start, b);
-            } else {
+        for mut r in coalesce(ranges, gap) {
+            // The footer request may already hold the end of this range (or all of it).
+            if let Some((at, held)) = cached.tail_of(r.start, r.end) {
+                chunk.insert(at, held);
+                r.end = at;
+            }
+            if r.end > r.start {
                 todo.extend(split(r, request_size));
             }
         }

@@ -9,7 +9,8 @@
 
 use std::future::Future;
 use std::panic::AssertUnwindSafe;
-use std::sync::atomic::AtomicBool;
+use std::sync::atomic::Ordering::Relaxed;
+use std::sync::atomic::{AtomicBool, AtomicU64};
 use std::sync::Arc;
 
 use arrow::datatypes::SchemaRef;
@@ -36,6 +37,23 @@ pub(crate) struct Shared {
     pub fetcher: Fetcher,
     pub budget: Budget,
     pub tx: Sender<Event>,
+    /// Arrow bytes decoded and parquet uncompressed bytes of the parts finished so far: the
+    /// ratio sharpens the estimate of what later slots decode to.
+    pub decoded_ratio: (AtomicU64, AtomicU64),
+}
+
+impl Shared {
+    /// Decoded Arrow bytes per uncompressed Parquet byte, learnt from finished parts (1.0
+    /// before any has finished).
+    fn expansion(&self) -> f64 {
+        let decoded = self.decoded_ratio.0.load(Relaxed) as f64;
+        let uncompressed = self.decoded_ratio.1.load(Relaxed) as f64;
+        if uncompressed > 0.0 {
+            (decoded / uncompressed).clamp(0.1, 64.0)
+        } else {
+            1.0
+        }
+    }
 }
 
 /// Run `f` on the decode pool and await its result from async code, turning a panic into an
@@ -119,13 +137,23 @@ impl<T> Future for AbortOnDrop<T> {
     }
 }
 
-/// Bytes a slot reserves from the budget: what it fetches, plus its decode-ahead batches
-/// estimated from the uncompressed size.
-fn reservation(slot: &plan::SlotPlan, opts: &Options) -> u64 {
-    let rows = slot.rows.max(1) as f64;
-    let ahead_rows = (opts.decode_ahead * opts.batch_size) as f64;
-    let decoded = slot.uncompressed() as f64 * (ahead_rows / rows).min(1.0);
-    slot.compressed() + decoded as u64
+/// Bytes a slot reserves from the budget: what it fetches plus what it decodes to (the
+/// uncompressed size times the expansion learnt so far), capped at the whole budget for a slot
+/// larger than the budget (which then runs alone). Returns the reservation and each part's
+/// decoded-bytes allowance.
+fn reservation(slot: &plan::SlotPlan, opts: &Options, expansion: f64) -> (u64, Vec<u64>) {
+    let compressed = slot.compressed();
+    let uncompressed = slot.uncompressed().max(1);
+    let decoded = (uncompressed as f64 * expansion) as u64;
+    let budget = opts.memory_budget as u64;
+    let reserve = (compressed + decoded).min(budget.max(compressed));
+    let for_decoded = reserve - compressed;
+    let allowances = slot
+        .parts
+        .iter()
+        .map(|p| (for_decoded as f64 * p.uncompressed as f64 / uncompressed as f64) as u64)
+        .collect();
+    (reserve, allowances)
 }
 
 /// The driver task. Sends `End` after the last slot, or an `Error` at the position of a file
@@ -211,10 +239,13 @@ async fn drive(
             if limit.is_some_and(|l| rows_planned >= l) {
                 return Ok(());
             }
-            let reserve = reservation(&slot_plan, opts);
+            let (reserve, allowances) = reservation(&slot_plan, opts, shared.expansion());
             shared.budget.admit(reserve, &shared.metrics).await;
             let slot = *next_slot;
-            let ctls: Vec<Arc<PartCtl>> = slot_plan.parts.iter().map(|_| Arc::default()).collect();
+            let ctls: Vec<Arc<PartCtl>> = allowances
+                .into_iter()
+                .map(|a| Arc::new(PartCtl::new(a, opts.decode_ahead)))
+                .collect();
             let info = SlotInfo {
                 parts: ctls.clone(),
                 reserve,
@@ -250,6 +281,7 @@ async fn drive(
                                 meta,
                                 rg,
                                 plan.leaves,
+                                plan.uncompressed,
                                 chunk,
                             )
                             .spawn();

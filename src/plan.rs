@@ -119,6 +119,18 @@ pub(crate) fn decode_footer(
     let name = file.name.clone();
     let md =
         ParquetMetaDataReader::decode_metadata(&metadata).map_err(|e| Error::footer(e, &name))?;
+    let encrypted = md
+        .row_groups()
+        .iter()
+        .flat_map(|rg| rg.columns())
+        .any(|c| c.crypto_metadata().is_some());
+    if encrypted {
+        return Err(Error::new(
+            ErrorKind::Encrypted,
+            "column chunks are encrypted (plaintext footer); rayquet does not decrypt",
+        )
+        .with_path(&*name));
+    }
     let reader = ArrowReaderMetadata::try_new(Arc::new(md), ArrowReaderOptions::new())
         .map_err(|e| Error::footer(e, &name))?;
     let data_end = size - FOOTER_TAIL - metadata.len() as u64;

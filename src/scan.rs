@@ -28,7 +28,8 @@ pub const DEFAULT_COALESCE_GAP: usize = 1 << 20;
 pub const DEFAULT_REQUEST_SIZE: usize = 8 << 20;
 /// Default number of footers loaded ahead of the file being scheduled.
 pub const DEFAULT_FOOTERS_AHEAD: usize = 16;
-/// Default number of decoded batches a unit may hold before its decode task parks.
+/// Default number of decoded batches a part may always hold undelivered, even past its share
+/// of the memory budget.
 pub const DEFAULT_DECODE_AHEAD: usize = 2;
 /// Default uncompressed size of a row group above which it is split by columns.
 pub const DEFAULT_SPLIT_BYTES: usize = 16 << 20;
@@ -228,7 +229,9 @@ impl Scan {
         self
     }
 
-    /// Decoded batches a unit may hold undelivered before its decode task parks (default 2).
+    /// Decoded batches a part may always hold undelivered before its decode task parks, even when
+    /// that exceeds its share of the memory budget (default 2). Within the budget, decoding runs
+    /// ahead of the consumer as far as each row group's reservation allows.
     pub fn decode_ahead(mut self, batches: usize) -> Self {
         self.options.decode_ahead = batches;
         self
@@ -241,7 +244,8 @@ impl Scan {
         self
     }
 
-    /// Run IO on this tokio runtime instead of the shared one the library owns.
+    /// Run IO on this tokio runtime instead of the shared one the library owns. It must be a
+    /// multi-thread runtime: the scan's tasks run on it while the caller blocks in `next()`.
     pub fn io_runtime(mut self, handle: tokio::runtime::Handle) -> Self {
         self.io = Some(handle);
         self
@@ -276,6 +280,13 @@ impl Scan {
             ));
         }
         let io = self.io.unwrap_or_else(runtime::io_handle);
+        if io.runtime_flavor() == tokio::runtime::RuntimeFlavor::CurrentThread {
+            return Err(Error::new(
+                ErrorKind::InvalidArgument,
+                "io_runtime needs a multi-thread tokio runtime (a current-thread runtime is only \
+                 driven while its owner blocks on it)",
+            ));
+        }
         let pool = self.pool.unwrap_or_else(runtime::decode_pool);
         crate::deliver::start(self.inputs, self.store_options, self.options, io, pool)
     }

@@ -24,7 +24,8 @@ fn write_file(path: &Path, base: i64, row_groups: usize, rows: usize) {
     let props = WriterProperties::builder()
         .set_max_row_group_row_count(Some(rows))
         .build();
-    let mut w = ArrowWriter::try_new(File::create(path).unwrap(), schema.clone(), Some(props)).unwrap();
+    let mut w =
+        ArrowWriter::try_new(File::create(path).unwrap(), schema.clone(), Some(props)).unwrap();
     for g in 0..row_groups {
         let start = base + (g * rows) as i64;
         let ids: Vec<i64> = (start..start + rows as i64).collect();
@@ -38,7 +39,8 @@ fn write_file(path: &Path, base: i64, row_groups: usize, rows: usize) {
             Arc::new(StringArray::from(s)),
             Arc::new(Int64Array::from(v)),
         ];
-        w.write(&RecordBatch::try_new(schema.clone(), cols).unwrap()).unwrap();
+        w.write(&RecordBatch::try_new(schema.clone(), cols).unwrap())
+            .unwrap();
     }
     w.close().unwrap();
 }
@@ -53,7 +55,10 @@ fn dataset(dir: &Path, files: usize, row_groups: usize, rows: usize) -> Vec<Path
         .collect()
 }
 
-fn reference_all(paths: &[PathBuf], batch: usize) -> (arrow::datatypes::SchemaRef, Vec<RecordBatch>) {
+fn reference_all(
+    paths: &[PathBuf],
+    batch: usize,
+) -> (arrow::datatypes::SchemaRef, Vec<RecordBatch>) {
     let mut all = Vec::new();
     let mut schema = None;
     for p in paths {
@@ -93,8 +98,8 @@ fn budget_bounds_buffered_bytes() {
     let paths = dataset(dir.path(), 2, 8, 20_000);
     let (schema, expected) = reference_all(&paths, 4096);
     // Size of the largest slot: its compressed column chunks plus its decoded batches ahead.
-    let meta = parquet::file::reader::SerializedFileReader::new(File::open(&paths[0]).unwrap())
-        .unwrap();
+    let meta =
+        parquet::file::reader::SerializedFileReader::new(File::open(&paths[0]).unwrap()).unwrap();
     let md = parquet::file::reader::FileReader::metadata(&meta);
     let largest_slot = md
         .row_groups()
@@ -156,16 +161,31 @@ fn projection_and_limit() {
         .memory_budget(1)
         .build()
         .unwrap();
-    let names: Vec<_> = reader.schema().fields().iter().map(|f| f.name().clone()).collect();
+    let names: Vec<_> = reader
+        .schema()
+        .fields()
+        .iter()
+        .map(|f| f.name().clone())
+        .collect();
     assert_eq!(names, ["v", "id"]);
     let metrics = reader.metrics();
     let got: Vec<RecordBatch> = reader.collect::<Result<_, _>>().unwrap();
     let got = common::concat(&got[0].schema(), &got);
     assert_eq!(got.num_rows(), 2500);
-    assert_eq!(got.column(0).to_data(), all.column(2).slice(0, 2500).to_data());
-    assert_eq!(got.column(1).to_data(), all.column(0).slice(0, 2500).to_data());
+    assert_eq!(
+        got.column(0).to_data(),
+        all.column(2).slice(0, 2500).to_data()
+    );
+    assert_eq!(
+        got.column(1).to_data(),
+        all.column(0).slice(0, 2500).to_data()
+    );
     let m = metrics.snapshot();
-    assert!(m.row_groups <= 3, "limit should stop planning: {} row groups", m.row_groups);
+    assert!(
+        m.row_groups <= 3,
+        "limit should stop planning: {} row groups",
+        m.row_groups
+    );
     assert!(m.files <= 4);
 }
 
@@ -185,13 +205,24 @@ fn cancellation_is_prompt_and_pools_survive() {
     drop(reader);
     let t = Instant::now();
     while metrics.snapshot().tasks_running > 0 {
-        assert!(t.elapsed() < Duration::from_secs(10), "tasks still running: {:?}", metrics.snapshot());
+        assert!(
+            t.elapsed() < Duration::from_secs(10),
+            "tasks still running: {:?}",
+            metrics.snapshot()
+        );
         std::thread::sleep(Duration::from_millis(5));
     }
     let requests = metrics.snapshot().requests;
     std::thread::sleep(Duration::from_millis(100));
-    assert_eq!(metrics.snapshot().requests, requests, "no request after cancellation");
-    assert!(metrics.snapshot().row_groups < 36, "cancelled before planning everything");
+    assert_eq!(
+        metrics.snapshot().requests,
+        requests,
+        "no request after cancellation"
+    );
+    assert!(
+        metrics.snapshot().row_groups < 36,
+        "cancelled before planning everything"
+    );
     // The pools still work.
     let (schema, expected) = reference_all(&paths[..1], 1000);
     let got: Vec<RecordBatch> = Scan::new(paths[0].to_str().unwrap())
@@ -212,7 +243,10 @@ fn errors_name_files_and_fuse() {
     let paths = dataset(dir.path(), 2, 2, 100);
     // A missing file.
     let missing = dir.path().join("nope.parquet");
-    let e = Scan::new(missing.to_str().unwrap()).unwrap().build().unwrap_err();
+    let e = Scan::new(missing.to_str().unwrap())
+        .unwrap()
+        .build()
+        .unwrap_err();
     assert_eq!(e.kind(), ErrorKind::NotFound);
     assert!(e.to_string().contains("nope.parquet"), "{e}");
     // A truncated file after a good one: the good rows come first, then the error, then None.
@@ -231,7 +265,10 @@ fn errors_name_files_and_fuse() {
             None => panic!("expected an error"),
         }
     };
-    assert_eq!(rows, 200, "the first file's rows are delivered before the error");
+    assert_eq!(
+        rows, 200,
+        "the first file's rows are delivered before the error"
+    );
     assert_eq!(err.kind(), ErrorKind::CorruptFooter, "{err}");
     assert!(err.path().unwrap().contains("trunc.parquet"));
     assert!(reader.next().is_none(), "fused after an error");
@@ -239,9 +276,11 @@ fn errors_name_files_and_fuse() {
     let other = dir.path().join("other.parquet");
     {
         let schema = Arc::new(Schema::new(vec![Field::new("id", DataType::Utf8, false)]));
-        let mut w = ArrowWriter::try_new(File::create(&other).unwrap(), schema.clone(), None).unwrap();
+        let mut w =
+            ArrowWriter::try_new(File::create(&other).unwrap(), schema.clone(), None).unwrap();
         let col: ArrayRef = Arc::new(StringArray::from(vec!["a"]));
-        w.write(&RecordBatch::try_new(schema, vec![col]).unwrap()).unwrap();
+        w.write(&RecordBatch::try_new(schema, vec![col]).unwrap())
+            .unwrap();
         w.close().unwrap();
     }
     let results: Vec<_> = Scan::from_urls([paths[0].to_str().unwrap(), other.to_str().unwrap()])
@@ -249,12 +288,22 @@ fn errors_name_files_and_fuse() {
         .build()
         .unwrap()
         .collect();
-    let err = results.iter().find_map(|r| r.as_ref().err()).expect("mismatch error");
+    let err = results
+        .iter()
+        .find_map(|r| r.as_ref().err())
+        .expect("mismatch error");
     assert_eq!(err.kind(), ErrorKind::SchemaMismatch);
     let msg = err.to_string();
-    assert!(msg.contains("other.parquet") && msg.contains("part-000.parquet"), "{msg}");
+    assert!(
+        msg.contains("other.parquet") && msg.contains("part-000.parquet"),
+        "{msg}"
+    );
     // Unknown column.
-    let e = Scan::new(paths[0].to_str().unwrap()).unwrap().columns(["zzz"]).build().unwrap_err();
+    let e = Scan::new(paths[0].to_str().unwrap())
+        .unwrap()
+        .columns(["zzz"])
+        .build()
+        .unwrap_err();
     assert_eq!(e.kind(), ErrorKind::InvalidArgument);
     assert!(e.to_string().contains("zzz"));
 }
@@ -281,7 +330,10 @@ fn concurrent_scans_and_tokio_callers() {
     for t in threads {
         common::assert_same_rows(&schema, &expected, &t.join().unwrap(), "concurrent");
     }
-    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).build().unwrap();
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .build()
+        .unwrap();
     let d = dir.path().to_path_buf();
     let got = rt.block_on(async move {
         // Directly on a worker thread (blocks it, but must not panic)...
@@ -306,4 +358,45 @@ fn concurrent_scans_and_tokio_callers() {
     });
     common::assert_same_rows(&schema, &expected, &got.0, "tokio worker");
     common::assert_same_rows(&schema, &expected, &got.1, "spawn_blocking");
+}
+
+/// The reader can move to another thread; a caller's own runtime and pool work; a
+/// current-thread runtime is refused with a clear error instead of hanging.
+#[test]
+fn reader_is_send_and_takes_caller_pools() {
+    fn assert_send<T: Send>() {}
+    assert_send::<rayquet::ScanReader>();
+    let dir = tempfile::tempdir().unwrap();
+    let paths = dataset(dir.path(), 2, 2, 1000);
+    let (schema, expected) = reference_all(&paths, 8192);
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    let pool = Arc::new(
+        rayon::ThreadPoolBuilder::new()
+            .num_threads(3)
+            .build()
+            .unwrap(),
+    );
+    let reader = Scan::new(dir.path().to_str().unwrap())
+        .unwrap()
+        .io_runtime(rt.handle().clone())
+        .decode_pool(pool)
+        .build()
+        .unwrap();
+    let got = std::thread::spawn(move || reader.collect::<Result<Vec<_>, _>>().unwrap())
+        .join()
+        .unwrap();
+    common::assert_same_rows(&schema, &expected, &got, "caller pools");
+    let current = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap();
+    let e = Scan::new(dir.path().to_str().unwrap())
+        .unwrap()
+        .io_runtime(current.handle().clone())
+        .build()
+        .unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::InvalidArgument);
 }

@@ -550,7 +550,8 @@ fn byte_stream_split_and_delta_encodings() {
     let decimals = Decimal128Array::from(
         (0..rows)
             .map(|_| {
-                (!rng.chance(5)).then(|| (rng.next() as i128 * rng.next() as i128) % 10i128.pow(30))
+                (!rng.chance(5))
+                    .then(|| (rng.next() as i128).wrapping_mul(rng.next() as i128) % 10i128.pow(30))
             })
             .collect::<Vec<_>>(),
     )
