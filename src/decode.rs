@@ -22,9 +22,9 @@ use parquet::arrow::ProjectionMask;
 use crate::chunk::SparseChunk;
 use crate::deliver::Event;
 use crate::error::{Error, ErrorKind, Result};
-use crate::metrics::Metrics;
+use crate::metrics::{Held, Metrics};
 use crate::pipeline::Shared;
-use crate::plan::FileMeta;
+use crate::plan::{FileMeta, PartPlan};
 
 /// Flow control between one part's decoder and the consumer.
 #[derive(Debug)]
@@ -96,8 +96,8 @@ pub(crate) struct PartDecoder {
     decoded: u64,
     /// The fetched bytes, until the reader is built from them.
     pub chunk: Option<SparseChunk>,
-    /// Bytes counted as buffered for the fetched data; released when the part ends.
-    pub fetched: u64,
+    /// Keeps the slot's fetched bytes counted as buffered until every part has ended.
+    held: Option<Arc<Held>>,
     reader: Option<ParquetRecordBatchReader>,
 }
 
@@ -111,39 +111,30 @@ impl std::fmt::Debug for PartDecoder {
     }
 }
 
-impl Drop for PartDecoder {
-    fn drop(&mut self) {
-        self.shared.metrics.release(self.fetched);
-    }
-}
-
 impl PartDecoder {
-    #[allow(clippy::too_many_arguments)]
+    /// A decoder for `part` of `slot` (`ids` = (slot, part)) over the slot's fetched `chunk`.
     pub fn new(
         shared: Arc<Shared>,
         ctl: Arc<PartCtl>,
-        slot: usize,
-        part: usize,
+        ids: (usize, usize),
         file: Arc<FileMeta>,
         row_group: usize,
-        leaves: Vec<usize>,
-        uncompressed: u64,
+        plan: PartPlan,
         chunk: SparseChunk,
+        held: Arc<Held>,
     ) -> Self {
-        let fetched = chunk.bytes();
-        shared.metrics.buffer(fetched);
         PartDecoder {
             shared,
             ctl,
-            slot,
-            part,
+            slot: ids.0,
+            part: ids.1,
             file,
             row_group,
-            leaves,
-            uncompressed,
+            leaves: plan.leaves,
+            uncompressed: plan.uncompressed,
             decoded: 0,
             chunk: Some(chunk),
-            fetched,
+            held: Some(held),
             reader: None,
         }
     }
@@ -204,9 +195,7 @@ impl PartDecoder {
                     let ratio = &self.shared.decoded_ratio;
                     Metrics::add(&ratio.0, self.decoded);
                     Metrics::add(&ratio.1, self.uncompressed);
-                    self.shared
-                        .metrics
-                        .release(std::mem::take(&mut self.fetched));
+                    self.held = None;
                     let _ = self.shared.tx.send(Event::PartDone {
                         slot: self.slot,
                         part: self.part,

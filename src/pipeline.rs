@@ -22,7 +22,7 @@ use crate::decode::{PartCtl, PartDecoder};
 use crate::deliver::{Event, SlotInfo};
 use crate::error::{Error, ErrorKind, Result};
 use crate::fetch::{Budget, Fetcher};
-use crate::metrics::Metrics;
+use crate::metrics::{Held, Metrics};
 use crate::plan::{self, FileMeta, Footer, Projection};
 use crate::scan::Options;
 use crate::source::FileRef;
@@ -254,53 +254,62 @@ async fn drive(
             let _ = shared.tx.send(Event::Slot { slot, info });
             Metrics::add(&shared.metrics.row_groups, 1);
             Metrics::add(&shared.metrics.units, slot_plan.parts.len() as u64);
-            for (part, (plan, ctl)) in slot_plan.parts.into_iter().zip(ctls).enumerate() {
-                let guard = shared.metrics.task_started();
-                let sh = Arc::clone(shared);
-                let meta = Arc::clone(&meta);
-                let rg = slot_plan.row_group;
-                tasks.spawn(async move {
-                    let _guard = guard;
-                    let fetched = AssertUnwindSafe(sh.fetcher.ranges(
-                        &meta.file,
-                        meta.size,
-                        &plan.ranges,
-                        &meta.cached,
-                        sh.opts.coalesce_gap as u64,
-                        sh.opts.request_size as u64,
-                    ))
-                    .catch_unwind()
-                    .await;
-                    match fetched {
-                        Ok(Ok(chunk)) => {
+            // One fetch per slot: the parts' ranges are coalesced together (so a gap between
+            // two parts' columns is never fetched twice) and every part decodes from the same
+            // zero-copy chunk.
+            let guard = shared.metrics.task_started();
+            let sh = Arc::clone(shared);
+            let meta = Arc::clone(&meta);
+            let rg = slot_plan.row_group;
+            let ranges: Vec<_> = slot_plan
+                .parts
+                .iter()
+                .flat_map(|p| p.ranges.clone())
+                .collect();
+            let parts = slot_plan.parts.clone();
+            tasks.spawn(async move {
+                let _guard = guard;
+                let fetched = AssertUnwindSafe(sh.fetcher.ranges(
+                    &meta.file,
+                    meta.size,
+                    &ranges,
+                    &meta.cached,
+                    sh.opts.coalesce_gap as u64,
+                    sh.opts.request_size as u64,
+                ))
+                .catch_unwind()
+                .await;
+                match fetched {
+                    Ok(Ok(chunk)) => {
+                        let held = Arc::new(Held::new(Arc::clone(&sh.metrics), chunk.bytes()));
+                        for (part, (plan, ctl)) in parts.into_iter().zip(ctls).enumerate() {
                             PartDecoder::new(
                                 Arc::clone(&sh),
                                 ctl,
-                                slot,
-                                part,
-                                meta,
+                                (slot, part),
+                                Arc::clone(&meta),
                                 rg,
-                                plan.leaves,
-                                plan.uncompressed,
-                                chunk,
+                                plan,
+                                chunk.clone(),
+                                Arc::clone(&held),
                             )
                             .spawn();
                         }
-                        Ok(Err(e)) => {
-                            let _ = sh.tx.send(Event::Error {
-                                slot,
-                                error: e.with_row_group(rg),
-                            });
-                        }
-                        Err(_) => {
-                            let e = Error::new(ErrorKind::Panic, "fetch task panicked")
-                                .with_path(&*meta.file.name)
-                                .with_row_group(rg);
-                            let _ = sh.tx.send(Event::Error { slot, error: e });
-                        }
                     }
-                });
-            }
+                    Ok(Err(e)) => {
+                        let _ = sh.tx.send(Event::Error {
+                            slot,
+                            error: e.with_row_group(rg),
+                        });
+                    }
+                    Err(_) => {
+                        let e = Error::new(ErrorKind::Panic, "fetch task panicked")
+                            .with_path(&*meta.file.name)
+                            .with_row_group(rg);
+                        let _ = sh.tx.send(Event::Error { slot, error: e });
+                    }
+                }
+            });
             rows_planned += slot_plan.rows;
             *next_slot += 1;
             while tasks.try_join_next().is_some() {}

@@ -32,7 +32,7 @@ pub const DEFAULT_FOOTERS_AHEAD: usize = 16;
 /// of the memory budget.
 pub const DEFAULT_DECODE_AHEAD: usize = 2;
 /// Default uncompressed size of a row group above which it is split by columns.
-pub const DEFAULT_SPLIT_BYTES: usize = 16 << 20;
+pub const DEFAULT_SPLIT_BYTES: usize = 1 << 20;
 
 /// Tuning knobs of a scan, all with defaults. Set through [`Scan`]'s methods.
 #[derive(Debug, Clone)]
