@@ -112,7 +112,8 @@ impl std::fmt::Debug for PartDecoder {
 }
 
 impl PartDecoder {
-    /// A decoder for `part` of `slot` (`ids` = (slot, part)) over the slot's fetched `chunk`.
+    /// A decoder for `part` of `slot` (`ids` = (slot, part)) over the slot's fetched `chunk`,
+    /// whose bytes stay counted as buffered while `held` lives.
     pub fn new(
         shared: Arc<Shared>,
         ctl: Arc<PartCtl>,
@@ -120,8 +121,7 @@ impl PartDecoder {
         file: Arc<FileMeta>,
         row_group: usize,
         plan: PartPlan,
-        chunk: SparseChunk,
-        held: Arc<Held>,
+        (chunk, held): (SparseChunk, Arc<Held>),
     ) -> Self {
         PartDecoder {
             shared,

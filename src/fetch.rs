@@ -161,24 +161,32 @@ impl Budget {
         }
     }
 
-    fn try_admit(&self, bytes: u64, metrics: &Metrics) -> bool {
+    /// Grant a slot between `need` and `want` bytes, or nothing yet. A slot may take at most
+    /// half of what is free, so the next slots can start fetching while it decodes; the first
+    /// slot in flight is always admitted, whatever its size.
+    fn try_admit(&self, need: u64, want: u64, metrics: &Metrics) -> Option<u64> {
         let mut st = self.state.lock().expect("budget lock");
         let (reserved, in_flight) = *st;
         let buffered = metrics.buffered_bytes.load(Relaxed);
-        if in_flight == 0 || (reserved + bytes <= self.limit && buffered + bytes <= self.limit) {
-            *st = (reserved + bytes, in_flight + 1);
-            true
+        let free = self.limit.saturating_sub(reserved.max(buffered));
+        let grant = if in_flight == 0 {
+            want.min((self.limit / 2).max(need))
+        } else if need <= free {
+            want.min((free / 2).max(need))
         } else {
-            false
-        }
+            return None;
+        };
+        *st = (reserved + grant, in_flight + 1);
+        Some(grant)
     }
 
-    /// Wait until a slot reserving `bytes` may start. Admission is in call order (one caller).
-    pub async fn admit(&self, bytes: u64, metrics: &Metrics) {
+    /// Wait until a slot that needs at least `need` bytes (and would use `want`) may start;
+    /// returns the bytes granted. Admission is in call order (one caller).
+    pub async fn admit(&self, need: u64, want: u64, metrics: &Metrics) -> u64 {
         loop {
             let notified = self.notify.notified();
-            if self.try_admit(bytes, metrics) {
-                return;
+            if let Some(grant) = self.try_admit(need, want, metrics) {
+                return grant;
             }
             notified.await;
         }

@@ -137,23 +137,25 @@ impl<T> Future for AbortOnDrop<T> {
     }
 }
 
-/// Bytes a slot reserves from the budget: what it fetches plus what it decodes to (the
-/// uncompressed size times the expansion learnt so far), capped at the whole budget for a slot
-/// larger than the budget (which then runs alone). Returns the reservation and each part's
-/// decoded-bytes allowance.
-fn reservation(slot: &plan::SlotPlan, opts: &Options, expansion: f64) -> (u64, Vec<u64>) {
+/// What a slot asks of the budget: at least its compressed bytes plus `decode_ahead` batches
+/// of decoded data (`need`), at best everything it decodes to (`want`; uncompressed size times
+/// the expansion learnt so far).
+fn reservation(slot: &plan::SlotPlan, opts: &Options, expansion: f64) -> (u64, u64) {
     let compressed = slot.compressed();
-    let uncompressed = slot.uncompressed().max(1);
-    let decoded = (uncompressed as f64 * expansion) as u64;
-    let budget = opts.memory_budget as u64;
-    let reserve = (compressed + decoded).min(budget.max(compressed));
-    let for_decoded = reserve - compressed;
-    let allowances = slot
-        .parts
+    let decoded = (slot.uncompressed().max(1) as f64 * expansion) as u64;
+    let ahead_rows = (opts.decode_ahead * opts.batch_size) as f64;
+    let ahead = (decoded as f64 * (ahead_rows / slot.rows.max(1) as f64).min(1.0)) as u64;
+    (compressed + ahead, compressed + decoded)
+}
+
+/// Share the decoded bytes of a slot's grant among its parts, by uncompressed size.
+fn allowances(slot: &plan::SlotPlan, grant: u64) -> Vec<u64> {
+    let for_decoded = grant.saturating_sub(slot.compressed()) as f64;
+    let total = slot.uncompressed().max(1) as f64;
+    slot.parts
         .iter()
-        .map(|p| (for_decoded as f64 * p.uncompressed as f64 / uncompressed as f64) as u64)
-        .collect();
-    (reserve, allowances)
+        .map(|p| (for_decoded * p.uncompressed as f64 / total) as u64)
+        .collect()
 }
 
 /// The driver task. Sends `End` after the last slot, or an `Error` at the position of a file
@@ -239,10 +241,10 @@ async fn drive(
             if limit.is_some_and(|l| rows_planned >= l) {
                 return Ok(());
             }
-            let (reserve, allowances) = reservation(&slot_plan, opts, shared.expansion());
-            shared.budget.admit(reserve, &shared.metrics).await;
+            let (need, want) = reservation(&slot_plan, opts, shared.expansion());
+            let reserve = shared.budget.admit(need, want, &shared.metrics).await;
             let slot = *next_slot;
-            let ctls: Vec<Arc<PartCtl>> = allowances
+            let ctls: Vec<Arc<PartCtl>> = allowances(&slot_plan, reserve)
                 .into_iter()
                 .map(|a| Arc::new(PartCtl::new(a, opts.decode_ahead)))
                 .collect();
@@ -290,8 +292,7 @@ async fn drive(
                                 Arc::clone(&meta),
                                 rg,
                                 plan,
-                                chunk.clone(),
-                                Arc::clone(&held),
+                                (chunk.clone(), Arc::clone(&held)),
                             )
                             .spawn();
                         }
