@@ -22,8 +22,8 @@ use parquet::arrow::ProjectionMask;
 use crate::chunk::SparseChunk;
 use crate::deliver::Event;
 use crate::error::{Error, ErrorKind, Result};
-use crate::metrics::{Held, Metrics};
-use crate::pipeline::Shared;
+use crate::metrics::Metrics;
+use crate::pipeline::{Held, Shared};
 use crate::plan::{FileMeta, PartPlan};
 
 /// Flow control between one part's decoder and the consumer.

@@ -149,6 +149,8 @@ pub(crate) fn split(r: Range<u64>, size: u64) -> impl Iterator<Item = Range<u64>
 pub(crate) struct Budget {
     limit: u64,
     state: Mutex<(u64, usize)>,
+    /// Bytes fetched and not yet decoded.
+    held: std::sync::atomic::AtomicU64,
     notify: Notify,
 }
 
@@ -157,36 +159,34 @@ impl Budget {
         Budget {
             limit,
             state: Mutex::new((0, 0)),
+            held: Default::default(),
             notify: Notify::new(),
         }
     }
 
-    /// Grant a slot between `need` and `want` bytes, or nothing yet. A slot may take at most
-    /// half of what is free, so the next slots can start fetching while it decodes; the first
-    /// slot in flight is always admitted, whatever its size.
-    fn try_admit(&self, need: u64, want: u64, metrics: &Metrics) -> Option<u64> {
+    /// Admit a slot reserving `bytes` when it fits next to the reservations in flight and the
+    /// bytes actually buffered, and fewer than `ready` bytes are being fetched or waiting to be
+    /// decoded (else IO is far enough ahead of decoding). The first slot in flight is always admitted,
+    /// whatever its size.
+    fn try_admit(&self, bytes: u64, ready: u64, metrics: &Metrics) -> bool {
         let mut st = self.state.lock().expect("budget lock");
         let (reserved, in_flight) = *st;
         let buffered = metrics.buffered_bytes.load(Relaxed);
-        let free = self.limit.saturating_sub(reserved.max(buffered));
-        let grant = if in_flight == 0 {
-            want.min((self.limit / 2).max(need))
-        } else if need <= free {
-            want.min((free / 2).max(need))
+        let fits = reserved.max(buffered) + bytes <= self.limit;
+        if in_flight == 0 || (fits && self.held.load(Relaxed) < ready) {
+            *st = (reserved + bytes, in_flight + 1);
+            true
         } else {
-            return None;
-        };
-        *st = (reserved + grant, in_flight + 1);
-        Some(grant)
+            false
+        }
     }
 
-    /// Wait until a slot that needs at least `need` bytes (and would use `want`) may start;
-    /// returns the bytes granted. Admission is in call order (one caller).
-    pub async fn admit(&self, need: u64, want: u64, metrics: &Metrics) -> u64 {
+    /// Wait until a slot reserving `bytes` may start. Admission is in call order (one caller).
+    pub async fn admit(&self, bytes: u64, ready: u64, metrics: &Metrics) {
         loop {
             let notified = self.notify.notified();
-            if let Some(grant) = self.try_admit(need, want, metrics) {
-                return grant;
+            if self.try_admit(bytes, ready, metrics) {
+                return;
             }
             notified.await;
         }
@@ -198,6 +198,17 @@ impl Budget {
         st.0 = st.0.saturating_sub(bytes);
         st.1 = st.1.saturating_sub(1);
         drop(st);
+        self.notify.notify_one();
+    }
+
+    /// A slot was admitted: its bytes are being fetched, then wait to be decoded.
+    pub fn hold(&self, bytes: u64) {
+        self.held.fetch_add(bytes, Relaxed);
+    }
+
+    /// A slot's bytes are decoded (or dropped): admission may go on.
+    pub fn unhold(&self, bytes: u64) {
+        self.held.fetch_sub(bytes, Relaxed);
         self.notify.notify_one();
     }
 

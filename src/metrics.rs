@@ -106,26 +106,6 @@ impl Metrics {
     }
 }
 
-/// Bytes counted as buffered while this value lives (fetched bytes shared by a slot's parts).
-#[derive(Debug)]
-pub(crate) struct Held {
-    metrics: Arc<Metrics>,
-    bytes: u64,
-}
-
-impl Held {
-    pub(crate) fn new(metrics: Arc<Metrics>, bytes: u64) -> Self {
-        metrics.buffer(bytes);
-        Held { metrics, bytes }
-    }
-}
-
-impl Drop for Held {
-    fn drop(&mut self) {
-        self.metrics.release(self.bytes);
-    }
-}
-
 /// Decrements `tasks_running` when dropped, so aborted tasks are counted out too.
 pub(crate) struct TaskGuard(Arc<Metrics>);
 

@@ -22,7 +22,7 @@ use crate::decode::{PartCtl, PartDecoder};
 use crate::deliver::{Event, SlotInfo};
 use crate::error::{Error, ErrorKind, Result};
 use crate::fetch::{Budget, Fetcher};
-use crate::metrics::{Held, Metrics};
+use crate::metrics::Metrics;
 use crate::plan::{self, FileMeta, Footer, Projection};
 use crate::scan::Options;
 use crate::source::FileRef;
@@ -53,6 +53,40 @@ impl Shared {
         } else {
             1.0
         }
+    }
+}
+
+/// A slot's bytes between admission and the end of its decoding: its planned compressed bytes
+/// count as *held* (being fetched or waiting to be decoded) for admission, and, once they have
+/// arrived, its fetched bytes count as buffered. The slot's parts share it and drop it when
+/// they end; a failed or aborted fetch drops it at once.
+#[derive(Debug)]
+pub(crate) struct Held {
+    shared: Arc<Shared>,
+    planned: u64,
+    fetched: u64,
+}
+
+impl Held {
+    fn new(shared: Arc<Shared>, planned: u64) -> Self {
+        shared.budget.hold(planned);
+        Held {
+            shared,
+            planned,
+            fetched: 0,
+        }
+    }
+
+    fn fetched(&mut self, bytes: u64) {
+        self.shared.metrics.buffer(bytes);
+        self.fetched += bytes;
+    }
+}
+
+impl Drop for Held {
+    fn drop(&mut self) {
+        self.shared.metrics.release(self.fetched);
+        self.shared.budget.unhold(self.planned);
     }
 }
 
@@ -137,18 +171,18 @@ impl<T> Future for AbortOnDrop<T> {
     }
 }
 
-/// What a slot asks of the budget: at least its compressed bytes plus `decode_ahead` batches
-/// of decoded data (`need`), at best everything it decodes to (`want`; uncompressed size times
-/// the expansion learnt so far).
-fn reservation(slot: &plan::SlotPlan, opts: &Options, expansion: f64) -> (u64, u64) {
-    let compressed = slot.compressed();
-    let decoded = (slot.uncompressed().max(1) as f64 * expansion) as u64;
+/// What a slot reserves from the budget: its compressed bytes plus `decode_ahead` batches of
+/// decoded data (estimated from the uncompressed size times the Arrow/Parquet expansion learnt
+/// so far). Decoding further ahead buys little once row groups are split across threads, and
+/// costs fresh memory.
+fn reservation(slot: &plan::SlotPlan, opts: &Options, expansion: f64) -> u64 {
+    let decoded = slot.uncompressed().max(1) as f64 * expansion;
     let ahead_rows = (opts.decode_ahead * opts.batch_size) as f64;
-    let ahead = (decoded as f64 * (ahead_rows / slot.rows.max(1) as f64).min(1.0)) as u64;
-    (compressed + ahead, compressed + decoded)
+    let ahead = decoded * (ahead_rows / slot.rows.max(1) as f64).min(1.0);
+    slot.compressed() + ahead as u64
 }
 
-/// Share the decoded bytes of a slot's grant among its parts, by uncompressed size.
+/// Share the decoded bytes of a slot's reservation among its parts, by uncompressed size.
 fn allowances(slot: &plan::SlotPlan, grant: u64) -> Vec<u64> {
     let for_decoded = grant.saturating_sub(slot.compressed()) as f64;
     let total = slot.uncompressed().max(1) as f64;
@@ -241,8 +275,9 @@ async fn drive(
             if limit.is_some_and(|l| rows_planned >= l) {
                 return Ok(());
             }
-            let (need, want) = reservation(&slot_plan, opts, shared.expansion());
-            let reserve = shared.budget.admit(need, want, &shared.metrics).await;
+            let ready = (opts.prefetch_bytes as u64).max(2 * slot_plan.compressed());
+            let reserve = reservation(&slot_plan, opts, shared.expansion());
+            shared.budget.admit(reserve, ready, &shared.metrics).await;
             let slot = *next_slot;
             let ctls: Vec<Arc<PartCtl>> = allowances(&slot_plan, reserve)
                 .into_iter()
@@ -260,6 +295,7 @@ async fn drive(
             // two parts' columns is never fetched twice) and every part decodes from the same
             // zero-copy chunk.
             let guard = shared.metrics.task_started();
+            let mut held = Held::new(Arc::clone(shared), slot_plan.compressed());
             let sh = Arc::clone(shared);
             let meta = Arc::clone(&meta);
             let rg = slot_plan.row_group;
@@ -283,7 +319,8 @@ async fn drive(
                 .await;
                 match fetched {
                     Ok(Ok(chunk)) => {
-                        let held = Arc::new(Held::new(Arc::clone(&sh.metrics), chunk.bytes()));
+                        held.fetched(chunk.bytes());
+                        let held = Arc::new(held);
                         for (part, (plan, ctl)) in parts.into_iter().zip(ctls).enumerate() {
                             PartDecoder::new(
                                 Arc::clone(&sh),

@@ -28,9 +28,11 @@ pub const DEFAULT_COALESCE_GAP: usize = 1 << 20;
 pub const DEFAULT_REQUEST_SIZE: usize = 8 << 20;
 /// Default number of footers loaded ahead of the file being scheduled.
 pub const DEFAULT_FOOTERS_AHEAD: usize = 16;
-/// Default number of decoded batches a part may always hold undelivered, even past its share
-/// of the memory budget.
-pub const DEFAULT_DECODE_AHEAD: usize = 2;
+/// Default number of decoded batches a row group may hold undelivered (part of its reservation).
+pub const DEFAULT_DECODE_AHEAD: usize = 4;
+/// Default compressed bytes being fetched or waiting to be decoded above which no further row
+/// group is admitted.
+pub const DEFAULT_PREFETCH_BYTES: usize = 64 << 20;
 /// Default uncompressed size of a row group above which it is split by columns.
 pub const DEFAULT_SPLIT_BYTES: usize = 1 << 20;
 
@@ -49,6 +51,7 @@ pub(crate) struct Options {
     pub footers_ahead: usize,
     pub decode_ahead: usize,
     pub split_bytes: usize,
+    pub prefetch_bytes: usize,
 }
 
 impl Default for Options {
@@ -66,6 +69,7 @@ impl Default for Options {
             footers_ahead: DEFAULT_FOOTERS_AHEAD,
             decode_ahead: DEFAULT_DECODE_AHEAD,
             split_bytes: DEFAULT_SPLIT_BYTES,
+            prefetch_bytes: DEFAULT_PREFETCH_BYTES,
         }
     }
 }
@@ -229,18 +233,26 @@ impl Scan {
         self
     }
 
-    /// Decoded batches a part may always hold undelivered before its decode task parks, even when
-    /// that exceeds its share of the memory budget (default 2). Within the budget, decoding runs
-    /// ahead of the consumer as far as each row group's reservation allows.
+    /// Decoded batches each row group may hold undelivered before its decode tasks park
+    /// (default 4); they are part of the row group's budget reservation.
     pub fn decode_ahead(mut self, batches: usize) -> Self {
         self.options.decode_ahead = batches;
         self
     }
 
     /// Uncompressed bytes of a row group's projection above which it is split by columns into
-    /// parts decoded in parallel (default 16 MiB).
+    /// parts decoded in parallel (default 1 MiB).
     pub fn split_bytes(mut self, bytes: usize) -> Self {
         self.options.split_bytes = bytes;
+        self
+    }
+
+    /// Compressed bytes being fetched or waiting to be decoded above which no further row group
+    /// is admitted (default 64 MiB, or two row groups if larger): how far IO runs ahead of
+    /// decoding. Raise it for high-latency stores (it should exceed bandwidth x latency); the
+    /// memory budget still bounds it.
+    pub fn prefetch_bytes(mut self, bytes: usize) -> Self {
+        self.options.prefetch_bytes = bytes;
         self
     }
 

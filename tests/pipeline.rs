@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 
 use arrow::array::{ArrayRef, Int64Array, RecordBatch, StringArray};
 use arrow::datatypes::{DataType, Field, Schema};
+use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use parquet::arrow::ArrowWriter;
 use parquet::file::properties::WriterProperties;
 use rayquet::{ErrorKind, Scan};
@@ -97,14 +98,22 @@ fn budget_bounds_buffered_bytes() {
     let dir = tempfile::tempdir().unwrap();
     let paths = dataset(dir.path(), 2, 8, 20_000);
     let (schema, expected) = reference_all(&paths, 4096);
-    // Size of the largest slot: its compressed column chunks plus its decoded batches ahead.
-    let meta =
-        parquet::file::reader::SerializedFileReader::new(File::open(&paths[0]).unwrap()).unwrap();
-    let md = parquet::file::reader::FileReader::metadata(&meta);
-    let largest_slot = md
-        .row_groups()
-        .iter()
-        .map(|rg| rg.compressed_size() as u64 + rg.total_byte_size() as u64)
+    // The most one slot (row group) can hold: its compressed column chunks plus its whole
+    // decoded output, measured with parquet's own reader.
+    let file = File::open(&paths[0]).unwrap();
+    let builder = ParquetRecordBatchReaderBuilder::try_new(file).unwrap();
+    let md = builder.metadata().clone();
+    let largest_slot = (0..md.num_row_groups())
+        .map(|rg| {
+            let reader = ParquetRecordBatchReaderBuilder::try_new(File::open(&paths[0]).unwrap())
+                .unwrap()
+                .with_row_groups(vec![rg])
+                .with_batch_size(4096)
+                .build()
+                .unwrap();
+            let decoded: usize = reader.map(|b| b.unwrap().get_array_memory_size()).sum();
+            md.row_group(rg).compressed_size() as u64 + decoded as u64
+        })
         .max()
         .unwrap();
     for budget in [1u64, largest_slot * 3] {
