@@ -106,6 +106,22 @@ async fn list_parquet(
         .collect())
 }
 
+/// Apply the caller's options whose key the builder knows (object_store's config key names,
+/// case-insensitive); other keys belong to other backends and are skipped.
+#[cfg(feature = "cloud")]
+fn configure<B, K: std::str::FromStr>(
+    builder: B,
+    options: &[(String, String)],
+    set: impl Fn(B, K, &str) -> B,
+) -> B {
+    options.iter().fold(builder, |b, (k, v)| {
+        match k.to_ascii_lowercase().parse::<K>() {
+            Ok(key) => set(b, key, v),
+            Err(_) => b,
+        }
+    })
+}
+
 /// Builds one store per (scheme, bucket/account), taking credentials from the environment and
 /// `options`.
 #[derive(Default)]
@@ -132,37 +148,35 @@ impl Stores {
             ObjectStoreScheme::Memory => Arc::new(InMemory::new()),
             ObjectStoreScheme::Local => Arc::new(LocalFileSystem::new()),
             #[cfg(feature = "cloud")]
-            ObjectStoreScheme::AmazonS3 => {
-                let mut b = object_store::aws::AmazonS3Builder::from_env().with_url(url.as_str());
-                for (k, v) in options {
-                    if let Ok(k) = k.to_ascii_lowercase().parse() {
-                        b = b.with_config(k, v);
-                    }
-                }
-                Arc::new(b.build().map_err(|e| bad(&e))?)
-            }
+            ObjectStoreScheme::AmazonS3 => Arc::new(
+                configure(
+                    object_store::aws::AmazonS3Builder::from_env().with_url(url.as_str()),
+                    options,
+                    |b, k, v| b.with_config(k, v),
+                )
+                .build()
+                .map_err(|e| bad(&e))?,
+            ),
             #[cfg(feature = "cloud")]
-            ObjectStoreScheme::GoogleCloudStorage => {
-                let mut b =
-                    object_store::gcp::GoogleCloudStorageBuilder::from_env().with_url(url.as_str());
-                for (k, v) in options {
-                    if let Ok(k) = k.to_ascii_lowercase().parse() {
-                        b = b.with_config(k, v);
-                    }
-                }
-                Arc::new(b.build().map_err(|e| bad(&e))?)
-            }
+            ObjectStoreScheme::GoogleCloudStorage => Arc::new(
+                configure(
+                    object_store::gcp::GoogleCloudStorageBuilder::from_env().with_url(url.as_str()),
+                    options,
+                    |b, k, v| b.with_config(k, v),
+                )
+                .build()
+                .map_err(|e| bad(&e))?,
+            ),
             #[cfg(feature = "cloud")]
-            ObjectStoreScheme::MicrosoftAzure => {
-                let mut b =
-                    object_store::azure::MicrosoftAzureBuilder::from_env().with_url(url.as_str());
-                for (k, v) in options {
-                    if let Ok(k) = k.to_ascii_lowercase().parse() {
-                        b = b.with_config(k, v);
-                    }
-                }
-                Arc::new(b.build().map_err(|e| bad(&e))?)
-            }
+            ObjectStoreScheme::MicrosoftAzure => Arc::new(
+                configure(
+                    object_store::azure::MicrosoftAzureBuilder::from_env().with_url(url.as_str()),
+                    options,
+                    |b, k, v| b.with_config(k, v),
+                )
+                .build()
+                .map_err(|e| bad(&e))?,
+            ),
             other => {
                 let _ = options;
                 return Err(Error::new(

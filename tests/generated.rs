@@ -6,6 +6,7 @@
 //! unordered reads as multisets of rendered rows.
 
 mod common;
+use common::Rng;
 
 use std::collections::HashMap;
 use std::fs::File;
@@ -31,39 +32,6 @@ const SCAN_TIMEOUT: Duration = Duration::from_secs(60);
 
 // ---------------------------------------------------------------------------------------------
 // Data generation
-
-/// A small deterministic PRNG (splitmix64).
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-    /// A value in `lo..=hi`.
-    fn between(&mut self, lo: u64, hi: u64) -> u64 {
-        lo + self.below(hi - lo + 1)
-    }
-    /// True with probability `pct` percent.
-    fn chance(&mut self, pct: u64) -> bool {
-        self.below(100) < pct
-    }
-    fn word(&mut self, max_len: u64) -> String {
-        const CHARS: &[char] = &[
-            'a', 'b', 'q', 'z', 'Z', '0', '9', ' ', '-', 'é', 'ß', '日', '🦀',
-        ];
-        let len = self.below(max_len + 1);
-        (0..len)
-            .map(|_| CHARS[self.below(CHARS.len() as u64) as usize])
-            .collect()
-    }
-}
 
 /// `None` when the whole row is null or with probability `pct`%, else `Some(value(rng))`.
 fn opt<T>(rng: &mut Rng, null_row: bool, pct: u64, value: impl FnOnce(&mut Rng) -> T) -> Option<T> {

@@ -4,6 +4,7 @@
 //! with parquet's sync reader (the reference) under several scan configurations.
 
 mod common;
+use common::Rng;
 
 use std::fs::File;
 use std::path::{Path, PathBuf};
@@ -278,33 +279,6 @@ fn check_unordered(path: &Path, what: &str) {
 
 // ---------------------------------------------------------------------------------------------
 // Writing files
-
-/// A small deterministic PRNG (splitmix64).
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-    /// True with probability `pct` percent.
-    fn chance(&mut self, pct: u64) -> bool {
-        self.below(100) < pct
-    }
-    fn word(&mut self, max_len: u64) -> String {
-        const CHARS: &[char] = &['a', 'b', 'c', 'x', 'y', 'z', '0', '7', ' ', 'é', '日', '🦀'];
-        let len = self.below(max_len + 1);
-        (0..len)
-            .map(|_| CHARS[self.below(CHARS.len() as u64) as usize])
-            .collect()
-    }
-}
 
 fn tmp() -> tempfile::TempDir {
     tempfile::tempdir().expect("tempdir")

@@ -170,3 +170,36 @@ pub fn write_parquet(batches: &[RecordBatch], rows_per_group: usize) -> Vec<u8> 
     writer.close().expect("close writer");
     out
 }
+
+/// A small deterministic PRNG (splitmix64).
+pub struct Rng(pub u64);
+
+impl Rng {
+    pub fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+    pub fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+    /// A value in `lo..=hi`.
+    pub fn between(&mut self, lo: u64, hi: u64) -> u64 {
+        lo + self.below(hi - lo + 1)
+    }
+    /// True with probability `pct` percent.
+    pub fn chance(&mut self, pct: u64) -> bool {
+        self.below(100) < pct
+    }
+    pub fn word(&mut self, max_len: u64) -> String {
+        const CHARS: &[char] = &[
+            'a', 'b', 'q', 'z', 'Z', '0', '9', ' ', '-', 'é', 'ß', '日', '🦀',
+        ];
+        let len = self.below(max_len + 1);
+        (0..len)
+            .map(|_| CHARS[self.below(CHARS.len() as u64) as usize])
+            .collect()
+    }
+}
