@@ -11,6 +11,7 @@
 //! a part holds are counted as buffered until the part finishes or is dropped.
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::AtomicUsize;
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
@@ -79,6 +80,22 @@ impl PartCtl {
                 dec.spawn();
             }
         }
+    }
+}
+
+/// Counts a running decode task in `Shared::decoding` while it lives.
+struct Busy(Arc<AtomicUsize>);
+
+impl Busy {
+    fn new(counter: &Arc<AtomicUsize>) -> Self {
+        counter.fetch_add(1, Relaxed);
+        Busy(Arc::clone(counter))
+    }
+}
+
+impl Drop for Busy {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Relaxed);
     }
 }
 
@@ -157,6 +174,7 @@ impl PartDecoder {
     }
 
     fn run(mut self) {
+        let _busy = Busy::new(&self.shared.decoding);
         loop {
             if self.shared.quit.load(Relaxed) {
                 return;

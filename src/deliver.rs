@@ -103,13 +103,18 @@ pub(crate) fn start(
             permits: Arc::new(tokio::sync::Semaphore::new(opts.requests_in_flight)),
             metrics: Arc::clone(&metrics),
         },
-        budget: Budget::new(opts.memory_budget as u64),
+        budget: Budget::new(
+            opts.memory_budget as u64,
+            opts.prefetch_bytes as u64,
+            pipeline::DECODE_QUEUE_BYTES,
+        ),
         opts,
         metrics,
         quit: Default::default(),
         pool,
         tx,
         decoded_ratio: Default::default(),
+        decoding: Default::default(),
     });
     let files = wait(
         &io,

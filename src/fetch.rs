@@ -148,32 +148,50 @@ pub(crate) fn split(r: Range<u64>, size: u64) -> impl Iterator<Item = Range<u64>
 #[derive(Debug)]
 pub(crate) struct Budget {
     limit: u64,
+    /// Largest IO window (bytes being fetched), and the fetched bytes waiting for the decoders
+    /// above which nothing is admitted.
+    prefetch: u64,
+    queue: u64,
+    /// The IO window now: starts at `queue` and doubles (up to `prefetch`) whenever data
+    /// arrives to find decoders idle and no data waiting, i.e. the decoders wait on IO.
+    window: std::sync::atomic::AtomicU64,
     state: Mutex<(u64, usize)>,
-    /// Bytes fetched and not yet decoded.
+    /// Compressed bytes of admitted slots being fetched or waiting to be decoded.
     held: std::sync::atomic::AtomicU64,
+    /// Of those, bytes that have arrived and wait for (or are in) decoding.
+    waiting: std::sync::atomic::AtomicU64,
     notify: Notify,
 }
 
 impl Budget {
-    pub fn new(limit: u64) -> Self {
+    pub fn new(limit: u64, prefetch: u64, queue: u64) -> Self {
         Budget {
             limit,
+            prefetch: prefetch.max(queue),
+            queue,
+            window: queue.into(),
             state: Mutex::new((0, 0)),
             held: Default::default(),
+            waiting: Default::default(),
             notify: Notify::new(),
         }
     }
 
-    /// Admit a slot reserving `bytes` when it fits next to the reservations in flight and the
-    /// bytes actually buffered, and fewer than `ready` bytes are being fetched or waiting to be
-    /// decoded (else IO is far enough ahead of decoding). The first slot in flight is always admitted,
-    /// whatever its size.
-    fn try_admit(&self, bytes: u64, ready: u64, metrics: &Metrics) -> bool {
+    /// Admit a slot reserving `bytes` (fetching `fetch` of them) when it fits next to the
+    /// reservations in flight and the bytes actually buffered, and IO is not ahead of decoding:
+    /// fewer than `queue` fetched bytes wait for the decoders and fewer than `window` bytes are
+    /// being fetched (each at least the slot's own fetch, so one slot always fits). The first
+    /// slot in flight is always admitted, whatever its size.
+    fn try_admit(&self, bytes: u64, fetch: u64, metrics: &Metrics) -> bool {
         let mut st = self.state.lock().expect("budget lock");
         let (reserved, in_flight) = *st;
         let buffered = metrics.buffered_bytes.load(Relaxed);
         let fits = reserved.max(buffered) + bytes <= self.limit;
-        if in_flight == 0 || (fits && self.held.load(Relaxed) < ready) {
+        let waiting = self.waiting.load(Relaxed);
+        let fetching = self.held.load(Relaxed).saturating_sub(waiting);
+        let window = self.window.load(Relaxed).max(fetch);
+        let io_ahead = waiting >= self.queue.max(2 * fetch) || fetching + fetch > window;
+        if in_flight == 0 || (fits && !io_ahead) {
             *st = (reserved + bytes, in_flight + 1);
             true
         } else {
@@ -181,11 +199,12 @@ impl Budget {
         }
     }
 
-    /// Wait until a slot reserving `bytes` may start. Admission is in call order (one caller).
-    pub async fn admit(&self, bytes: u64, ready: u64, metrics: &Metrics) {
+    /// Wait until a slot reserving `bytes` (fetching `fetch`) may start. Admission is in call
+    /// order (one caller).
+    pub async fn admit(&self, bytes: u64, fetch: u64, metrics: &Metrics) {
         loop {
             let notified = self.notify.notified();
-            if self.try_admit(bytes, ready, metrics) {
+            if self.try_admit(bytes, fetch, metrics) {
                 return;
             }
             notified.await;
@@ -206,9 +225,21 @@ impl Budget {
         self.held.fetch_add(bytes, Relaxed);
     }
 
-    /// A slot's bytes are decoded (or dropped): admission may go on.
-    pub fn unhold(&self, bytes: u64) {
-        self.held.fetch_sub(bytes, Relaxed);
+    /// `bytes` of a slot's data arrived. Arriving to an empty queue while decode threads are
+    /// `idle` means the decoders were waiting on IO: widen the IO window.
+    pub fn arrived(&self, bytes: u64, idle: bool) {
+        if self.waiting.fetch_add(bytes, Relaxed) == 0 && idle {
+            let w = self.window.load(Relaxed);
+            self.window.store((w * 2).min(self.prefetch), Relaxed);
+        }
+        self.notify.notify_one();
+    }
+
+    /// A slot's bytes (`planned`, of which `arrived` came) are decoded or dropped: admission
+    /// may go on.
+    pub fn unhold(&self, planned: u64, arrived: u64) {
+        self.held.fetch_sub(planned, Relaxed);
+        self.waiting.fetch_sub(arrived, Relaxed);
         self.notify.notify_one();
     }
 

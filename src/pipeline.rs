@@ -10,7 +10,7 @@
 use std::future::Future;
 use std::panic::AssertUnwindSafe;
 use std::sync::atomic::Ordering::Relaxed;
-use std::sync::atomic::{AtomicBool, AtomicU64};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize};
 use std::sync::Arc;
 
 use arrow::datatypes::SchemaRef;
@@ -40,6 +40,8 @@ pub(crate) struct Shared {
     /// Arrow bytes decoded and parquet uncompressed bytes of the parts finished so far: the
     /// ratio sharpens the estimate of what later slots decode to.
     pub decoded_ratio: (AtomicU64, AtomicU64),
+    /// Decode tasks running now: fewer than the pool's threads means decoders are waiting.
+    pub decoding: Arc<AtomicUsize>,
 }
 
 impl Shared {
@@ -79,6 +81,8 @@ impl Held {
 
     fn fetched(&mut self, bytes: u64) {
         self.shared.metrics.buffer(bytes);
+        let idle = self.shared.decoding.load(Relaxed) < self.shared.pool.current_num_threads();
+        self.shared.budget.arrived(bytes, idle);
         self.fetched += bytes;
     }
 }
@@ -86,7 +90,7 @@ impl Held {
 impl Drop for Held {
     fn drop(&mut self) {
         self.shared.metrics.release(self.fetched);
-        self.shared.budget.unhold(self.planned);
+        self.shared.budget.unhold(self.planned, self.fetched);
     }
 }
 
@@ -170,6 +174,11 @@ impl<T> Future for AbortOnDrop<T> {
         std::pin::Pin::new(&mut self.0).poll(cx)
     }
 }
+
+/// Fetched bytes waiting for the decoders (or two slots, if larger) above which no slot is
+/// admitted: enough to keep every decode thread fed, small enough not to touch fresh memory
+/// for bytes the decoders cannot reach yet.
+pub(crate) const DECODE_QUEUE_BYTES: u64 = 16 << 20;
 
 /// What a slot reserves from the budget: its compressed bytes plus `decode_ahead` batches of
 /// decoded data (estimated from the uncompressed size times the Arrow/Parquet expansion learnt
@@ -275,9 +284,9 @@ async fn drive(
             if limit.is_some_and(|l| rows_planned >= l) {
                 return Ok(());
             }
-            let ready = (opts.prefetch_bytes as u64).max(2 * slot_plan.compressed());
             let reserve = reservation(&slot_plan, opts, shared.expansion());
-            shared.budget.admit(reserve, ready, &shared.metrics).await;
+            let fetch = slot_plan.compressed();
+            shared.budget.admit(reserve, fetch, &shared.metrics).await;
             let slot = *next_slot;
             let ctls: Vec<Arc<PartCtl>> = allowances(&slot_plan, reserve)
                 .into_iter()

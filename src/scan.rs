@@ -30,9 +30,8 @@ pub const DEFAULT_REQUEST_SIZE: usize = 8 << 20;
 pub const DEFAULT_FOOTERS_AHEAD: usize = 16;
 /// Default number of decoded batches a row group may hold undelivered (part of its reservation).
 pub const DEFAULT_DECODE_AHEAD: usize = 4;
-/// Default compressed bytes being fetched or waiting to be decoded above which no further row
-/// group is admitted.
-pub const DEFAULT_PREFETCH_BYTES: usize = 64 << 20;
+/// Default largest IO window: compressed bytes being fetched at once.
+pub const DEFAULT_PREFETCH_BYTES: usize = 128 << 20;
 /// Default uncompressed size of a row group above which it is split by columns.
 pub const DEFAULT_SPLIT_BYTES: usize = 1 << 20;
 
@@ -247,10 +246,10 @@ impl Scan {
         self
     }
 
-    /// Compressed bytes being fetched or waiting to be decoded above which no further row group
-    /// is admitted (default 64 MiB, or two row groups if larger): how far IO runs ahead of
-    /// decoding. Raise it for high-latency stores (it should exceed bandwidth x latency); the
-    /// memory budget still bounds it.
+    /// Largest IO window: compressed bytes being fetched at once (default 128 MiB). The window
+    /// starts at 16 MiB and doubles whenever decoders are found waiting on IO, so under
+    /// object-store latency it grows towards bandwidth x latency while a fast disk is not read
+    /// far ahead. The memory budget bounds it too.
     pub fn prefetch_bytes(mut self, bytes: usize) -> Self {
         self.options.prefetch_bytes = bytes;
         self
