@@ -155,6 +155,8 @@ pub(crate) struct Budget {
     /// The IO window now: starts at `queue` and doubles (up to `prefetch`) whenever data
     /// arrives to find decoders idle and no data waiting, i.e. the decoders wait on IO.
     window: std::sync::atomic::AtomicU64,
+    /// A slot has been decoded: decoders found idle from now on were starved by IO.
+    warm: std::sync::atomic::AtomicBool,
     state: Mutex<(u64, usize)>,
     /// Compressed bytes of admitted slots being fetched or waiting to be decoded.
     held: std::sync::atomic::AtomicU64,
@@ -170,6 +172,7 @@ impl Budget {
             prefetch: prefetch.max(queue),
             queue,
             window: queue.into(),
+            warm: false.into(),
             state: Mutex::new((0, 0)),
             held: Default::default(),
             waiting: Default::default(),
@@ -227,8 +230,10 @@ impl Budget {
 
     /// `bytes` of a slot's data arrived. Arriving to an empty queue while decode threads are
     /// `idle` means the decoders were waiting on IO: widen the IO window.
+    /// Before the first slot has been decoded the decoders necessarily wait: not counted.
     pub fn arrived(&self, bytes: u64, idle: bool) {
-        if self.waiting.fetch_add(bytes, Relaxed) == 0 && idle {
+        let warm = self.warm.load(Relaxed);
+        if self.waiting.fetch_add(bytes, Relaxed) == 0 && idle && warm {
             let w = self.window.load(Relaxed);
             self.window.store((w * 2).min(self.prefetch), Relaxed);
         }
@@ -238,6 +243,7 @@ impl Budget {
     /// A slot's bytes (`planned`, of which `arrived` came) are decoded or dropped: admission
     /// may go on.
     pub fn unhold(&self, planned: u64, arrived: u64) {
+        self.warm.store(true, Relaxed);
         self.held.fetch_sub(planned, Relaxed);
         self.waiting.fetch_sub(arrived, Relaxed);
         self.notify.notify_one();
