@@ -30,8 +30,6 @@ use crate::plan::{FileMeta, PartPlan};
 /// Flow control between one part's decoder and the consumer.
 #[derive(Debug)]
 pub(crate) struct PartCtl {
-    /// Undelivered decoded bytes this part may hold (beyond `decode_ahead` batches).
-    allowance: u64,
     /// Undelivered batches this part may always hold.
     ahead: usize,
     state: Mutex<CtlState>,
@@ -39,6 +37,9 @@ pub(crate) struct PartCtl {
 
 #[derive(Debug, Default)]
 struct CtlState {
+    /// Undelivered decoded bytes this part may hold (beyond `ahead` batches); unlimited once
+    /// its slot is the one the consumer is reading.
+    allowance: u64,
     /// Batches sent but not yet delivered to the caller, and their bytes.
     outstanding: usize,
     outstanding_bytes: u64,
@@ -48,16 +49,30 @@ struct CtlState {
 
 impl CtlState {
     fn full(&self, ctl: &PartCtl) -> bool {
-        self.outstanding >= ctl.ahead && self.outstanding_bytes >= ctl.allowance
+        self.outstanding >= ctl.ahead && self.outstanding_bytes >= self.allowance
     }
 }
 
 impl PartCtl {
     pub fn new(allowance: u64, ahead: usize) -> Self {
         PartCtl {
-            allowance,
             ahead,
-            state: Mutex::default(),
+            state: Mutex::new(CtlState {
+                allowance,
+                ..Default::default()
+            }),
+        }
+    }
+
+    /// The consumer now reads this part's slot (ordered mode): let it decode to the end without
+    /// parking, so its progress never waits behind later slots' tasks in the pool's queue. This
+    /// is the "one slot" the budget may be exceeded by.
+    pub fn promote(&self) {
+        let mut st = self.state.lock().expect("part lock");
+        st.allowance = u64::MAX;
+        if let Some(dec) = st.parked.take() {
+            drop(st);
+            dec.spawn();
         }
     }
 

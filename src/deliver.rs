@@ -68,6 +68,8 @@ struct SlotBuf {
     info: Option<SlotInfo>,
     parts: Vec<PartBuf>,
     error: Option<Error>,
+    /// Its decoders were told it is the slot being read (ordered mode).
+    promoted: bool,
 }
 
 /// Run `fut` on the IO runtime and wait for it on this thread, without `block_on` (so this is
@@ -247,6 +249,11 @@ impl ScanReader {
             return Some(Some(Err(e)));
         }
         let info = s.info.as_ref()?;
+        if self.ordered && !s.promoted {
+            // The head slot decodes to its end without parking (see `PartCtl::promote`).
+            s.promoted = true;
+            info.parts.iter().for_each(|ctl| ctl.promote());
+        }
         if !s.parts.is_empty() && s.parts.iter().all(|p| !p.queue.is_empty()) {
             let batches: Vec<(RecordBatch, u64)> = s
                 .parts
