@@ -11,7 +11,6 @@ use common::Rng;
 use std::collections::HashMap;
 use std::fs::File;
 use std::path::PathBuf;
-use std::sync::mpsc::{self, RecvTimeoutError};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -349,31 +348,10 @@ impl Opts {
 /// test; checks every batch against the reader's schema and the batch size. Returns the
 /// schema and all rows in one batch.
 fn scan(inputs: &[String], opts: &Opts, what: &str) -> (SchemaRef, RecordBatch) {
-    let (tx, rx) = mpsc::channel();
     let (inputs, thread_opts) = (inputs.to_vec(), opts.clone());
-    std::thread::spawn(move || {
-        let result = (|| {
-            let reader = thread_opts
-                .apply(rayquet::Scan::from_urls(inputs).map_err(|e| format!("from_urls: {e}"))?)
-                .build()
-                .map_err(|e| format!("build failed: {e}"))?;
-            let schema = reader.schema();
-            let metrics = reader.metrics();
-            let mut batches = Vec::new();
-            for batch in reader {
-                let batch = batch.map_err(|e| format!("batch {} failed: {e}", batches.len()))?;
-                batches.push(batch);
-            }
-            Ok::<_, String>((schema, batches, metrics.snapshot()))
-        })();
-        let _ = tx.send(result);
+    let (schema, batches, metrics) = common::run_scan(what, SCAN_TIMEOUT, move || {
+        thread_opts.apply(rayquet::Scan::from_urls(inputs)?).build()
     });
-    let (schema, batches, metrics) = match rx.recv_timeout(SCAN_TIMEOUT) {
-        Ok(Ok(out)) => out,
-        Ok(Err(e)) => panic!("{what}: {e}"),
-        Err(RecvTimeoutError::Timeout) => panic!("{what}: scan hung (> {SCAN_TIMEOUT:?})"),
-        Err(RecvTimeoutError::Disconnected) => panic!("{what}: scan thread panicked"),
-    };
     for (i, b) in batches.iter().enumerate() {
         assert_eq!(
             b.schema().fields(),

@@ -128,9 +128,12 @@ fn budget_bounds_buffered_bytes() {
         common::assert_same_rows(&schema, &expected, &got, &format!("budget={budget}"));
         let peak = metrics.snapshot().peak_buffered_bytes;
         assert!(peak > 0);
+        // Arrow's memory size counts buffer capacity, which varies a little between two
+        // decodes of the same rows: allow 10% on the slot's decoded size.
+        let slack = largest_slot / 10;
         assert!(
-            peak <= budget + largest_slot,
-            "peak {peak} > budget {budget} + one slot {largest_slot}"
+            peak <= budget + largest_slot + slack,
+            "peak {peak} > budget {budget} + one slot {largest_slot} (+{slack})"
         );
     }
 }

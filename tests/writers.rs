@@ -8,7 +8,6 @@ use common::Rng;
 
 use std::fs::File;
 use std::path::{Path, PathBuf};
-use std::sync::mpsc::{self, RecvTimeoutError};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -118,34 +117,6 @@ const LARGE: &[Config] = &[
     Config::new("split_bytes(1)").split(1),
 ];
 
-/// Run a scan on a helper thread so that a hang fails the test instead of blocking it.
-fn run_scan<F>(what: &str, make: F) -> (SchemaRef, Vec<RecordBatch>, MetricsSnapshot)
-where
-    F: FnOnce() -> rayquet::Result<rayquet::ScanReader> + Send + 'static,
-{
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        let result = (|| {
-            let reader = make().map_err(|e| format!("build failed: {e}"))?;
-            let schema = reader.schema();
-            let metrics = reader.metrics();
-            let mut batches = Vec::new();
-            for batch in reader {
-                let batch = batch.map_err(|e| format!("batch {} failed: {e}", batches.len()))?;
-                batches.push(batch);
-            }
-            Ok::<_, String>((schema, batches, metrics.snapshot()))
-        })();
-        let _ = tx.send(result);
-    });
-    match rx.recv_timeout(SCAN_TIMEOUT) {
-        Ok(Ok(out)) => out,
-        Ok(Err(e)) => panic!("{what}: {e}"),
-        Err(RecvTimeoutError::Timeout) => panic!("{what}: scan hung (> {SCAN_TIMEOUT:?})"),
-        Err(RecvTimeoutError::Disconnected) => panic!("{what}: scan thread panicked"),
-    }
-}
-
 /// Scan `path` through rayquet with `config`, projecting `columns` when given.
 fn scan(
     path: &Path,
@@ -155,7 +126,7 @@ fn scan(
 ) -> (SchemaRef, Vec<RecordBatch>) {
     let path = path.to_str().expect("utf-8 path").to_string();
     let columns: Option<Vec<String>> = columns.map(|c| c.iter().map(|s| s.to_string()).collect());
-    let (schema, batches, metrics) = run_scan(what, move || {
+    let (schema, batches, metrics) = common::run_scan(what, SCAN_TIMEOUT, move || {
         let mut scan = rayquet::Scan::new(path)?;
         if let Some(columns) = columns {
             scan = scan.columns(columns);
@@ -258,7 +229,7 @@ fn check_unordered(path: &Path, what: &str) {
     ] {
         let path = path.to_str().unwrap().to_string();
         let what = format!("{what} [unordered, {}]", config.name);
-        let (schema, actual, metrics) = run_scan(&what, move || {
+        let (schema, actual, metrics) = common::run_scan(&what, SCAN_TIMEOUT, move || {
             config
                 .apply(rayquet::Scan::new(path)?.ordered(false))
                 .build()

@@ -203,3 +203,39 @@ impl Rng {
             .collect()
     }
 }
+
+/// Run a scan on a helper thread so that a hang fails the test instead of blocking it.
+pub fn run_scan<F>(
+    what: &str,
+    timeout: std::time::Duration,
+    make: F,
+) -> (SchemaRef, Vec<RecordBatch>, rayquet::MetricsSnapshot)
+where
+    F: FnOnce() -> rayquet::Result<rayquet::ScanReader> + Send + 'static,
+{
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let result = (|| {
+            let reader = make().map_err(|e| format!("build failed: {e}"))?;
+            let schema = reader.schema();
+            let metrics = reader.metrics();
+            let mut batches = Vec::new();
+            for batch in reader {
+                let batch = batch.map_err(|e| format!("batch {} failed: {e}", batches.len()))?;
+                batches.push(batch);
+            }
+            Ok::<_, String>((schema, batches, metrics.snapshot()))
+        })();
+        let _ = tx.send(result);
+    });
+    match rx.recv_timeout(timeout) {
+        Ok(Ok(out)) => out,
+        Ok(Err(e)) => panic!("{what}: {e}"),
+        Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
+            panic!("{what}: scan hung (> {timeout:?})")
+        }
+        Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
+            panic!("{what}: scan thread panicked")
+        }
+    }
+}
