@@ -198,7 +198,11 @@ impl PartDecoder {
                 let ctl = Arc::clone(&self.ctl);
                 let mut st = ctl.state.lock().expect("part lock");
                 if st.full(&ctl) {
-                    st.parked = Some(self);
+                    // Checked under the lock that `abandon` takes after setting `quit`: a
+                    // cancelled scan never gets a decoder parked after it has looked.
+                    if !self.shared.quit.load(Relaxed) {
+                        st.parked = Some(self);
+                    }
                     return;
                 }
             }

@@ -196,11 +196,27 @@ impl ScanReader {
         if let Some(task) = self.task.take() {
             task.abort();
         }
-        // Parked decoders hold fetched bytes and an Arc to their own control: drop them now.
-        for (_, s) in std::mem::take(&mut self.slots) {
-            for ctl in s.info.iter().flat_map(|i| &i.parts) {
-                ctl.abandon();
+        // Parked decoders hold fetched bytes and an Arc to their own control: drop them now,
+        // including those of slots whose announcement is still in the channel. (A decoder that
+        // looks after `quit` was set does not park.)
+        let metrics = &self.shared.metrics;
+        let pending = self.rx.try_iter().filter_map(|ev| match ev {
+            Event::Slot { info, .. } => Some(info),
+            Event::Batch { bytes, .. } => {
+                metrics.release(bytes);
+                None
             }
+            _ => None,
+        });
+        let buffered = std::mem::take(&mut self.slots)
+            .into_values()
+            .filter_map(|s| {
+                let queued = s.parts.iter().flat_map(|p| &p.queue);
+                queued.for_each(|(_, bytes)| metrics.release(*bytes));
+                s.info
+            });
+        for info in buffered.chain(pending.collect::<Vec<_>>()) {
+            info.parts.iter().for_each(|ctl| ctl.abandon());
         }
     }
 
@@ -369,8 +385,7 @@ impl Iterator for ScanReader {
             if let Some(item) = self.ready() {
                 break item;
             }
-            let t = *waited.get_or_insert_with(Instant::now);
-            let _ = t;
+            waited.get_or_insert_with(Instant::now);
             match self.rx.recv_timeout(Duration::from_millis(250)) {
                 Ok(ev) => self.apply(ev),
                 Err(RecvTimeoutError::Timeout) => {
