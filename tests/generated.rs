@@ -365,22 +365,8 @@ fn scan(inputs: &[String], opts: &Opts, what: &str) -> (SchemaRef, RecordBatch) 
             opts.batch_size
         );
     }
-    // The counters agree with what was delivered; split_bytes(1) really splits row groups
-    // (when there are two top-level columns and two decode threads to split between).
-    let rows: usize = batches.iter().map(|b| b.num_rows()).sum();
-    assert_eq!(metrics.rows, rows as u64, "{what}: metrics.rows");
-    assert_eq!(
-        metrics.batches,
-        batches.len() as u64,
-        "{what}: metrics.batches"
-    );
-    let threads = rayquet::runtime::decode_pool().current_num_threads();
-    if opts.split_bytes == Some(1) && rows > 0 && schema.fields().len() >= 2 && threads >= 2 {
-        assert!(
-            metrics.units > metrics.row_groups,
-            "{what}: split_bytes(1) did not split any row group: {metrics:?}"
-        );
-    }
+    let split = opts.split_bytes == Some(1);
+    common::check_metrics(&schema, &batches, &metrics, split, what);
     let all = common::concat(&schema, &batches);
     (schema, all)
 }

@@ -26,7 +26,6 @@ use parquet::file::properties::{EnabledStatistics, WriterProperties, WriterVersi
 use parquet::file::reader::{FileReader, SerializedFileReader};
 use parquet::file::writer::SerializedFileWriter;
 use parquet::schema::types::ColumnPath;
-use rayquet::MetricsSnapshot;
 
 /// How long one scan may run before the test declares it hung.
 const SCAN_TIMEOUT: Duration = Duration::from_secs(60);
@@ -133,7 +132,7 @@ fn scan(
         }
         config.apply(scan).build()
     });
-    check_metrics(
+    common::check_metrics(
         &schema,
         &batches,
         &metrics,
@@ -154,31 +153,6 @@ fn scan(
         );
     }
     (schema, batches)
-}
-
-/// The scan's counters agree with what it delivered, and `split_bytes(1)` really split row
-/// groups (when there are two top-level columns and two decode threads to split between).
-fn check_metrics(
-    schema: &SchemaRef,
-    batches: &[RecordBatch],
-    metrics: &MetricsSnapshot,
-    split: bool,
-    what: &str,
-) {
-    let rows: usize = batches.iter().map(|b| b.num_rows()).sum();
-    assert_eq!(metrics.rows, rows as u64, "{what}: metrics.rows");
-    assert_eq!(
-        metrics.batches,
-        batches.len() as u64,
-        "{what}: metrics.batches"
-    );
-    let threads = rayquet::runtime::decode_pool().current_num_threads();
-    if split && rows > 0 && schema.fields().len() >= 2 && threads >= 2 {
-        assert!(
-            metrics.units > metrics.row_groups,
-            "{what}: split_bytes(1) did not split any row group: {metrics:?}"
-        );
-    }
 }
 
 /// Read `path` through the reference and through rayquet under every config, and assert the
@@ -234,7 +208,7 @@ fn check_unordered(path: &Path, what: &str) {
                 .apply(rayquet::Scan::new(path)?.ordered(false))
                 .build()
         });
-        check_metrics(
+        common::check_metrics(
             &schema,
             &actual,
             &metrics,

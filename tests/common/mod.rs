@@ -239,3 +239,28 @@ where
         }
     }
 }
+
+/// The scan's counters agree with what it delivered, and `split_bytes(1)` really split row
+/// groups (when there are two top-level columns and two decode threads to split between).
+pub fn check_metrics(
+    schema: &SchemaRef,
+    batches: &[RecordBatch],
+    metrics: &rayquet::MetricsSnapshot,
+    split: bool,
+    what: &str,
+) {
+    let rows: usize = batches.iter().map(|b| b.num_rows()).sum();
+    assert_eq!(metrics.rows, rows as u64, "{what}: metrics.rows");
+    assert_eq!(
+        metrics.batches,
+        batches.len() as u64,
+        "{what}: metrics.batches"
+    );
+    let threads = rayquet::runtime::decode_pool().current_num_threads();
+    if split && rows > 0 && schema.fields().len() >= 2 && threads >= 2 {
+        assert!(
+            metrics.units > metrics.row_groups,
+            "{what}: split_bytes(1) did not split any row group: {metrics:?}"
+        );
+    }
+}
