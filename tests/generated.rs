@@ -352,19 +352,7 @@ fn scan(inputs: &[String], opts: &Opts, what: &str) -> (SchemaRef, RecordBatch) 
     let (schema, batches, metrics) = common::run_scan(what, SCAN_TIMEOUT, move || {
         thread_opts.apply(rayquet::Scan::from_urls(inputs)?).build()
     });
-    for (i, b) in batches.iter().enumerate() {
-        assert_eq!(
-            b.schema().fields(),
-            schema.fields(),
-            "{what}: batch {i} schema differs from the reader's schema"
-        );
-        assert!(
-            b.num_rows() <= opts.batch_size,
-            "{what}: batch {i} has {} rows > batch size {}",
-            b.num_rows(),
-            opts.batch_size
-        );
-    }
+    common::check_batches(&schema, &batches, opts.batch_size, what);
     let split = opts.split_bytes == Some(1);
     common::check_metrics(&schema, &batches, &metrics, split, what);
     let all = common::concat(&schema, &batches);

@@ -139,19 +139,7 @@ fn scan(
         config.split_bytes == Some(1),
         what,
     );
-    for (i, b) in batches.iter().enumerate() {
-        assert_eq!(
-            b.schema().fields(),
-            schema.fields(),
-            "{what}: batch {i} schema differs from the reader's schema"
-        );
-        assert!(
-            b.num_rows() <= config.max_rows(),
-            "{what}: batch {i} has {} rows, more than the batch size {}",
-            b.num_rows(),
-            config.max_rows()
-        );
-    }
+    common::check_batches(&schema, &batches, config.max_rows(), what);
     (schema, batches)
 }
 

@@ -264,3 +264,19 @@ pub fn check_metrics(
         );
     }
 }
+
+/// Every batch has the reader's schema and at most `max_rows` rows.
+pub fn check_batches(schema: &SchemaRef, batches: &[RecordBatch], max_rows: usize, what: &str) {
+    for (i, b) in batches.iter().enumerate() {
+        assert_eq!(
+            b.schema().fields(),
+            schema.fields(),
+            "{what}: batch {i} schema differs from the reader's schema"
+        );
+        assert!(
+            b.num_rows() <= max_rows,
+            "{what}: batch {i} has {} rows, more than the batch size {max_rows}",
+            b.num_rows()
+        );
+    }
+}
