@@ -35,6 +35,44 @@ impl SparseChunk {
         pieces.insert(at, (start, bytes));
     }
 
+    /// Whether every byte of `r` is held.
+    pub fn covers(&self, r: &std::ops::Range<u64>) -> bool {
+        let mut at = r.start;
+        while at < r.end {
+            match self.find(at) {
+                Some(i) => at = self.pieces[i].0 + self.pieces[i].1.len() as u64,
+                None => return false,
+            }
+        }
+        true
+    }
+
+    /// Add `other`'s pieces, keeping only the bytes this chunk does not hold yet (zero-copy
+    /// slices), so pieces still never overlap.
+    pub fn merge(&mut self, other: &SparseChunk) {
+        for (start, bytes) in other.pieces.iter() {
+            let end = start + bytes.len() as u64;
+            let mut at = *start;
+            while at < end {
+                if let Some(i) = self.find(at) {
+                    at = (self.pieces[i].0 + self.pieces[i].1.len() as u64).min(end);
+                    continue;
+                }
+                // Bytes from `at` up to the next held piece (or `end`) are new.
+                let next = self
+                    .pieces
+                    .iter()
+                    .map(|(s, _)| *s)
+                    .find(|s| *s > at)
+                    .unwrap_or(end)
+                    .min(end);
+                let piece = bytes.slice((at - start) as usize..(next - start) as usize);
+                self.insert(at, piece);
+                at = next;
+            }
+        }
+    }
+
     /// Total bytes held.
     pub fn bytes(&self) -> u64 {
         self.pieces.iter().map(|(_, b)| b.len() as u64).sum()
@@ -182,5 +220,20 @@ mod tests {
         assert_eq!(c.tail_of(52, 54).unwrap().0, 52);
         assert!(c.tail_of(30, 45).is_none());
         assert_eq!(c.bytes(), 30);
+    }
+
+    #[test]
+    fn merge_keeps_pieces_disjoint() {
+        let mut c = chunk();
+        let mut other = SparseChunk::new(100);
+        other.insert(5, Bytes::from((5u8..55).collect::<Vec<_>>()));
+        c.merge(&other);
+        assert_eq!(c.bytes(), 55, "the union 5..60, each byte once");
+        assert!(c.covers(&(5..60)));
+        assert!(!c.covers(&(4..6)));
+        assert_eq!(
+            &c.get_bytes(5, 55).unwrap()[..],
+            &(5u8..60).collect::<Vec<_>>()[..]
+        );
     }
 }

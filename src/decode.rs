@@ -17,7 +17,9 @@ use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use arrow::array::RecordBatch;
-use parquet::arrow::arrow_reader::{ParquetRecordBatchReader, ParquetRecordBatchReaderBuilder};
+use parquet::arrow::arrow_reader::{
+    ParquetRecordBatchReader, ParquetRecordBatchReaderBuilder, RowSelection, RowSelectionPolicy,
+};
 use parquet::arrow::ProjectionMask;
 
 use crate::chunk::SparseChunk;
@@ -26,6 +28,16 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::metrics::Metrics;
 use crate::pipeline::{Held, Shared};
 use crate::plan::{FileMeta, PartPlan};
+use crate::select::RowIndexer;
+
+/// Which rows a part reads: all, or a selection (read by selectors when only the selected
+/// pages were fetched), and whether it appends the row-index column.
+#[derive(Debug, Default)]
+pub(crate) struct PartRows {
+    pub selection: Option<RowSelection>,
+    pub page_level: bool,
+    pub row_index: Option<RowIndexer>,
+}
 
 /// Flow control between one part's decoder and the consumer.
 #[derive(Debug)]
@@ -128,6 +140,7 @@ pub(crate) struct PartDecoder {
     decoded: u64,
     /// The fetched bytes, until the reader is built from them.
     pub chunk: Option<SparseChunk>,
+    rows: PartRows,
     /// Keeps the slot's fetched bytes counted as buffered until every part has ended.
     held: Option<Arc<Held>>,
     reader: Option<ParquetRecordBatchReader>,
@@ -144,16 +157,17 @@ impl std::fmt::Debug for PartDecoder {
 }
 
 impl PartDecoder {
-    /// A decoder for `part` of `slot` (`ids` = (slot, part)) over the slot's fetched `chunk`,
+    /// A decoder for `part` of `slot` (`ids` = (slot, part)) of row group `row_group` of
+    /// `file`, over the slot's fetched `chunk`,
     /// whose bytes stay counted as buffered while `held` lives.
     pub fn new(
         shared: Arc<Shared>,
         ctl: Arc<PartCtl>,
         ids: (usize, usize),
-        file: Arc<FileMeta>,
-        row_group: usize,
+        (file, row_group): (Arc<FileMeta>, usize),
         plan: PartPlan,
         (chunk, held): (SparseChunk, Arc<Held>),
+        rows: PartRows,
     ) -> Self {
         PartDecoder {
             shared,
@@ -166,6 +180,7 @@ impl PartDecoder {
             uncompressed: plan.uncompressed,
             decoded: 0,
             chunk: Some(chunk),
+            rows,
             held: Some(held),
             reader: None,
         }
@@ -262,10 +277,19 @@ impl PartDecoder {
             let chunk = self.chunk.take().unwrap_or_default();
             let meta = &self.file.reader;
             let mask = ProjectionMask::leaves(meta.parquet_schema(), self.leaves.iter().copied());
-            let reader = ParquetRecordBatchReaderBuilder::new_with_metadata(chunk, meta.clone())
-                .with_projection(mask)
-                .with_row_groups(vec![self.row_group])
-                .with_batch_size(self.shared.opts.batch_size)
+            let mut builder =
+                ParquetRecordBatchReaderBuilder::new_with_metadata(chunk, meta.clone())
+                    .with_projection(mask)
+                    .with_row_groups(vec![self.row_group])
+                    .with_batch_size(self.shared.opts.batch_size);
+            if let Some(sel) = self.rows.selection.take() {
+                builder = builder.with_row_selection(sel);
+                if self.rows.page_level {
+                    // Only the selected pages were fetched: selectors skip the others unread.
+                    builder = builder.with_row_selection_policy(RowSelectionPolicy::Selectors);
+                }
+            }
+            let reader = builder
                 .build()
                 .map_err(|e| Error::decode(e, name, self.row_group))?;
             self.reader = Some(reader);
@@ -273,7 +297,27 @@ impl PartDecoder {
         let reader = self.reader.as_mut().expect("reader built above");
         match reader.next() {
             None => Ok(None),
-            Some(Ok(b)) => Ok(Some(b)),
+            Some(Ok(b)) => match self.rows.row_index.as_mut() {
+                None => Ok(Some(b)),
+                Some(ix) => {
+                    // The row index travels as this part's last column (see `output_layout`).
+                    let index = ix.take(b.num_rows());
+                    let mut fields: Vec<_> = b.schema().fields().iter().cloned().collect();
+                    fields.push(Arc::new(arrow::datatypes::Field::new(
+                        "row_index",
+                        arrow::datatypes::DataType::Int64,
+                        false,
+                    )));
+                    let mut columns = b.columns().to_vec();
+                    columns.push(index);
+                    let schema = Arc::new(arrow::datatypes::Schema::new(fields));
+                    let opts =
+                        arrow::array::RecordBatchOptions::new().with_row_count(Some(b.num_rows()));
+                    arrow::array::RecordBatch::try_new_with_options(schema, columns, &opts)
+                        .map(Some)
+                        .map_err(|e| Error::decode(e, name, self.row_group))
+                }
+            },
             Some(Err(e)) => Err(Error::decode(e, name, self.row_group)),
         }
     }

@@ -125,13 +125,46 @@ pub(crate) fn start(
     let Some(first) = files.first().cloned() else {
         return Err(Error::new(ErrorKind::NotFound, "no files to scan"));
     };
+    for (key, _) in &shared.opts.selections {
+        if !files.iter().any(|f| pipeline::names_file(key, f)) {
+            return Err(Error::new(
+                ErrorKind::InvalidArgument,
+                format!(
+                    "the row selection for {key:?} matches no file of the scan (files are named \
+                     like {:?}, or by their object path {:?})",
+                    &*files[0].name,
+                    files[0].path.as_ref()
+                ),
+            ));
+        }
+    }
     let first = wait(&io, pipeline::load_footer(Arc::clone(&shared), first))?;
-    let schema = Arc::clone(&first.1.schema);
+    let file_schema = Arc::clone(&first.1.schema);
+    let mut schema = Arc::clone(&file_schema);
+    if let Some(name) = &shared.opts.row_index {
+        if schema.field_with_name(name).is_ok() {
+            return Err(Error::new(
+                ErrorKind::InvalidArgument,
+                format!("the row index column {name:?} has the name of a column of the file"),
+            )
+            .with_path(&*first.0.file.name));
+        }
+        let mut fields: Vec<_> = schema.fields().iter().cloned().collect();
+        fields.push(Arc::new(arrow::datatypes::Field::new(
+            name,
+            arrow::datatypes::DataType::Int64,
+            false,
+        )));
+        schema = Arc::new(arrow::datatypes::Schema::new_with_metadata(
+            fields,
+            schema.metadata().clone(),
+        ));
+    }
     let task = io.spawn(pipeline::run(
         Arc::clone(&shared),
         files,
         first,
-        Arc::clone(&schema),
+        file_schema,
     ));
     Ok(ScanReader {
         remaining: shared.opts.limit.map(|l| l as u64),

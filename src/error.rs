@@ -148,3 +148,10 @@ impl fmt::Display for Error {
 }
 
 impl std::error::Error for Error {}
+
+/// Arrow kernel errors (filter evaluation, literal conversion) are invalid arguments.
+impl From<arrow::error::ArrowError> for Error {
+    fn from(e: arrow::error::ArrowError) -> Self {
+        Error::new(ErrorKind::InvalidArgument, e.to_string())
+    }
+}

@@ -29,18 +29,25 @@ mod chunk;
 mod decode;
 mod deliver;
 mod error;
+pub mod expr;
 mod fetch;
 pub mod gen;
 mod metrics;
 mod pipeline;
 mod plan;
+mod prune;
 pub mod runtime;
 mod scan;
+mod select;
 mod source;
+#[cfg(feature = "sql")]
+mod sql;
 
 pub use deliver::ScanReader;
 pub use error::{Error, ErrorKind, Result};
+pub use expr::{col, Expr};
 pub use metrics::{Metrics, MetricsSnapshot};
+pub use parquet::arrow::arrow_reader::{RowSelection, RowSelector};
 pub use scan::{
     Scan, DEFAULT_BATCH_SIZE, DEFAULT_COALESCE_GAP, DEFAULT_DECODE_AHEAD, DEFAULT_FOOTERS_AHEAD,
     DEFAULT_FOOTER_SIZE_HINT, DEFAULT_MEMORY_BUDGET, DEFAULT_PREFETCH_BYTES,

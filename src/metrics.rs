@@ -25,6 +25,10 @@ pub struct Metrics {
     pub(crate) buffered_bytes: AtomicU64,
     pub(crate) peak_buffered_bytes: AtomicU64,
     pub(crate) tasks_running: AtomicU64,
+    pub(crate) row_groups_pruned: AtomicU64,
+    pub(crate) bloom_pruned: AtomicU64,
+    pub(crate) pages_pruned: AtomicU64,
+    pub(crate) rows_filtered: AtomicU64,
 }
 
 /// A point-in-time copy of a scan's [`Metrics`].
@@ -58,6 +62,16 @@ pub struct MetricsSnapshot {
     pub peak_buffered_bytes: u64,
     /// Tokio and rayon tasks of this scan still running (0 once a dropped scan has wound down).
     pub tasks_running: u64,
+    /// Row groups never fetched because a filter excludes every row (by statistics, bloom
+    /// filters or an explicit row selection).
+    pub row_groups_pruned: u64,
+    /// Of those, row groups excluded by a bloom filter.
+    pub bloom_pruned: u64,
+    /// Data pages of the columns read that were never fetched (page index pruning, late
+    /// materialization and row selections).
+    pub pages_pruned: u64,
+    /// Rows a filter removed after decoding (read but not delivered).
+    pub rows_filtered: u64,
 }
 
 impl Metrics {
@@ -78,6 +92,10 @@ impl Metrics {
             buffered_bytes: self.buffered_bytes.load(Relaxed),
             peak_buffered_bytes: self.peak_buffered_bytes.load(Relaxed),
             tasks_running: self.tasks_running.load(Relaxed),
+            row_groups_pruned: self.row_groups_pruned.load(Relaxed),
+            bloom_pruned: self.bloom_pruned.load(Relaxed),
+            pages_pruned: self.pages_pruned.load(Relaxed),
+            rows_filtered: self.rows_filtered.load(Relaxed),
         }
     }
 

@@ -16,15 +16,19 @@ use std::sync::Arc;
 use arrow::datatypes::SchemaRef;
 use crossbeam_channel::Sender;
 use futures::{FutureExt, StreamExt};
+use parquet::arrow::arrow_reader::RowSelection;
 use tokio::task::{JoinHandle, JoinSet};
 
-use crate::decode::{PartCtl, PartDecoder};
+use crate::decode::{PartCtl, PartDecoder, PartRows};
 use crate::deliver::{Event, SlotInfo};
 use crate::error::{Error, ErrorKind, Result};
 use crate::fetch::{Budget, Fetcher};
 use crate::metrics::Metrics;
-use crate::plan::{self, FileMeta, Footer, Projection};
+use crate::plan::{self, FileMeta, FilePrune, Footer, Projection};
+use crate::prune::{self, FileFilter, Verdict};
 use crate::scan::Options;
+use crate::select;
+use crate::select::RowIndexer;
 use crate::source::FileRef;
 
 /// What every task of one scan shares.
@@ -95,10 +99,10 @@ impl Drop for Held {
 }
 
 /// Run `f` on the decode pool and await its result from async code, turning a panic into an
-/// error about `name`.
+/// error about `what` in file `name`.
 async fn on_pool<T: Send + 'static>(
     shared: &Arc<Shared>,
-    name: &str,
+    (name, what): (&str, &str),
     f: impl FnOnce() -> Result<T> + Send + 'static,
 ) -> Result<T> {
     let (tx, rx) = tokio::sync::oneshot::channel();
@@ -110,15 +114,31 @@ async fn on_pool<T: Send + 'static>(
     });
     match rx.await {
         Ok(Ok(r)) => r,
-        _ => Err(Error::new(ErrorKind::Panic, "footer decoding panicked").with_path(name)),
+        _ => Err(Error::new(ErrorKind::Panic, format!("{what} panicked")).with_path(name)),
     }
 }
 
-/// Fetch and parse one file's footer; resolve the projection against it.
-pub(crate) async fn load_footer(
-    shared: Arc<Shared>,
-    file: FileRef,
-) -> Result<(Arc<FileMeta>, Projection)> {
+/// A file ready to plan: its footer, the projection resolved against it, and what pruning
+/// decided.
+pub(crate) type Loaded = (Arc<FileMeta>, Projection, FilePrune);
+
+/// Whether `key` names `file`: its name (URL or path as given) or its object path.
+pub(crate) fn names_file(key: &str, file: &FileRef) -> bool {
+    key == &*file.name || key.trim_start_matches('/') == file.path.as_ref()
+}
+
+/// The caller's row selection for `file`.
+pub(crate) fn selection_for<'a>(opts: &'a Options, file: &FileRef) -> Option<&'a RowSelection> {
+    opts.selections
+        .iter()
+        .find(|(k, _)| names_file(k, file))
+        .map(|(_, s)| s)
+}
+
+/// Fetch and parse one file's footer (and its page index, when a filter or a row selection
+/// can use it); resolve the projection and filter against it; judge its row groups and
+/// pages from statistics, and from bloom filters.
+pub(crate) async fn load_footer(shared: Arc<Shared>, file: FileRef) -> Result<Loaded> {
     let _guard = shared.metrics.task_started();
     let hint = shared.opts.footer_size_hint as u64;
     let (size, start, bytes) = shared.fetcher.suffix(&file, hint).await?;
@@ -145,14 +165,126 @@ pub(crate) async fn load_footer(
             }
         };
     let name = file.name.clone();
-    let columns = shared.opts.columns.clone();
-    let out = on_pool(&shared, &name, move || {
-        let meta = plan::decode_footer(file, size, metadata, prefix, prefix_start)?;
-        let proj = plan::project(&meta, columns.as_deref())?;
-        Ok((Arc::new(meta), proj))
+    let opts = &shared.opts;
+    let user = selection_for(opts, &file).cloned();
+    let want_index = opts.filter.is_some() || user.is_some();
+    let mut meta = on_pool(&shared, (&name, "footer decoding"), move || {
+        plan::decode_footer(file, size, metadata, prefix, prefix_start)
     })
     .await?;
+    if let Some(range) = want_index.then(|| plan::page_index_range(&meta)).flatten() {
+        let chunk = if meta.cached.covers(&range) {
+            meta.cached.clone()
+        } else {
+            let f = &shared.fetcher;
+            f.ranges(&meta.file, size, &[range], &meta.cached, 0, u64::MAX)
+                .await?
+        };
+        meta = on_pool(&shared, (&name, "page index decoding"), move || {
+            Ok(plan::with_page_index(meta, &chunk))
+        })
+        .await?;
+    }
+    let sh = Arc::clone(&shared);
+    let (meta, proj, mut prune, blooms) = on_pool(&shared, (&name, "pruning"), move || {
+        let proj = plan::project(&meta, sh.opts.columns.as_deref())?;
+        let prune = judge_file(&sh.opts, &meta, user)?;
+        let blooms: Vec<(usize, prune::BloomRanges)> = match &prune.filter {
+            Some(f) => (0..prune.verdicts.len())
+                .filter(|&rg| prune.verdicts[rg] == Verdict::Some)
+                .map(|rg| (rg, prune::bloom_ranges(f, &meta, rg)))
+                .filter(|(_, r)| !r.is_empty())
+                .collect(),
+            None => Vec::new(),
+        };
+        Ok((meta, proj, prune, blooms))
+    })
+    .await?;
+    if !blooms.is_empty() {
+        // One coalesced fetch for the bloom filters of every row group statistics kept.
+        let ranges: Vec<_> = blooms
+            .iter()
+            .flat_map(|(_, r)| r.iter().map(|x| x.1.clone()))
+            .collect();
+        let gap = opts.coalesce_gap as u64;
+        let chunk = shared
+            .fetcher
+            .ranges(
+                &meta.file,
+                size,
+                &ranges,
+                &meta.cached,
+                gap,
+                opts.request_size as u64,
+            )
+            .await?;
+        let filter = prune.filter.clone().expect("blooms need a filter");
+        let excluded = on_pool(&shared, (&name, "bloom filter check"), move || {
+            use parquet::file::reader::ChunkReader;
+            let mut out = Vec::new();
+            for (rg, cols) in blooms {
+                let bytes: Vec<(String, bytes::Bytes)> = cols
+                    .into_iter()
+                    .filter_map(|(c, r)| {
+                        chunk
+                            .get_bytes(r.start, (r.end - r.start) as usize)
+                            .ok()
+                            .map(|b| (c, b))
+                    })
+                    .collect();
+                if prune::bloom_verdict(&filter, &bytes) == Verdict::None {
+                    out.push(rg);
+                }
+            }
+            Ok(out)
+        })
+        .await?;
+        for rg in excluded {
+            prune.verdicts[rg] = Verdict::None;
+            prune.by_bloom[rg] = true;
+        }
+    }
     Metrics::add(&shared.metrics.files, 1);
+    Ok((Arc::new(meta), proj, prune))
+}
+
+/// Resolve the filter against `meta`'s file, judge its row groups and pages, and split the
+/// caller's selection by row group. CPU work: runs on the decode pool.
+fn judge_file(opts: &Options, meta: &FileMeta, user: Option<RowSelection>) -> Result<FilePrune> {
+    let md = meta.reader.metadata();
+    let n = md.num_row_groups();
+    let mut out = FilePrune::default();
+    if let Some(expr) = &opts.filter {
+        let filter = FileFilter::resolve(expr, meta)?;
+        out.verdicts = prune::row_groups(&filter, meta);
+        out.by_bloom = vec![false; n];
+        out.pages = (0..n)
+            .map(|rg| match out.verdicts[rg] {
+                Verdict::Some => prune::pages(&filter, meta, rg),
+                _ => None,
+            })
+            .collect();
+        out.filter = Some(filter);
+    }
+    if let Some(mut sel) = user {
+        let total: i64 = md.row_groups().iter().map(|rg| rg.num_rows().max(0)).sum();
+        let spans = sel.row_count() + sel.skipped_row_count();
+        if spans as i64 > total {
+            return Err(Error::new(
+                ErrorKind::InvalidArgument,
+                format!("the row selection spans {spans} rows but the file has {total}"),
+            )
+            .with_path(&*meta.file.name));
+        }
+        out.selected = md
+            .row_groups()
+            .iter()
+            .map(|rg| {
+                let rows = rg.num_rows().max(0) as usize;
+                Some(select::pad(sel.split_off(rows), rows))
+            })
+            .collect();
+    }
     Ok(out)
 }
 
@@ -206,7 +338,7 @@ fn allowances(slot: &plan::SlotPlan, grant: u64) -> Vec<u64> {
 pub(crate) async fn run(
     shared: Arc<Shared>,
     files: Vec<FileRef>,
-    first: (Arc<FileMeta>, Projection),
+    first: Loaded,
     schema: SchemaRef,
 ) {
     let _guard = shared.metrics.task_started();
@@ -241,7 +373,7 @@ pub(crate) async fn run(
 async fn drive(
     shared: &Arc<Shared>,
     files: Vec<FileRef>,
-    first: (Arc<FileMeta>, Projection),
+    first: Loaded,
     schema: SchemaRef,
     tasks: &mut JoinSet<()>,
     next_slot: &mut usize,
@@ -261,14 +393,14 @@ async fn drive(
         if limit.is_some_and(|l| rows_planned >= l) {
             return Ok(());
         }
-        let (meta, proj) = match current.take() {
+        let (meta, proj, prune) = match current.take() {
             Some(x) => x,
             None => match footers.next().await {
                 None => return Ok(()),
                 Some(Ok(r)) => {
-                    let (meta, proj) = r?;
+                    let (meta, proj, prune) = r?;
                     plan::check_schema(&schema, &first_name, &proj, &meta.file.name)?;
-                    (meta, proj)
+                    (meta, proj, prune)
                 }
                 Some(Err(e)) => {
                     return Err(Error::new(
@@ -278,8 +410,13 @@ async fn drive(
                 }
             },
         };
-        let slots = plan::plan_file(&meta, &proj, opts.split_bytes, threads)?;
-        let layout = Arc::new(output_layout(&proj, &slots));
+        let (slots, skipped) = plan::plan_file(&meta, &proj, &prune, opts.split_bytes, threads)?;
+        let m = &shared.metrics;
+        Metrics::add(&m.row_groups_pruned, skipped.row_groups);
+        Metrics::add(&m.bloom_pruned, skipped.by_bloom);
+        Metrics::add(&m.pages_pruned, skipped.pages);
+        let layout = Arc::new(output_layout(&proj, &slots, opts.row_index.is_some()));
+        let filter = prune.filter.map(Arc::new);
         for (slot_plan, layout) in slots.into_iter().zip(layout.iter()) {
             if limit.is_some_and(|l| rows_planned >= l) {
                 return Ok(());
@@ -300,76 +437,148 @@ async fn drive(
             let _ = shared.tx.send(Event::Slot { slot, info });
             Metrics::add(&shared.metrics.row_groups, 1);
             Metrics::add(&shared.metrics.units, slot_plan.parts.len() as u64);
-            // One fetch per slot: the parts' ranges are coalesced together (so a gap between
-            // two parts' columns is never fetched twice) and every part decodes from the same
-            // zero-copy chunk.
+            rows_planned += slot_plan.known_rows();
             let guard = shared.metrics.task_started();
-            let mut held = Held::new(Arc::clone(shared), slot_plan.compressed());
+            let held = Held::new(Arc::clone(shared), slot_plan.compressed());
             let sh = Arc::clone(shared);
             let meta = Arc::clone(&meta);
-            let rg = slot_plan.row_group;
-            let ranges: Vec<_> = slot_plan
-                .parts
-                .iter()
-                .flat_map(|p| p.ranges.clone())
-                .collect();
-            let parts = slot_plan.parts.clone();
+            let filter = filter.clone();
             tasks.spawn(async move {
                 let _guard = guard;
-                let fetched = AssertUnwindSafe(sh.fetcher.ranges(
-                    &meta.file,
-                    meta.size,
-                    &ranges,
-                    &meta.cached,
-                    sh.opts.coalesce_gap as u64,
-                    sh.opts.request_size as u64,
-                ))
-                .catch_unwind()
-                .await;
-                match fetched {
-                    Ok(Ok(chunk)) => {
-                        held.fetched(chunk.bytes());
-                        let held = Arc::new(held);
-                        for (part, (plan, ctl)) in parts.into_iter().zip(ctls).enumerate() {
-                            PartDecoder::new(
-                                Arc::clone(&sh),
-                                ctl,
-                                (slot, part),
-                                Arc::clone(&meta),
-                                rg,
-                                plan,
-                                (chunk.clone(), Arc::clone(&held)),
-                            )
-                            .spawn();
-                        }
-                    }
-                    Ok(Err(e)) => {
-                        let _ = sh.tx.send(Event::Error {
-                            slot,
-                            error: e.with_row_group(rg),
-                        });
-                    }
-                    Err(_) => {
-                        let e = Error::new(ErrorKind::Panic, "fetch task panicked")
-                            .with_path(&*meta.file.name)
-                            .with_row_group(rg);
-                        let _ = sh.tx.send(Event::Error { slot, error: e });
-                    }
-                }
+                let rg = slot_plan.row_group;
+                let name = meta.file.name.clone();
+                let run = fetch_slot(&sh, meta, filter, slot_plan, ctls, held, slot);
+                let error = match AssertUnwindSafe(run).catch_unwind().await {
+                    Ok(Ok(())) => return,
+                    Ok(Err(e)) => e.with_row_group(rg),
+                    Err(_) => Error::new(ErrorKind::Panic, "fetch task panicked")
+                        .with_path(&*name)
+                        .with_row_group(rg),
+                };
+                let _ = sh.tx.send(Event::Error { slot, error });
             });
-            rows_planned += slot_plan.rows;
             *next_slot += 1;
             while tasks.try_join_next().is_some() {}
         }
     }
 }
 
+/// Fetch one slot's bytes and start its decoders. One fetch per stage: the parts' ranges are
+/// coalesced together (so a gap between two parts' columns is never fetched twice) and every
+/// part decodes from the same zero-copy chunk.
+///
+/// With a filter stage (late materialization), the filter's columns are fetched first and
+/// decoded on the pool to find the matching rows; then only the pages of the projected
+/// columns that hold matching rows are fetched. A row group with no match delivers nothing.
+async fn fetch_slot(
+    sh: &Arc<Shared>,
+    meta: Arc<FileMeta>,
+    filter: Option<Arc<FileFilter>>,
+    plan: plan::SlotPlan,
+    ctls: Vec<Arc<PartCtl>>,
+    mut held: Held,
+    slot: usize,
+) -> Result<()> {
+    let opts = &sh.opts;
+    let rg = plan.row_group;
+    let (gap, request) = (opts.coalesce_gap as u64, opts.request_size as u64);
+    // Page-level plans skip data between pages: coalescing across large gaps would fetch it.
+    let page_gap = gap.min(PAGE_COALESCE_GAP);
+    let (selection, page_level, chunk) = match (&plan.filter, filter) {
+        (Some(stage), Some(filter)) => {
+            let g = if plan.page_level { page_gap } else { gap };
+            let first = sh
+                .fetcher
+                .ranges(
+                    &meta.file,
+                    meta.size,
+                    &stage.ranges,
+                    &meta.cached,
+                    g,
+                    request,
+                )
+                .await?;
+            held.fetched(first.bytes());
+            let (m, c, pre) = (Arc::clone(&meta), first.clone(), plan.selection.clone());
+            let (page_level, batch) = (plan.page_level, opts.batch_size);
+            let (exact, read) = on_pool(sh, (&meta.file.name, "filter evaluation"), move || {
+                select::filter_rows(&m, rg, &filter, pre.as_ref(), page_level, c, batch)
+            })
+            .await?;
+            Metrics::add(&sh.metrics.rows_filtered, read - exact.row_count() as u64);
+            if !exact.selects_any() {
+                for part in 0..ctls.len() {
+                    let _ = sh.tx.send(Event::PartDone { slot, part });
+                }
+                return Ok(());
+            }
+            let page_level = plan::has_offset_index(&meta, rg);
+            let mut ranges = Vec::new();
+            for leaf in plan.parts.iter().flat_map(|p| &p.leaves) {
+                let (r, skipped) = plan::chunk_ranges(&meta, rg, *leaf, Some(&exact), page_level)?;
+                if !stage.leaves.contains(leaf) {
+                    Metrics::add(&sh.metrics.pages_pruned, skipped);
+                }
+                ranges.extend(r.into_iter().filter(|r| !first.covers(r)));
+            }
+            let g = if page_level { page_gap } else { gap };
+            let second = sh
+                .fetcher
+                .ranges(&meta.file, meta.size, &ranges, &meta.cached, g, request)
+                .await?;
+            held.fetched(second.bytes());
+            let mut chunk = first;
+            chunk.merge(&second);
+            (Some(exact), page_level, chunk)
+        }
+        _ => {
+            let ranges: Vec<_> = plan.parts.iter().flat_map(|p| p.ranges.clone()).collect();
+            let g = if plan.page_level { page_gap } else { gap };
+            let chunk = sh
+                .fetcher
+                .ranges(&meta.file, meta.size, &ranges, &meta.cached, g, request)
+                .await?;
+            held.fetched(chunk.bytes());
+            (plan.selection.clone(), plan.page_level, chunk)
+        }
+    };
+    let held = Arc::new(held);
+    for (part, (part_plan, ctl)) in plan.parts.into_iter().zip(ctls).enumerate() {
+        let row_index = (part == 0 && opts.row_index.is_some())
+            .then(|| RowIndexer::new(plan.first_row, plan.rows, selection.as_ref()));
+        let rows = PartRows {
+            selection: selection.clone(),
+            page_level,
+            row_index,
+        };
+        PartDecoder::new(
+            Arc::clone(sh),
+            ctl,
+            (slot, part),
+            (Arc::clone(&meta), rg),
+            part_plan,
+            (chunk.clone(), Arc::clone(&held)),
+            rows,
+        )
+        .spawn();
+    }
+    Ok(())
+}
+
+/// Largest gap coalesced between the pages of a page-level fetch plan.
+const PAGE_COALESCE_GAP: u64 = 64 << 10;
+
 /// For each slot, where each output column comes from: (part, column within the part's batch).
-fn output_layout(proj: &Projection, slots: &[plan::SlotPlan]) -> Vec<Arc<Vec<(usize, usize)>>> {
+/// The row-index column, when asked for, is the last column of part 0's batches.
+fn output_layout(
+    proj: &Projection,
+    slots: &[plan::SlotPlan],
+    row_index: bool,
+) -> Vec<Arc<Vec<(usize, usize)>>> {
     slots
         .iter()
         .map(|s| {
-            let layout = proj
+            let mut layout: Vec<(usize, usize)> = proj
                 .output
                 .iter()
                 .map(|root| {
@@ -382,6 +591,9 @@ fn output_layout(proj: &Projection, slots: &[plan::SlotPlan]) -> Vec<Arc<Vec<(us
                         .expect("every projected root is in one part")
                 })
                 .collect();
+            if row_index {
+                layout.push((0, s.parts[0].roots.len()));
+            }
             Arc::new(layout)
         })
         .collect()

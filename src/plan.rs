@@ -15,7 +15,7 @@ use std::sync::Arc;
 use arrow::datatypes::{Schema, SchemaRef};
 use bytes::Bytes;
 use parquet::arrow::arrow_reader::{
-    ArrowReaderMetadata, ArrowReaderOptions, ParquetRecordBatchReaderBuilder,
+    ArrowReaderMetadata, ArrowReaderOptions, ParquetRecordBatchReaderBuilder, RowSelection,
 };
 use parquet::arrow::ProjectionMask;
 use parquet::file::metadata::{FooterTail, ParquetMetaDataReader};
@@ -23,6 +23,7 @@ use parquet::schema::types::SchemaDescriptor;
 
 use crate::chunk::SparseChunk;
 use crate::error::{Error, ErrorKind, Result};
+use crate::prune::{FileFilter, Verdict};
 use crate::source::FileRef;
 
 /// Size of the Parquet footer tail: 4-byte metadata length and the `PAR1` magic.
@@ -145,6 +146,50 @@ pub(crate) fn decode_footer(
         cached,
         data_end,
     })
+}
+
+/// The byte range holding the file's page index (column and offset indexes), if it has one
+/// that lies inside the file's data.
+pub(crate) fn page_index_range(meta: &FileMeta) -> Option<Range<u64>> {
+    let md = meta.reader.metadata();
+    let mut range: Option<Range<u64>> = None;
+    for c in md.row_groups().iter().flat_map(|rg| rg.columns()) {
+        let pairs = [
+            (c.column_index_offset(), c.column_index_length()),
+            (c.offset_index_offset(), c.offset_index_length()),
+        ];
+        for (off, len) in pairs {
+            if let (Some(off), Some(len)) = (off, len) {
+                if off < 0 || len <= 0 {
+                    return None;
+                }
+                let r = off as u64..off as u64 + len as u64;
+                range = Some(match range {
+                    None => r,
+                    Some(x) => x.start.min(r.start)..x.end.max(r.end),
+                });
+            }
+        }
+    }
+    range.filter(|r| r.end <= meta.data_end)
+}
+
+/// `meta` with its page index parsed from `chunk` (which holds [`page_index_range`]). A page
+/// index that fails to parse is ignored: the file is then read without page pruning, as
+/// parquet's own reader would read it.
+pub(crate) fn with_page_index(meta: FileMeta, chunk: &SparseChunk) -> FileMeta {
+    let md = meta.reader.metadata().as_ref().clone();
+    let mut reader = ParquetMetaDataReader::new_with_metadata(md)
+        .with_page_index_policy(parquet::file::metadata::PageIndexPolicy::Optional);
+    let parsed = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        reader.read_page_indexes_sized(chunk, meta.size)?;
+        reader.finish()
+    }));
+    let Ok(Ok(md)) = parsed else { return meta };
+    match ArrowReaderMetadata::try_new(Arc::new(md), ArrowReaderOptions::new()) {
+        Ok(reader) => FileMeta { reader, ..meta },
+        Err(_) => meta,
+    }
 }
 
 /// Which columns a scan reads, resolved against one file's schema.
@@ -271,18 +316,47 @@ pub(crate) struct PartPlan {
     pub uncompressed: u64,
 }
 
+/// The first stage of a filtered row group (late materialization): the filter's columns,
+/// fetched and decoded first to find the rows that match.
+#[derive(Debug, Clone)]
+pub(crate) struct FilterStage {
+    pub leaves: Vec<usize>,
+    pub ranges: Vec<Range<u64>>,
+    pub compressed: u64,
+}
+
 /// One row group of one file: the unit of ordering.
 #[derive(Debug, Clone)]
 pub(crate) struct SlotPlan {
     pub row_group: usize,
     pub rows: u64,
+    /// Position in its file of the row group's first row.
+    pub first_row: u64,
+    /// Rows to read (the caller's selection and the pages the filter may match), `None`:
+    /// all. Never empty: a row group with nothing to read is not planned.
+    pub selection: Option<RowSelection>,
+    /// The offset index is known: parts fetch and read only the pages of selected rows.
+    pub page_level: bool,
+    /// The filter still has to run on this row group (statistics could not decide).
+    pub filter: Option<FilterStage>,
     pub parts: Vec<PartPlan>,
 }
 
 impl SlotPlan {
-    /// Bytes the slot's parts fetch.
+    /// Bytes the slot fetches at most (its parts, and its filter stage).
     pub fn compressed(&self) -> u64 {
-        self.parts.iter().map(|p| p.compressed).sum()
+        self.parts.iter().map(|p| p.compressed).sum::<u64>()
+            + self.filter.as_ref().map_or(0, |f| f.compressed)
+    }
+
+    /// Rows this slot delivers, when known before decoding (no filter left to run).
+    pub fn known_rows(&self) -> u64 {
+        if self.filter.is_some() {
+            return 0;
+        }
+        self.selection
+            .as_ref()
+            .map_or(self.rows, |s| s.row_count() as u64)
     }
     /// Uncompressed bytes of the slot's column chunks.
     pub fn uncompressed(&self) -> u64 {
@@ -290,51 +364,187 @@ impl SlotPlan {
     }
 }
 
-/// Plan every row group of a file: byte ranges per projected column chunk, and the split into
-/// parts when the row group's projection is larger than `split_bytes`.
+/// What pruning decided for one file, before planning: per row group, the filter's verdict
+/// from statistics and bloom filters, the rows the page index cannot exclude, and the
+/// caller's row selection.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct FilePrune {
+    pub filter: Option<FileFilter>,
+    /// Empty when there is no filter (every row group: `All`).
+    pub verdicts: Vec<Verdict>,
+    /// Row groups a bloom filter excluded (their verdict is `None`).
+    pub by_bloom: Vec<bool>,
+    /// Per row group: rows whose pages the filter may match (`None`: all, or no filter).
+    pub pages: Vec<Option<RowSelection>>,
+    /// Per row group: the caller's selection, exactly as long as the row group.
+    pub selected: Vec<Option<RowSelection>>,
+}
+
+/// Counts of what planning one file skipped.
+#[derive(Debug, Default, Clone, Copy)]
+pub(crate) struct Skipped {
+    pub row_groups: u64,
+    pub by_bloom: u64,
+    pub pages: u64,
+}
+
+/// The validated byte range of column chunk `leaf` of row group `rg`.
+fn chunk_range(meta: &FileMeta, rg: usize, leaf: usize) -> Result<Range<u64>> {
+    let md = meta.reader.metadata();
+    let rgm = md.row_group(rg);
+    let bad = |msg: String| {
+        Error::new(ErrorKind::CorruptFooter, msg)
+            .with_path(&*meta.file.name)
+            .with_row_group(rg)
+    };
+    if leaf >= rgm.num_columns() {
+        return Err(bad(format!("column {leaf} missing from the row group")));
+    }
+    let col = rgm.column(leaf);
+    let start = col
+        .dictionary_page_offset()
+        .unwrap_or(col.data_page_offset());
+    let len = col.compressed_size();
+    if start < 0 || len < 0 || (start as u64).saturating_add(len as u64) > meta.data_end {
+        return Err(bad(format!(
+            "column chunk {} at {start}+{len} lies outside the data of a {}-byte file",
+            col.column_path(),
+            meta.size
+        )));
+    }
+    Ok(start as u64..start as u64 + len as u64)
+}
+
+/// Whether row group `rg` has an offset index for every column, so reads can skip pages.
+pub(crate) fn has_offset_index(meta: &FileMeta, rg: usize) -> bool {
+    let md = meta.reader.metadata();
+    md.offset_index()
+        .and_then(|oi| oi.get(rg))
+        .is_some_and(|cols| cols.len() == md.row_group(rg).num_columns())
+}
+
+/// Byte ranges of column chunk `leaf` of row group `rg` that reading `selection`'s rows needs:
+/// with an offset index (`page_level`), the dictionary page and the data pages holding
+/// selected rows; else the whole chunk. Also returns how many data pages it leaves out.
+pub(crate) fn chunk_ranges(
+    meta: &FileMeta,
+    rg: usize,
+    leaf: usize,
+    selection: Option<&RowSelection>,
+    page_level: bool,
+) -> Result<(Vec<Range<u64>>, u64)> {
+    let whole = chunk_range(meta, rg, leaf)?;
+    let (Some(sel), true) = (selection, page_level) else {
+        return Ok((vec![whole], 0));
+    };
+    let oi = &meta.reader.metadata().offset_index().expect("page_level")[rg][leaf];
+    let locations = oi.page_locations();
+    let inside = |r: &Range<u64>| r.start >= whole.start && r.end <= whole.end && r.end > r.start;
+    let pages: Vec<Range<u64>> = locations
+        .iter()
+        .map(|p| {
+            p.offset.max(0) as u64
+                ..(p.offset.max(0) as u64).saturating_add(p.compressed_page_size.max(0) as u64)
+        })
+        .collect();
+    if locations.is_empty() || !pages.iter().all(inside) {
+        // An offset index that does not fit its chunk is not trusted: read the whole chunk.
+        return Ok((vec![whole], 0));
+    }
+    let mut ranges = Vec::new();
+    let first = pages[0].start;
+    if first > whole.start {
+        ranges.push(whole.start..first); // dictionary page
+    }
+    let data = sel.scan_ranges(locations);
+    let skipped = (pages.len() - data.len().min(pages.len())) as u64;
+    ranges.extend(data);
+    Ok((ranges, skipped))
+}
+
+/// Plan the row groups of a file that pruning keeps: byte ranges per projected column chunk
+/// (or per page, under a selection with an offset index), the filter stage when the filter
+/// still has to run, and the split into parts when the row group's projection is larger than
+/// `split_bytes`.
 pub(crate) fn plan_file(
     meta: &FileMeta,
     proj: &Projection,
+    prune: &FilePrune,
     split_bytes: usize,
     threads: usize,
-) -> Result<Vec<SlotPlan>> {
+) -> Result<(Vec<SlotPlan>, Skipped)> {
     let md = meta.reader.metadata();
     let name = &*meta.file.name;
     let mut slots = Vec::with_capacity(md.num_row_groups());
+    let mut skipped = Skipped::default();
+    let mut first_row = 0u64;
     for (rg_idx, rg) in md.row_groups().iter().enumerate() {
-        let bad = |msg: String| {
-            Error::new(ErrorKind::CorruptFooter, msg)
-                .with_path(name)
-                .with_row_group(rg_idx)
-        };
         if rg.num_rows() < 0 {
-            return Err(bad(format!("negative row count {}", rg.num_rows())));
+            return Err(Error::new(
+                ErrorKind::CorruptFooter,
+                format!("negative row count {}", rg.num_rows()),
+            )
+            .with_path(name)
+            .with_row_group(rg_idx));
         }
+        let rows = rg.num_rows() as u64;
+        let row_group_start = first_row;
+        first_row += rows;
+        let verdict = prune.verdicts.get(rg_idx).copied().unwrap_or(Verdict::All);
+        let user = prune.selected.get(rg_idx).cloned().flatten();
+        let pages = match verdict {
+            Verdict::Some => prune.pages.get(rg_idx).cloned().flatten(),
+            _ => None,
+        };
+        let selection = match (user, pages) {
+            (Some(a), Some(b)) => Some(a.intersection(&b)),
+            (a, b) => a.or(b),
+        };
+        let empty = selection.as_ref().is_some_and(|s| !s.selects_any());
+        if verdict == Verdict::None || empty || (rows == 0 && prune.filter.is_some()) {
+            skipped.row_groups += 1;
+            if prune.by_bloom.get(rg_idx).copied().unwrap_or(false) {
+                skipped.by_bloom += 1;
+            }
+            continue;
+        }
+        let page_level = selection.is_some() && has_offset_index(meta, rg_idx);
+        let fraction = selection
+            .as_ref()
+            .map_or(1.0, |s| s.row_count() as f64 / rows.max(1) as f64);
+        let filter = match (&prune.filter, verdict) {
+            (Some(f), Verdict::Some) => {
+                let mut ranges = Vec::new();
+                for &leaf in &f.leaves {
+                    let (r, n) = chunk_ranges(meta, rg_idx, leaf, selection.as_ref(), page_level)?;
+                    ranges.extend(r);
+                    skipped.pages += n;
+                }
+                let compressed = ranges.iter().map(|r| r.end - r.start).sum();
+                Some(FilterStage {
+                    leaves: f.leaves.clone(),
+                    ranges,
+                    compressed,
+                })
+            }
+            _ => None,
+        };
         // Per root: (leaves, ranges, compressed, uncompressed)
         let mut per_root = Vec::with_capacity(proj.roots.len());
         for (root, leaves) in &proj.roots {
             let mut ranges = Vec::with_capacity(leaves.len());
             let (mut comp, mut uncomp) = (0u64, 0u64);
             for &leaf in leaves {
-                if leaf >= rg.num_columns() {
-                    return Err(bad(format!("column {leaf} missing from the row group")));
+                let (r, n) = chunk_ranges(meta, rg_idx, leaf, selection.as_ref(), page_level)?;
+                comp += r.iter().map(|r| r.end - r.start).sum::<u64>();
+                ranges.extend(r);
+                // With a filter stage, the pages parts skip are known (and counted) only once
+                // the filter has run (`pipeline`).
+                if filter.is_none() {
+                    skipped.pages += n;
                 }
                 let col = rg.column(leaf);
-                let start = col
-                    .dictionary_page_offset()
-                    .unwrap_or(col.data_page_offset());
-                let len = col.compressed_size();
-                if start < 0 || len < 0 || (start as u64).saturating_add(len as u64) > meta.data_end
-                {
-                    return Err(bad(format!(
-                        "column chunk {} at {start}+{len} lies outside the data of a {}-byte file",
-                        col.column_path(),
-                        meta.size
-                    )));
-                }
-                ranges.push(start as u64..start as u64 + len as u64);
-                comp += len as u64;
-                uncomp += col.uncompressed_size().max(0) as u64;
+                uncomp += (col.uncompressed_size().max(0) as f64 * fraction) as u64;
             }
             per_root.push((*root, leaves.clone(), ranges, comp, uncomp));
         }
@@ -374,11 +584,15 @@ pub(crate) fn plan_file(
         parts.retain(|p| !p.roots.is_empty() || n_parts == 1);
         slots.push(SlotPlan {
             row_group: rg_idx,
-            rows: rg.num_rows() as u64,
+            rows,
+            first_row: row_group_start,
+            selection,
+            page_level,
+            filter,
             parts,
         });
     }
-    Ok(slots)
+    Ok((slots, skipped))
 }
 
 /// Check that `other` produces the same output columns as the scan's schema; name both files.

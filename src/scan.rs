@@ -9,8 +9,11 @@ use std::sync::Arc;
 use object_store::path::Path;
 use object_store::{ObjectMeta, ObjectStore};
 
+use parquet::arrow::arrow_reader::RowSelection;
+
 use crate::deliver::ScanReader;
 use crate::error::{Error, ErrorKind, Result};
+use crate::expr::Expr;
 use crate::runtime;
 use crate::source::{Input, ObjectRef};
 
@@ -51,6 +54,10 @@ pub(crate) struct Options {
     pub decode_ahead: usize,
     pub split_bytes: usize,
     pub prefetch_bytes: usize,
+    pub filter: Option<Expr>,
+    /// The caller's row selections, by file name or object path.
+    pub selections: Vec<(String, RowSelection)>,
+    pub row_index: Option<String>,
 }
 
 impl Default for Options {
@@ -69,6 +76,9 @@ impl Default for Options {
             decode_ahead: DEFAULT_DECODE_AHEAD,
             split_bytes: DEFAULT_SPLIT_BYTES,
             prefetch_bytes: DEFAULT_PREFETCH_BYTES,
+            filter: None,
+            selections: Vec::new(),
+            row_index: None,
         }
     }
 }
@@ -172,6 +182,46 @@ impl Scan {
         S: Into<String>,
     {
         self.options.columns = Some(columns.into_iter().map(Into::into).collect());
+        self
+    }
+
+    /// Deliver only the rows for which `filter` is true (null counts as false), in order.
+    ///
+    /// Row groups whose statistics or bloom filters prove that no row matches are never
+    /// fetched; with a page index, neither are pages that cannot match. The filter's columns
+    /// are fetched and decoded first, and only the pages of the other columns that hold
+    /// matching rows are fetched after (late materialization). The filter's columns need not
+    /// be among [`Scan::columns`]. See [`crate::expr`] for the semantics.
+    ///
+    /// ```no_run
+    /// # fn main() -> rayquet::Result<()> {
+    /// use rayquet::expr::col;
+    /// let reader = rayquet::Scan::new("/data/lineitem/")?
+    ///     .filter(col("l_quantity").lt(5).and(col("l_shipmode").eq("AIR")))
+    ///     .build()?;
+    /// # Ok(()) }
+    /// ```
+    pub fn filter(mut self, filter: Expr) -> Self {
+        self.options.filter = Some(filter);
+        self
+    }
+
+    /// Read only the rows of `selection` from the file named `file` (its path or URL as
+    /// given, or its object path in the store). Rows past the end of the selection are
+    /// skipped. Row groups and pages holding no selected row are never fetched. Combines with
+    /// [`Scan::filter`] (a row must be selected and match). A name that matches no file of
+    /// the scan fails [`Scan::build`].
+    ///
+    /// This is the building block for Iceberg positional deletes and Delta deletion vectors.
+    pub fn select_rows(mut self, file: impl Into<String>, selection: RowSelection) -> Self {
+        self.options.selections.push((file.into(), selection));
+        self
+    }
+
+    /// Add a non-null `Int64` column named `name`, last, holding each row's position in its
+    /// file (counted over every row of the file, before any filter or selection).
+    pub fn row_index(mut self, name: impl Into<String>) -> Self {
+        self.options.row_index = Some(name.into());
         self
     }
 

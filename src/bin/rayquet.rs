@@ -94,6 +94,14 @@ struct ScanArgs {
     /// Stop after this many rows.
     #[arg(long, value_name = "N")]
     limit: Option<usize>,
+    /// Deliver only rows matching this SQL expression, e.g. "l_quantity < 5 AND l_shipmode =
+    /// 'AIR'" (comparisons, IN, BETWEEN, IS [NOT] NULL, AND, OR, NOT). Row groups and pages
+    /// that cannot match are not fetched.
+    #[arg(long, value_name = "SQL", value_parser = parse_filter)]
+    filter: Option<rayquet::Expr>,
+    /// Add an Int64 column of this name holding each row's position in its file.
+    #[arg(long, value_name = "NAME")]
+    row_index: Option<String>,
     /// Deliver batches as they are ready rather than in file and row-group order.
     #[arg(long)]
     unordered: bool,
@@ -274,6 +282,9 @@ struct Stats {
     decode_time: Duration,
     wait_time: Duration,
     elapsed: Duration,
+    row_groups_pruned: u64,
+    pages_pruned: u64,
+    rows_filtered: u64,
 }
 
 /// Where delivered batches go: counted, shown on the progress bar, optionally written out.
@@ -361,6 +372,12 @@ fn scan_rayquet(paths: &[String], args: &ScanArgs) -> CliResult<Stats> {
     if let Some(limit) = args.limit {
         scan = scan.limit(limit);
     }
+    if let Some(filter) = &args.filter {
+        scan = scan.filter(filter.clone());
+    }
+    if let Some(name) = &args.row_index {
+        scan = scan.row_index(name.clone());
+    }
     if let Some(budget) = args.budget {
         scan = scan.memory_budget(budget);
     }
@@ -391,11 +408,17 @@ fn scan_rayquet(paths: &[String], args: &ScanArgs) -> CliResult<Stats> {
         decode_time: m.decode_time,
         wait_time: m.wait_time,
         elapsed,
+        row_groups_pruned: m.row_groups_pruned,
+        pages_pruned: m.pages_pruned,
+        rows_filtered: m.rows_filtered,
     })
 }
 
 /// The baseline: parquet's synchronous reader over local files, one after the other.
 fn scan_sync(paths: &[String], args: &ScanArgs) -> CliResult<Stats> {
+    if args.filter.is_some() || args.row_index.is_some() {
+        return Err("--filter and --row-index need --engine rayquet".into());
+    }
     let start = Instant::now();
     let files = local_files(paths)?;
     let mut stats = Stats::default();
@@ -519,6 +542,10 @@ fn report(args: &ScanArgs, s: &Stats) -> CliResult<()> {
             "limit": args.limit,
             "ordered": !args.unordered,
             "columns": args.columns,
+            "filter": args.filter.as_ref().map(|f| f.to_string()),
+            "row_groups_pruned": s.row_groups_pruned,
+            "pages_pruned": s.pages_pruned,
+            "rows_filtered": s.rows_filtered,
         });
         return write_out(&mut out, format_args!("{json}\n"));
     }
@@ -549,6 +576,15 @@ fn report(args: &ScanArgs, s: &Stats) -> CliResult<()> {
             s.decode_time.as_secs_f64(),
             s.wait_time.as_secs_f64(),
             human_bytes(s.peak_buffered_bytes),
+        ));
+    }
+    if let Some(filter) = &args.filter {
+        text.push_str(&format!(
+            "filter       {filter}\n\
+             pruned       {} row groups, {} pages; {} rows read and filtered out\n",
+            count(s.row_groups_pruned),
+            count(s.pages_pruned),
+            count(s.rows_filtered),
         ));
     }
     if let Some(path) = &args.out {
@@ -623,6 +659,11 @@ fn parse_bytes(s: &str) -> Result<usize, String> {
         _ => return Err(bad()),
     };
     num.checked_mul(1usize << shift).ok_or_else(bad)
+}
+
+/// Parse a SQL filter expression.
+fn parse_filter(s: &str) -> Result<rayquet::Expr, String> {
+    rayquet::Expr::parse_sql(s).map_err(|e| e.message().to_string())
 }
 
 /// Parse a count of at least 1.

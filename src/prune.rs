@@ -1,0 +1,772 @@
+//! Prune: decide from metadata alone which row groups and pages a filter can skip.
+//!
+//! A filter is resolved against each file ([`FileFilter`]), then judged per row group from
+//! the column chunk statistics (min, max, null count), per data page from the page index
+//! (column and offset index), and per row group again from bloom filters for `=` and `IN`.
+//! Each judgement is a [`Verdict`]: no row can match, every row matches, or some may.
+//!
+//! Invariant: *when in doubt, read*. A verdict of `None` (skip) is given only from statistics
+//! that bound the data: missing statistics, missing null counts, statistics of nested columns,
+//! of unsigned, INT96, interval or half-float types, of byte arrays written in the legacy
+//! (undefined) sort order, float maxima (which ignore NaN, the largest float in arrow's total
+//! order) and any statistic that fails to convert all mean "some rows may match". Pruning
+//! only removes data the exact filter would remove anyway; the exact filter always runs.
+
+use std::ops::Range;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::Arc;
+
+use arrow::array::{Array, ArrayRef, BooleanArray, Float32Array, Float64Array, UInt64Array};
+use arrow::datatypes::DataType;
+use parquet::arrow::arrow_reader::statistics::StatisticsConverter;
+use parquet::arrow::arrow_reader::RowSelection;
+use parquet::basic::{ColumnOrder, SortOrder, Type as PhysicalType};
+use parquet::bloom_filter::Sbbf;
+use parquet::file::metadata::ParquetMetaData;
+
+use crate::error::{Error, ErrorKind, Result};
+use crate::expr::{CmpOp, Expr, Value};
+use crate::plan::FileMeta;
+
+/// What metadata proves about the rows of a row group (or page) under a filter.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Verdict {
+    /// No row can match: skip it.
+    None,
+    /// Every row matches: no need to filter.
+    All,
+    /// Unknown: read and filter.
+    Some,
+}
+
+impl Verdict {
+    fn and(self, o: Verdict) -> Verdict {
+        match (self, o) {
+            (Verdict::None, _) | (_, Verdict::None) => Verdict::None,
+            (Verdict::All, Verdict::All) => Verdict::All,
+            _ => Verdict::Some,
+        }
+    }
+    fn or(self, o: Verdict) -> Verdict {
+        match (self, o) {
+            (Verdict::All, _) | (_, Verdict::All) => Verdict::All,
+            (Verdict::None, Verdict::None) => Verdict::None,
+            _ => Verdict::Some,
+        }
+    }
+}
+
+/// One column a filter reads, resolved against a file.
+#[derive(Debug, Clone)]
+pub(crate) struct FilterColumn {
+    pub name: String,
+    pub leaf: usize,
+    /// Arrow type of the values (the leaf's type, inside any structs).
+    pub data_type: DataType,
+    /// Top-level column whose statistics may prune (`None`: never prune on this column).
+    stats_name: Option<String>,
+    /// The bloom filter may answer `=` and `IN` (a physical type the literal hashes as).
+    bloom: Option<BloomKind>,
+}
+
+#[derive(Debug, Clone, Copy)]
+enum BloomKind {
+    I32,
+    I64,
+    Bytes,
+}
+
+/// A filter resolved against one file.
+#[derive(Debug, Clone)]
+pub(crate) struct FileFilter {
+    /// The filter with `NOT` pushed to the leaves.
+    pub expr: Expr,
+    pub columns: Vec<FilterColumn>,
+    /// Leaves the filter reads, sorted.
+    pub leaves: Vec<usize>,
+}
+
+impl FileFilter {
+    /// Resolve the columns of `expr` against `meta`'s file and check every literal converts
+    /// to its column's type.
+    pub fn resolve(expr: &Expr, meta: &FileMeta) -> Result<FileFilter> {
+        let name = &*meta.file.name;
+        let descr = meta.reader.parquet_schema();
+        let md = meta.reader.metadata();
+        let roots = descr.root_schema().get_fields();
+        let mut columns = Vec::new();
+        for column in expr.columns() {
+            let bad = |why: &str| {
+                Error::new(
+                    ErrorKind::InvalidArgument,
+                    format!("cannot filter on column {column:?}: {why}"),
+                )
+                .with_path(name)
+            };
+            let path: Vec<&str> = match roots.iter().position(|f| f.name() == column) {
+                Some(_) => vec![column],
+                None => column.split('.').collect(),
+            };
+            let leaf = (0..descr.num_columns())
+                .find(|&l| descr.column(l).path().parts() == path.as_slice())
+                .ok_or_else(|| {
+                    let prefix =
+                        (0..descr.num_columns()).any(|l| {
+                            descr.column(l).path().parts().starts_with(
+                                &path.iter().map(|s| s.to_string()).collect::<Vec<_>>(),
+                            )
+                        });
+                    if prefix {
+                        bad("it is not a primitive column (name a field inside it)")
+                    } else {
+                        let names: Vec<_> = roots.iter().map(|f| f.name()).collect();
+                        bad(&format!("no such column; columns are {names:?}"))
+                    }
+                })?;
+            let cd = descr.column(leaf);
+            if cd.max_rep_level() > 0 {
+                return Err(bad("it is inside a list or map"));
+            }
+            let schema = crate::plan::projected_schema(meta, &[leaf])?;
+            let mut field = schema.field(0).clone();
+            for p in &path[1..] {
+                field = match field.data_type() {
+                    DataType::Struct(fs) => fs
+                        .iter()
+                        .find(|f| f.name() == p)
+                        .map(|f| f.as_ref().clone())
+                        .ok_or_else(|| bad("field not found"))?,
+                    _ => return Err(bad("not a struct field")),
+                };
+            }
+            let data_type = field.data_type().clone();
+            let top_level = path.len() == 1;
+            let order_ok = match md.file_metadata().column_order(leaf) {
+                ColumnOrder::TYPE_DEFINED_ORDER(SortOrder::SIGNED) => true,
+                ColumnOrder::TYPE_DEFINED_ORDER(SortOrder::UNSIGNED) => {
+                    matches!(cd.physical_type(), PhysicalType::BYTE_ARRAY)
+                }
+                // Legacy writers compared byte arrays as signed bytes: wrong for strings and
+                // fixed-length decimals, right for numbers.
+                ColumnOrder::UNDEFINED => matches!(
+                    cd.physical_type(),
+                    PhysicalType::INT32
+                        | PhysicalType::INT64
+                        | PhysicalType::FLOAT
+                        | PhysicalType::DOUBLE
+                        | PhysicalType::BOOLEAN
+                ),
+                _ => false,
+            };
+            let type_ok = match &data_type {
+                DataType::Int8 | DataType::Int16 | DataType::Int32 | DataType::Int64 => true,
+                DataType::Float32 | DataType::Float64 | DataType::Boolean => true,
+                DataType::Date32 | DataType::Date64 => true,
+                DataType::Decimal32(..)
+                | DataType::Decimal64(..)
+                | DataType::Decimal128(..)
+                | DataType::Decimal256(..) => true,
+                DataType::Timestamp(..) => cd.physical_type() == PhysicalType::INT64,
+                DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View => true,
+                _ => false,
+            };
+            let stats_name = (top_level && order_ok && type_ok).then(|| column.to_string());
+            let bloom = match (&data_type, cd.physical_type()) {
+                (
+                    DataType::Int8 | DataType::Int16 | DataType::Int32 | DataType::Date32,
+                    PhysicalType::INT32,
+                ) => Some(BloomKind::I32),
+                (DataType::Int64 | DataType::Timestamp(..), PhysicalType::INT64) => {
+                    Some(BloomKind::I64)
+                }
+                (
+                    DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View,
+                    PhysicalType::BYTE_ARRAY,
+                ) => Some(BloomKind::Bytes),
+                _ => None,
+            };
+            columns.push(FilterColumn {
+                name: column.to_string(),
+                leaf,
+                data_type,
+                stats_name,
+                bloom,
+            });
+        }
+        // Every literal must convert: fail at build time, not in a decode task.
+        check_literals(expr, &columns).map_err(|e| e.with_path(name))?;
+        let mut leaves: Vec<usize> = columns.iter().map(|c| c.leaf).collect();
+        leaves.sort_unstable();
+        leaves.dedup();
+        Ok(FileFilter {
+            expr: expr.clone().push_not(),
+            columns,
+            leaves,
+        })
+    }
+
+    fn column(&self, name: &str) -> &FilterColumn {
+        self.columns
+            .iter()
+            .find(|c| c.name == name)
+            .expect("filter columns resolved")
+    }
+}
+
+fn check_literals(e: &Expr, cols: &[FilterColumn]) -> Result<()> {
+    let ty = |c: &str| {
+        &cols
+            .iter()
+            .find(|x| x.name == c)
+            .expect("resolved")
+            .data_type
+    };
+    match e {
+        Expr::Compare { column, value, .. } => value.to_typed(ty(column), column).map(drop),
+        Expr::InList { column, values, .. } => values
+            .iter()
+            .try_for_each(|v| v.to_typed(ty(column), column).map(drop)),
+        Expr::IsNull { .. } => Ok(()),
+        Expr::Between {
+            column, low, high, ..
+        } => {
+            low.to_typed(ty(column), column)?;
+            high.to_typed(ty(column), column).map(drop)
+        }
+        Expr::And(a, b) | Expr::Or(a, b) => {
+            check_literals(a, cols)?;
+            check_literals(b, cols)
+        }
+        Expr::Not(a) => check_literals(a, cols),
+    }
+}
+
+/// Statistics of one column over `n` units (row groups or pages).
+struct Stats {
+    mins: ArrayRef,
+    maxes: ArrayRef,
+    nulls: UInt64Array,
+    rows: Option<UInt64Array>,
+    /// Both bounds are the true values (not truncated), per unit; `None` for pages.
+    exact: Option<BooleanArray>,
+}
+
+impl Stats {
+    fn len(&self) -> usize {
+        self.mins.len()
+    }
+
+    /// Make float statistics safe to reason about: a NaN minimum is unknown, a zero minimum
+    /// might hide `-0.0`, and the maximum ignores NaN, so it is unknown.
+    fn sanitize(mut self) -> Self {
+        fn fix<T: arrow::datatypes::ArrowPrimitiveType<Native = F>, F: num_like::Float>(
+            mins: &ArrayRef,
+        ) -> ArrayRef {
+            let a = mins
+                .as_any()
+                .downcast_ref::<arrow::array::PrimitiveArray<T>>()
+                .expect("float stats");
+            let out: arrow::array::PrimitiveArray<T> = a
+                .iter()
+                .map(|v| v.and_then(|x| if x.nan() { None } else { Some(x.neg_zero()) }))
+                .collect();
+            Arc::new(out)
+        }
+        match self.mins.data_type() {
+            DataType::Float64 => {
+                self.mins = fix::<arrow::datatypes::Float64Type, f64>(&self.mins);
+                self.maxes = Arc::new(Float64Array::new_null(self.maxes.len()));
+            }
+            DataType::Float32 => {
+                self.mins = fix::<arrow::datatypes::Float32Type, f32>(&self.mins);
+                self.maxes = Arc::new(Float32Array::new_null(self.maxes.len()));
+            }
+            _ => {}
+        }
+        self
+    }
+}
+
+mod num_like {
+    /// The two float widths, for [`super::Stats::sanitize`].
+    pub trait Float: Copy {
+        fn nan(self) -> bool;
+        /// `-0.0` for either zero, else the value.
+        fn neg_zero(self) -> Self;
+    }
+    impl Float for f64 {
+        fn nan(self) -> bool {
+            self.is_nan()
+        }
+        fn neg_zero(self) -> Self {
+            if self == 0.0 {
+                -0.0
+            } else {
+                self
+            }
+        }
+    }
+    impl Float for f32 {
+        fn nan(self) -> bool {
+            self.is_nan()
+        }
+        fn neg_zero(self) -> Self {
+            if self == 0.0 {
+                -0.0
+            } else {
+                self
+            }
+        }
+    }
+}
+
+/// True where `b` is true (null: false).
+fn truthy(b: &BooleanArray, i: usize) -> bool {
+    b.is_valid(i) && b.value(i)
+}
+
+/// Judge one leaf predicate over the units of `stats`.
+fn leaf_verdicts(e: &Expr, col: &FilterColumn, stats: &Stats) -> Result<Vec<Verdict>> {
+    let n = stats.len();
+    let nulls = |i: usize| stats.nulls.is_valid(i).then(|| stats.nulls.value(i));
+    let rows = |i: usize| {
+        stats
+            .rows
+            .as_ref()
+            .and_then(|r| r.is_valid(i).then(|| r.value(i)))
+    };
+    let all_null = |i: usize| matches!((nulls(i), rows(i)), (Some(a), Some(b)) if a == b);
+    let no_null = |i: usize| nulls(i) == Some(0);
+    let exact = |i: usize| stats.exact.as_ref().is_some_and(|e| truthy(e, i));
+    let lit = |v: &Value| -> Result<arrow::array::Scalar<ArrayRef>> {
+        Ok(arrow::array::Scalar::new(
+            v.to_typed(&col.data_type, &col.name)?,
+        ))
+    };
+    let cmp =
+        |a: &ArrayRef, op: CmpOp, v: &Value| -> Result<BooleanArray> { op.apply(a, &lit(v)?) };
+    let compare = |op: CmpOp, v: &Value| -> Result<Vec<Verdict>> {
+        let (min, max) = (&stats.mins, &stats.maxes);
+        // (none, all) as arrays of per-unit conditions.
+        let (none_a, none_b, all_a, all_b) = match op {
+            CmpOp::Eq => (
+                cmp(min, CmpOp::Gt, v)?,
+                cmp(max, CmpOp::Lt, v)?,
+                cmp(min, CmpOp::Eq, v)?,
+                cmp(max, CmpOp::Eq, v)?,
+            ),
+            CmpOp::NotEq => (
+                cmp(min, CmpOp::Eq, v)?,
+                cmp(max, CmpOp::Eq, v)?,
+                cmp(min, CmpOp::Gt, v)?,
+                cmp(max, CmpOp::Lt, v)?,
+            ),
+            CmpOp::Lt => {
+                let none = cmp(min, CmpOp::GtEq, v)?;
+                let all = cmp(max, CmpOp::Lt, v)?;
+                (none.clone(), none, all.clone(), all)
+            }
+            CmpOp::LtEq => {
+                let none = cmp(min, CmpOp::Gt, v)?;
+                let all = cmp(max, CmpOp::LtEq, v)?;
+                (none.clone(), none, all.clone(), all)
+            }
+            CmpOp::Gt => {
+                let none = cmp(max, CmpOp::LtEq, v)?;
+                let all = cmp(min, CmpOp::Gt, v)?;
+                (none.clone(), none, all.clone(), all)
+            }
+            CmpOp::GtEq => {
+                let none = cmp(max, CmpOp::Lt, v)?;
+                let all = cmp(min, CmpOp::GtEq, v)?;
+                (none.clone(), none, all.clone(), all)
+            }
+        };
+        Ok((0..n)
+            .map(|i| {
+                let (none, all) = match op {
+                    // none: v outside [min, max]; all: min = max = v (exact bounds).
+                    CmpOp::Eq => (
+                        truthy(&none_a, i) || truthy(&none_b, i),
+                        exact(i) && truthy(&all_a, i) && truthy(&all_b, i),
+                    ),
+                    // none: min = max = v (exact bounds); all: v outside [min, max].
+                    CmpOp::NotEq => (
+                        exact(i) && truthy(&none_a, i) && truthy(&none_b, i),
+                        truthy(&all_a, i) || truthy(&all_b, i),
+                    ),
+                    _ => (truthy(&none_a, i), truthy(&all_a, i)),
+                };
+                if all_null(i) || none {
+                    Verdict::None
+                } else if all && no_null(i) {
+                    Verdict::All
+                } else {
+                    Verdict::Some
+                }
+            })
+            .collect())
+    };
+    let fold = |parts: Vec<Vec<Verdict>>, and: bool, empty: Verdict| -> Vec<Verdict> {
+        (0..n)
+            .map(|i| {
+                parts
+                    .iter()
+                    .map(|p| p[i])
+                    .reduce(|a, b| if and { a.and(b) } else { a.or(b) })
+                    .unwrap_or(empty)
+            })
+            .collect()
+    };
+    match e {
+        Expr::Compare { op, value, .. } => compare(*op, value),
+        Expr::InList {
+            values, negated, ..
+        } => {
+            if values.is_empty() {
+                return Ok(if *negated {
+                    null_verdicts(n, true, &all_null, &no_null)
+                } else {
+                    vec![Verdict::None; n]
+                });
+            }
+            let op = if *negated { CmpOp::NotEq } else { CmpOp::Eq };
+            let parts = values
+                .iter()
+                .map(|v| compare(op, v))
+                .collect::<Result<Vec<_>>>()?;
+            Ok(fold(parts, *negated, Verdict::Some))
+        }
+        Expr::IsNull { negated, .. } => Ok(null_verdicts(n, *negated, &all_null, &no_null)),
+        Expr::Between {
+            low, high, negated, ..
+        } => Ok(if *negated {
+            fold(
+                vec![compare(CmpOp::Lt, low)?, compare(CmpOp::Gt, high)?],
+                false,
+                Verdict::Some,
+            )
+        } else {
+            fold(
+                vec![compare(CmpOp::GtEq, low)?, compare(CmpOp::LtEq, high)?],
+                true,
+                Verdict::Some,
+            )
+        }),
+        _ => unreachable!("leaf predicates only"),
+    }
+}
+
+fn null_verdicts(
+    n: usize,
+    not_null: bool,
+    all_null: &dyn Fn(usize) -> bool,
+    no_null: &dyn Fn(usize) -> bool,
+) -> Vec<Verdict> {
+    (0..n)
+        .map(|i| {
+            let (none, all) = if not_null {
+                (all_null(i), no_null(i))
+            } else {
+                (no_null(i), all_null(i))
+            };
+            if none {
+                Verdict::None
+            } else if all {
+                Verdict::All
+            } else {
+                Verdict::Some
+            }
+        })
+        .collect()
+}
+
+/// Walk the (negation normal form) filter, judging leaves with `leaf` and combining.
+fn judge(e: &Expr, n: usize, leaf: &mut dyn FnMut(&Expr) -> Vec<Verdict>) -> Vec<Verdict> {
+    match e {
+        Expr::And(a, b) | Expr::Or(a, b) => {
+            let x = judge(a, n, leaf);
+            let y = judge(b, n, leaf);
+            let and = matches!(e, Expr::And(..));
+            x.into_iter()
+                .zip(y)
+                .map(|(x, y)| if and { x.and(y) } else { x.or(y) })
+                .collect()
+        }
+        // `push_not` leaves no `Not` behind; be safe if one remains.
+        Expr::Not(_) => vec![Verdict::Some; n],
+        _ => leaf(e),
+    }
+}
+
+fn leaf_column(e: &Expr) -> &str {
+    match e {
+        Expr::Compare { column, .. }
+        | Expr::InList { column, .. }
+        | Expr::IsNull { column, .. }
+        | Expr::Between { column, .. } => column,
+        _ => unreachable!("leaf predicates only"),
+    }
+}
+
+/// Verdicts per row group of `meta`'s file, from column chunk statistics.
+pub(crate) fn row_groups(filter: &FileFilter, meta: &FileMeta) -> Vec<Verdict> {
+    let md = meta.reader.metadata();
+    let n = md.num_row_groups();
+    let rows: UInt64Array = md
+        .row_groups()
+        .iter()
+        .map(|r| r.num_rows().max(0) as u64)
+        .collect();
+    let mut leaf = |e: &Expr| -> Vec<Verdict> {
+        let col = filter.column(leaf_column(e));
+        let Some(stats_name) = &col.stats_name else {
+            return vec![Verdict::Some; n];
+        };
+        let attempt = catch_unwind(AssertUnwindSafe(|| -> Result<Vec<Verdict>> {
+            let schema = meta.reader.schema();
+            let conv =
+                StatisticsConverter::try_new(stats_name, schema, meta.reader.parquet_schema())
+                    .map_err(|e| Error::new(ErrorKind::CorruptFooter, e.to_string()))?
+                    .with_missing_null_counts_as_zero(false);
+            if conv.parquet_column_index() != Some(col.leaf) {
+                return Ok(vec![Verdict::Some; n]);
+            }
+            let perr = |e: parquet::errors::ParquetError| {
+                Error::new(ErrorKind::CorruptFooter, e.to_string())
+            };
+            let rgs = md.row_groups();
+            let exact_min = conv.row_group_is_min_value_exact(rgs).map_err(perr)?;
+            let exact_max = conv.row_group_is_max_value_exact(rgs).map_err(perr)?;
+            let exact: BooleanArray = (0..n)
+                .map(|i| Some(truthy(&exact_min, i) && truthy(&exact_max, i)))
+                .collect();
+            let stats = Stats {
+                mins: conv.row_group_mins(rgs).map_err(perr)?,
+                maxes: conv.row_group_maxes(rgs).map_err(perr)?,
+                nulls: conv.row_group_null_counts(rgs).map_err(perr)?,
+                rows: Some(rows.clone()),
+                exact: Some(exact),
+            }
+            .sanitize();
+            leaf_verdicts(e, col, &stats)
+        }));
+        match attempt {
+            Ok(Ok(v)) if v.len() == n => v,
+            _ => vec![Verdict::Some; n],
+        }
+    };
+    judge(&filter.expr, n, &mut leaf)
+}
+
+/// The rows of row group `rg` that the page index cannot exclude, or `None` when it excludes
+/// nothing (or the file has no page index).
+pub(crate) fn pages(filter: &FileFilter, meta: &FileMeta, rg: usize) -> Option<RowSelection> {
+    let md: &ParquetMetaData = meta.reader.metadata();
+    let (ci, oi) = (md.column_index()?, md.offset_index()?);
+    let total = md.row_group(rg).num_rows().max(0) as usize;
+    // Per leaf predicate: the selection of pages that may match, or None (all rows).
+    let mut leaf = |e: &Expr| -> Option<RowSelection> {
+        let col = filter.column(leaf_column(e));
+        let stats_name = col.stats_name.as_ref()?;
+        if ci.get(rg)?.len() <= col.leaf || oi.get(rg)?.len() <= col.leaf {
+            return None;
+        }
+        let locations = oi[rg][col.leaf].page_locations();
+        if locations.is_empty() {
+            return None;
+        }
+        let attempt = catch_unwind(AssertUnwindSafe(|| -> Result<Option<RowSelection>> {
+            let perr = |e: parquet::errors::ParquetError| {
+                Error::new(ErrorKind::CorruptFooter, e.to_string())
+            };
+            let conv = StatisticsConverter::try_new(
+                stats_name,
+                meta.reader.schema(),
+                meta.reader.parquet_schema(),
+            )
+            .map_err(perr)?
+            .with_missing_null_counts_as_zero(false);
+            if conv.parquet_column_index() != Some(col.leaf) {
+                return Ok(None);
+            }
+            let idx = [rg];
+            let stats = Stats {
+                mins: conv.data_page_mins(ci, oi, &idx).map_err(perr)?,
+                maxes: conv.data_page_maxes(ci, oi, &idx).map_err(perr)?,
+                nulls: conv.data_page_null_counts(ci, oi, &idx).map_err(perr)?,
+                rows: conv
+                    .data_page_row_counts(oi, md.row_groups(), &idx)
+                    .map_err(perr)?,
+                exact: None,
+            }
+            .sanitize();
+            if stats.len() != locations.len() {
+                return Ok(None);
+            }
+            let verdicts = leaf_verdicts(e, col, &stats)?;
+            let bounds: Vec<usize> = locations
+                .iter()
+                .map(|p| p.first_row_index.max(0) as usize)
+                .chain(std::iter::once(total))
+                .collect();
+            if bounds.windows(2).any(|w| w[0] > w[1]) {
+                return Ok(None);
+            }
+            let keep = verdicts
+                .iter()
+                .enumerate()
+                .filter(|(_, v)| **v != Verdict::None)
+                .map(|(i, _)| bounds[i]..bounds[i + 1]);
+            Ok(Some(RowSelection::from_consecutive_ranges(keep, total)))
+        }));
+        attempt.ok().and_then(|r| r.ok()).flatten()
+    };
+    page_selection(&filter.expr, &mut leaf)
+}
+
+fn page_selection(
+    e: &Expr,
+    leaf: &mut dyn FnMut(&Expr) -> Option<RowSelection>,
+) -> Option<RowSelection> {
+    match e {
+        Expr::And(a, b) => match (page_selection(a, leaf), page_selection(b, leaf)) {
+            (Some(x), Some(y)) => Some(x.intersection(&y)),
+            (x, None) | (None, x) => x,
+        },
+        Expr::Or(a, b) => match (page_selection(a, leaf), page_selection(b, leaf)) {
+            (Some(x), Some(y)) => Some(x.union(&y)),
+            _ => None,
+        },
+        Expr::Not(_) => None,
+        _ => leaf(e),
+    }
+}
+
+/// Bloom filter byte ranges, by column name.
+pub(crate) type BloomRanges = Vec<(String, Range<u64>)>;
+
+/// Byte ranges of the bloom filters that could exclude row group `rg` (`=`/`IN` leaves on
+/// columns with a bloom filter of known length).
+pub(crate) fn bloom_ranges(filter: &FileFilter, meta: &FileMeta, rg: usize) -> BloomRanges {
+    let mut out: BloomRanges = Vec::new();
+    let rgm = meta.reader.metadata().row_group(rg);
+    let mut visit = |e: &Expr| {
+        let column = match e {
+            Expr::Compare {
+                column,
+                op: CmpOp::Eq,
+                ..
+            } => column,
+            Expr::InList {
+                column,
+                negated: false,
+                ..
+            } => column,
+            _ => return,
+        };
+        let col = filter.column(column);
+        if col.bloom.is_none() || out.iter().any(|(c, _)| c == column) {
+            return;
+        }
+        let cc = rgm.column(col.leaf);
+        if let (Some(off), Some(len)) = (cc.bloom_filter_offset(), cc.bloom_filter_length()) {
+            if off >= 0 && len > 0 && (off as u64).saturating_add(len as u64) <= meta.data_end {
+                out.push((column.clone(), off as u64..off as u64 + len as u64));
+            }
+        }
+    };
+    walk_leaves(&filter.expr, &mut visit);
+    out
+}
+
+fn walk_leaves<'a>(e: &'a Expr, f: &mut impl FnMut(&'a Expr)) {
+    match e {
+        Expr::And(a, b) | Expr::Or(a, b) => {
+            walk_leaves(a, f);
+            walk_leaves(b, f);
+        }
+        Expr::Not(a) => walk_leaves(a, f),
+        leaf => f(leaf),
+    }
+}
+
+/// Judge a row group from its bloom filters (`blooms`: column name and filter bytes):
+/// `None` when an `=`/`IN` that the filter needs finds none of its values.
+pub(crate) fn bloom_verdict(filter: &FileFilter, blooms: &[(String, bytes::Bytes)]) -> Verdict {
+    let sbbfs: Vec<(&str, Sbbf)> = blooms
+        .iter()
+        .filter_map(|(c, b)| Sbbf::from_bytes(b).ok().map(|s| (c.as_str(), s)))
+        .collect();
+    let absent = |col: &FilterColumn, v: &Value| -> bool {
+        let Some((_, sbbf)) = sbbfs.iter().find(|(c, _)| *c == col.name) else {
+            return false;
+        };
+        let Some(kind) = col.bloom else { return false };
+        let Ok(typed) = v.to_typed(&col.data_type, &col.name) else {
+            return false;
+        };
+        let present = match kind {
+            BloomKind::I32 => {
+                let Ok(x) = arrow::compute::cast(&typed, &DataType::Int32) else {
+                    return false;
+                };
+                sbbf.check(
+                    &x.as_any()
+                        .downcast_ref::<arrow::array::Int32Array>()
+                        .map_or(0, |a| a.value(0)),
+                )
+            }
+            BloomKind::I64 => {
+                let Ok(x) = arrow::compute::cast(&typed, &DataType::Int64) else {
+                    return false;
+                };
+                sbbf.check(
+                    &x.as_any()
+                        .downcast_ref::<arrow::array::Int64Array>()
+                        .map_or(0, |a| a.value(0)),
+                )
+            }
+            BloomKind::Bytes => {
+                let Ok(x) = arrow::compute::cast(&typed, &DataType::Utf8) else {
+                    return false;
+                };
+                match x.as_any().downcast_ref::<arrow::array::StringArray>() {
+                    Some(a) => sbbf.check(a.value(0)),
+                    None => return false,
+                }
+            }
+        };
+        !present
+    };
+    let mut leaf = |e: &Expr| -> Vec<Verdict> {
+        let v = match e {
+            Expr::Compare {
+                column,
+                op: CmpOp::Eq,
+                value,
+            } => {
+                if absent(filter.column(column), value) {
+                    Verdict::None
+                } else {
+                    Verdict::Some
+                }
+            }
+            Expr::InList {
+                column,
+                values,
+                negated: false,
+            } => {
+                let col = filter.column(column);
+                if values.iter().all(|v| absent(col, v)) {
+                    Verdict::None
+                } else {
+                    Verdict::Some
+                }
+            }
+            _ => Verdict::Some,
+        };
+        vec![v]
+    };
+    judge(&filter.expr, 1, &mut leaf)[0]
+}

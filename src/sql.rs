@@ -1,0 +1,202 @@
+//! SQL filter expressions (feature `sql`): parse a `WHERE`-clause expression with the
+//! `sqlparser` crate and translate it into an [`Expr`].
+//!
+//! ```
+//! use rayquet::expr::{col, Expr};
+//! let e = Expr::parse_sql("l_quantity < 5 AND l_shipmode = 'AIR'").unwrap();
+//! assert_eq!(e, col("l_quantity").lt(5).and(col("l_shipmode").eq("AIR")));
+//! ```
+//!
+//! Accepted: comparisons of a column with a literal (either side), `IN`, `IS [NOT] NULL`,
+//! `BETWEEN`, `AND`, `OR`, `NOT`, parentheses, `DATE '…'` / `TIMESTAMP '…'` literals, and
+//! dotted column paths (`s.a`). Anything else is an error that quotes the unsupported part.
+
+use sqlparser::ast::{self, BinaryOperator, UnaryOperator};
+use sqlparser::dialect::GenericDialect;
+use sqlparser::parser::Parser;
+use sqlparser::tokenizer::Token;
+
+use crate::error::{Error, ErrorKind, Result};
+use crate::expr::{CmpOp, Expr, Value};
+
+impl Expr {
+    /// Parse a SQL boolean expression such as `"l_quantity < 5 AND l_shipmode = 'AIR'"`.
+    pub fn parse_sql(sql: &str) -> Result<Expr> {
+        let dialect = GenericDialect {};
+        let mut parser = Parser::new(&dialect)
+            .try_with_sql(sql)
+            .map_err(|e| bad(format!("cannot parse filter {sql:?}: {e}")))?;
+        let parsed = parser
+            .parse_expr()
+            .map_err(|e| bad(format!("cannot parse filter {sql:?}: {e}")))?;
+        let rest = parser.peek_token();
+        if rest.token != Token::EOF {
+            return Err(bad(format!(
+                "unexpected {} after the filter expression in {sql:?}",
+                rest.token
+            )));
+        }
+        translate(&parsed)
+    }
+}
+
+fn bad(msg: String) -> Error {
+    Error::new(ErrorKind::InvalidArgument, msg)
+}
+
+fn unsupported(e: &ast::Expr) -> Error {
+    bad(format!(
+        "unsupported in a filter: `{e}` (use column <op> literal, IN, IS [NOT] NULL, BETWEEN, \
+         AND, OR, NOT)"
+    ))
+}
+
+fn translate(e: &ast::Expr) -> Result<Expr> {
+    use ast::Expr as S;
+    match e {
+        S::Nested(inner) => translate(inner),
+        S::UnaryOp {
+            op: UnaryOperator::Not,
+            expr,
+        } => Ok(translate(expr)?.negate()),
+        S::BinaryOp { left, op, right } => match op {
+            BinaryOperator::And => Ok(translate(left)?.and(translate(right)?)),
+            BinaryOperator::Or => Ok(translate(left)?.or(translate(right)?)),
+            _ => {
+                let op = match op {
+                    BinaryOperator::Eq => CmpOp::Eq,
+                    BinaryOperator::NotEq => CmpOp::NotEq,
+                    BinaryOperator::Lt => CmpOp::Lt,
+                    BinaryOperator::LtEq => CmpOp::LtEq,
+                    BinaryOperator::Gt => CmpOp::Gt,
+                    BinaryOperator::GtEq => CmpOp::GtEq,
+                    _ => return Err(unsupported(e)),
+                };
+                match (column(left), column(right)) {
+                    (Some(c), None) => Ok(Expr::Compare {
+                        column: c,
+                        op,
+                        value: literal(right)?,
+                    }),
+                    (None, Some(c)) => Ok(Expr::Compare {
+                        column: c,
+                        op: op.flip(),
+                        value: literal(left)?,
+                    }),
+                    _ => Err(unsupported(e)),
+                }
+            }
+        },
+        S::IsNull(x) | S::IsNotNull(x) => Ok(Expr::IsNull {
+            column: column(x).ok_or_else(|| unsupported(e))?,
+            negated: matches!(e, S::IsNotNull(_)),
+        }),
+        S::InList {
+            expr,
+            list,
+            negated,
+        } => Ok(Expr::InList {
+            column: column(expr).ok_or_else(|| unsupported(e))?,
+            values: list.iter().map(literal).collect::<Result<_>>()?,
+            negated: *negated,
+        }),
+        S::Between {
+            expr,
+            negated,
+            low,
+            high,
+        } => Ok(Expr::Between {
+            column: column(expr).ok_or_else(|| unsupported(e))?,
+            low: literal(low)?,
+            high: literal(high)?,
+            negated: *negated,
+        }),
+        _ => Err(unsupported(e)),
+    }
+}
+
+/// A column reference: `a`, `"a"` or `a.b.c`.
+fn column(e: &ast::Expr) -> Option<String> {
+    match e {
+        ast::Expr::Identifier(id) => Some(id.value.clone()),
+        ast::Expr::CompoundIdentifier(ids) => Some(
+            ids.iter()
+                .map(|i| i.value.as_str())
+                .collect::<Vec<_>>()
+                .join("."),
+        ),
+        ast::Expr::Nested(inner) => column(inner),
+        _ => None,
+    }
+}
+
+fn literal(e: &ast::Expr) -> Result<Value> {
+    use ast::Value as V;
+    match e {
+        ast::Expr::Nested(inner) => literal(inner),
+        ast::Expr::UnaryOp {
+            op: UnaryOperator::Minus,
+            expr,
+        } => match literal(expr)? {
+            Value::Int(i) => Ok(Value::Int(-i)),
+            Value::Float(x) => Ok(Value::Float(-x)),
+            _ => Err(unsupported(e)),
+        },
+        ast::Expr::TypedString(t) => match t.value.value.clone().into_string() {
+            Some(s) => Ok(Value::Str(s)),
+            None => Err(unsupported(e)),
+        },
+        ast::Expr::Value(v) => match &v.value {
+            V::Number(n, _) => match n.parse::<i64>() {
+                Ok(i) => Ok(Value::Int(i)),
+                Err(_) => n
+                    .parse::<f64>()
+                    .map(Value::Float)
+                    .map_err(|_| bad(format!("bad number {n:?} in filter"))),
+            },
+            V::SingleQuotedString(s) | V::NationalStringLiteral(s) | V::EscapedStringLiteral(s) => {
+                Ok(Value::Str(s.clone()))
+            }
+            V::Boolean(b) => Ok(Value::Bool(*b)),
+            V::Null => Err(bad(
+                "comparison with NULL is never true; use IS NULL or IS NOT NULL".into(),
+            )),
+            _ => Err(unsupported(e)),
+        },
+        _ => Err(unsupported(e)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::expr::col;
+
+    #[test]
+    fn translates_the_supported_forms() {
+        let p = |s: &str| Expr::parse_sql(s).unwrap();
+        assert_eq!(p("5 > a"), col("a").lt(5));
+        assert_eq!(p("a.b <> -2.5"), col("a.b").not_eq(-2.5));
+        assert_eq!(p("NOT (x IN (1, 2))").to_string(), "NOT x IN (1, 2)");
+        assert_eq!(
+            p("d BETWEEN DATE '2020-01-01' AND '2020-12-31' OR s IS NOT NULL").to_string(),
+            "(d BETWEEN '2020-01-01' AND '2020-12-31' OR s IS NOT NULL)"
+        );
+        assert_eq!(p("flag = true"), col("flag").eq(true));
+    }
+
+    #[test]
+    fn rejects_what_it_cannot_push_down() {
+        for s in [
+            "a + 1 > 2",
+            "a = b",
+            "a = NULL",
+            "f(a) = 1",
+            "a < 5 garbage",
+            "a <",
+        ] {
+            let e = Expr::parse_sql(s).unwrap_err();
+            assert_eq!(e.kind(), ErrorKind::InvalidArgument, "{s}: {e}");
+        }
+    }
+}
