@@ -9,12 +9,19 @@ use std::sync::{Arc, OnceLock};
 /// Worker threads of the shared IO runtime.
 pub const IO_THREADS: usize = 2;
 
-/// A handle to the shared IO runtime (2 worker threads named `rayquet-io`), created on first use.
+/// Most blocking threads of the shared IO runtime. object_store reads local files with
+/// `spawn_blocking`; tokio's default (512) would let concurrent local scans start hundreds of
+/// threads.
+pub const IO_BLOCKING_THREADS: usize = 16;
+
+/// A handle to the shared IO runtime (2 worker threads named `rayquet-io`, and at most
+/// [`IO_BLOCKING_THREADS`] threads for blocking file reads), created on first use.
 pub fn io_handle() -> tokio::runtime::Handle {
     static RT: OnceLock<tokio::runtime::Runtime> = OnceLock::new();
     RT.get_or_init(|| {
         tokio::runtime::Builder::new_multi_thread()
             .worker_threads(IO_THREADS)
+            .max_blocking_threads(IO_BLOCKING_THREADS)
             .thread_name("rayquet-io")
             .enable_all()
             .build()
