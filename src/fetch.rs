@@ -81,6 +81,7 @@ impl Fetcher {
     }
 
     /// Fetch `ranges` of `file` into a [`SparseChunk`], serving what `cached` already covers.
+    /// Also returns the bytes actually requested.
     pub async fn ranges(
         &self,
         file: &FileRef,
@@ -89,7 +90,7 @@ impl Fetcher {
         cached: &SparseChunk,
         gap: u64,
         request_size: u64,
-    ) -> Result<SparseChunk> {
+    ) -> Result<(SparseChunk, u64)> {
         let mut chunk = SparseChunk::new(size);
         let mut todo = Vec::new();
         for mut r in coalesce(ranges, gap) {
@@ -104,6 +105,7 @@ impl Fetcher {
         }
         let got =
             futures::future::try_join_all(todo.iter().map(|r| self.range(file, r.clone()))).await?;
+        let requested = todo.iter().map(|r| r.end - r.start).sum();
         for (r, b) in todo.into_iter().zip(got) {
             if b.len() as u64 != r.end - r.start {
                 return Err(Error::new(
@@ -119,7 +121,7 @@ impl Fetcher {
             }
             chunk.insert(r.start, b);
         }
-        Ok(chunk)
+        Ok((chunk, requested))
     }
 }
 

@@ -142,6 +142,8 @@ pub(crate) async fn load_footer(shared: Arc<Shared>, file: FileRef) -> Result<Lo
     let _guard = shared.metrics.task_started();
     let hint = shared.opts.footer_size_hint as u64;
     let (size, start, bytes) = shared.fetcher.suffix(&file, hint).await?;
+    let meta_bytes = &shared.metrics.metadata_bytes;
+    Metrics::add(meta_bytes, bytes.len() as u64);
     let (metadata, prefix, prefix_start) =
         match plan::parse_suffix(&file, size, start, bytes.clone())? {
             Footer::Complete {
@@ -152,6 +154,7 @@ pub(crate) async fn load_footer(shared: Arc<Shared>, file: FileRef) -> Result<Lo
             Footer::NeedMore { range } => {
                 // The metadata is larger than the hint: one more request for the rest of it.
                 let head = shared.fetcher.range(&file, range.clone()).await?;
+                Metrics::add(meta_bytes, head.len() as u64);
                 let mut all = Vec::with_capacity(head.len() + bytes.len());
                 all.extend_from_slice(&head);
                 all.extend_from_slice(&bytes);
@@ -177,8 +180,11 @@ pub(crate) async fn load_footer(shared: Arc<Shared>, file: FileRef) -> Result<Lo
             meta.cached.clone()
         } else {
             let f = &shared.fetcher;
-            f.ranges(&meta.file, size, &[range], &meta.cached, 0, u64::MAX)
-                .await?
+            let ranges = [range];
+            let c = f.ranges(&meta.file, size, &ranges, &meta.cached, 0, u64::MAX);
+            let (c, fetched) = c.await?;
+            Metrics::add(meta_bytes, fetched);
+            c
         };
         meta = on_pool(&shared, (&name, "page index decoding"), move || {
             Ok(plan::with_page_index(meta, &chunk))
@@ -207,7 +213,7 @@ pub(crate) async fn load_footer(shared: Arc<Shared>, file: FileRef) -> Result<Lo
             .flat_map(|(_, r)| r.iter().map(|x| x.1.clone()))
             .collect();
         let gap = opts.coalesce_gap as u64;
-        let chunk = shared
+        let (chunk, fetched) = shared
             .fetcher
             .ranges(
                 &meta.file,
@@ -218,6 +224,7 @@ pub(crate) async fn load_footer(shared: Arc<Shared>, file: FileRef) -> Result<Lo
                 opts.request_size as u64,
             )
             .await?;
+        Metrics::add(meta_bytes, fetched);
         let filter = prune.filter.clone().expect("blooms need a filter");
         let excluded = on_pool(&shared, (&name, "bloom filter check"), move || {
             use parquet::file::reader::ChunkReader;
@@ -481,23 +488,9 @@ async fn fetch_slot(
 ) -> Result<()> {
     let opts = &sh.opts;
     let rg = plan.row_group;
-    let (gap, request) = (opts.coalesce_gap as u64, opts.request_size as u64);
-    // Page-level plans skip data between pages: coalescing across large gaps would fetch it.
-    let page_gap = gap.min(PAGE_COALESCE_GAP);
     let (selection, page_level, chunk) = match (&plan.filter, filter) {
         (Some(stage), Some(filter)) => {
-            let g = if plan.page_level { page_gap } else { gap };
-            let first = sh
-                .fetcher
-                .ranges(
-                    &meta.file,
-                    meta.size,
-                    &stage.ranges,
-                    &meta.cached,
-                    g,
-                    request,
-                )
-                .await?;
+            let first = fetch_ranges(sh, &meta, &stage.ranges, plan.page_level).await?;
             held.fetched(first.bytes());
             let (m, c, pre) = (Arc::clone(&meta), first.clone(), plan.selection.clone());
             let (page_level, batch) = (plan.page_level, opts.batch_size);
@@ -521,11 +514,7 @@ async fn fetch_slot(
                 }
                 ranges.extend(r.into_iter().filter(|r| !first.covers(r)));
             }
-            let g = if page_level { page_gap } else { gap };
-            let second = sh
-                .fetcher
-                .ranges(&meta.file, meta.size, &ranges, &meta.cached, g, request)
-                .await?;
+            let second = fetch_ranges(sh, &meta, &ranges, page_level).await?;
             held.fetched(second.bytes());
             let mut chunk = first;
             chunk.merge(&second);
@@ -533,11 +522,7 @@ async fn fetch_slot(
         }
         _ => {
             let ranges: Vec<_> = plan.parts.iter().flat_map(|p| p.ranges.clone()).collect();
-            let g = if plan.page_level { page_gap } else { gap };
-            let chunk = sh
-                .fetcher
-                .ranges(&meta.file, meta.size, &ranges, &meta.cached, g, request)
-                .await?;
+            let chunk = fetch_ranges(sh, &meta, &ranges, plan.page_level).await?;
             held.fetched(chunk.bytes());
             (plan.selection.clone(), plan.page_level, chunk)
         }
@@ -563,6 +548,28 @@ async fn fetch_slot(
         .spawn();
     }
     Ok(())
+}
+
+/// Fetch `ranges` of `meta`'s file (serving what its footer read holds).
+async fn fetch_ranges(
+    sh: &Shared,
+    meta: &FileMeta,
+    ranges: &[std::ops::Range<u64>],
+    page_level: bool,
+) -> Result<crate::chunk::SparseChunk> {
+    let gap = sh.opts.coalesce_gap as u64;
+    // Page-level plans skip data between pages: coalescing across large gaps would fetch it.
+    let gap = if page_level {
+        gap.min(PAGE_COALESCE_GAP)
+    } else {
+        gap
+    };
+    let request = sh.opts.request_size as u64;
+    let (chunk, _) = sh
+        .fetcher
+        .ranges(&meta.file, meta.size, ranges, &meta.cached, gap, request)
+        .await?;
+    Ok(chunk)
 }
 
 /// Largest gap coalesced between the pages of a page-level fetch plan.

@@ -285,6 +285,7 @@ struct Stats {
     row_groups_pruned: u64,
     pages_pruned: u64,
     rows_filtered: u64,
+    metadata_bytes: u64,
 }
 
 /// Where delivered batches go: counted, shown on the progress bar, optionally written out.
@@ -411,6 +412,7 @@ fn scan_rayquet(paths: &[String], args: &ScanArgs) -> CliResult<Stats> {
         row_groups_pruned: m.row_groups_pruned,
         pages_pruned: m.pages_pruned,
         rows_filtered: m.rows_filtered,
+        metadata_bytes: m.metadata_bytes,
     })
 }
 
@@ -546,6 +548,7 @@ fn report(args: &ScanArgs, s: &Stats) -> CliResult<()> {
             "row_groups_pruned": s.row_groups_pruned,
             "pages_pruned": s.pages_pruned,
             "rows_filtered": s.rows_filtered,
+            "metadata_bytes": s.metadata_bytes,
         });
         return write_out(&mut out, format_args!("{json}\n"));
     }
