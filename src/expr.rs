@@ -49,6 +49,11 @@ impl fmt::Display for Value {
         match self {
             Value::Bool(b) => write!(f, "{}", if *b { "TRUE" } else { "FALSE" }),
             Value::Int(i) => write!(f, "{i}"),
+            // SQL has no literal for these; a string converts to them on a float column.
+            Value::Float(x) if x.is_nan() => write!(f, "'NaN'"),
+            Value::Float(x) if x.is_infinite() => {
+                write!(f, "'{}inf'", if *x < 0.0 { "-" } else { "" })
+            }
             Value::Float(x) => write!(f, "{x:?}"),
             Value::Str(s) => write!(f, "'{}'", s.replace('\'', "''")),
         }
@@ -121,20 +126,85 @@ impl Value {
         if typed.is_null(0) {
             return Err(bad("it converts to null".into()));
         }
-        // Reject lossy conversions (5.5 to an integer, 300 to an Int8): the value must come
-        // back unchanged.
-        let lossless = match self {
-            Value::Str(_) => true,
-            _ => match cast_with_options(&typed, src.data_type(), &opts) {
-                Ok(back) => back.len() == 1 && !back.is_null(0) && cmp::eq(&back, &src)?.value(0),
-                Err(_) => false,
-            },
-        };
-        if !lossless {
+        if !self.exact_in(&src, &typed, ty)? {
             return Err(bad("the column's type cannot hold it exactly".into()));
         }
         Ok(typed)
     }
+}
+
+impl Value {
+    /// Whether `typed` (this literal converted to `ty` from `src`) is the literal's value
+    /// exactly: `5.5` is not an integer, `'1.234'` is not a `Decimal(10, 2)`, a time of day is
+    /// not a date. A float literal is rounded to a `Float32` column's precision (float
+    /// literals are approximate anyway); every other conversion must be exact.
+    fn exact_in(&self, src: &ArrayRef, typed: &ArrayRef, ty: &DataType) -> Result<bool> {
+        let opts = CastOptions {
+            safe: false,
+            ..Default::default()
+        };
+        let scale = match ty {
+            DataType::Decimal32(_, s)
+            | DataType::Decimal64(_, s)
+            | DataType::Decimal128(_, s)
+            | DataType::Decimal256(_, s) => Some(*s),
+            _ => None,
+        };
+        Ok(match (self, ty) {
+            (Value::Float(_), DataType::Float16 | DataType::Float32 | DataType::Float64) => true,
+            (Value::Float(x), _) if scale.is_some() => {
+                fraction_digits(&format!("{x}")) <= scale_digits(scale)
+            }
+            (Value::Str(t), _) if scale.is_some() => {
+                fraction_digits(t.trim()) <= scale_digits(scale)
+            }
+            (Value::Float(x), _) => match cast_with_options(typed, &DataType::Float64, &opts) {
+                Ok(back) => back
+                    .as_any()
+                    .downcast_ref::<Float64Array>()
+                    .is_some_and(|b| b.value(0) == *x),
+                Err(_) => false,
+            },
+            (Value::Str(_), DataType::Date32 | DataType::Date64 | DataType::Timestamp(..)) => {
+                // Compare at nanosecond precision: what the text says against what was kept.
+                let tz = match ty {
+                    DataType::Timestamp(_, tz) => tz.clone(),
+                    _ => None,
+                };
+                let ns = DataType::Timestamp(arrow::datatypes::TimeUnit::Nanosecond, tz);
+                match (
+                    cast_with_options(src, &ns, &opts),
+                    cast_with_options(typed, &ns, &opts),
+                ) {
+                    (Ok(a), Ok(b)) => cmp::eq(&a, &b)?.value(0),
+                    // Beyond the nanosecond range: trust the parse.
+                    _ => true,
+                }
+            }
+            (Value::Str(_), _) => true,
+            (Value::Int(_) | Value::Bool(_), _) => {
+                match cast_with_options(typed, src.data_type(), &opts) {
+                    Ok(back) => {
+                        back.len() == 1 && !back.is_null(0) && cmp::eq(&back, src)?.value(0)
+                    }
+                    Err(_) => false,
+                }
+            }
+        })
+    }
+}
+
+/// Digits after the decimal point of a number's text, ignoring trailing zeros (`"1.50"`: 1).
+fn fraction_digits(text: &str) -> i64 {
+    let mantissa = text.split(['e', 'E']).next().unwrap_or(text);
+    match mantissa.split_once('.') {
+        Some((_, frac)) => frac.trim_end_matches('0').len() as i64,
+        None => 0,
+    }
+}
+
+fn scale_digits(scale: Option<i8>) -> i64 {
+    scale.unwrap_or(0) as i64
 }
 
 /// A comparison operator.
@@ -511,6 +581,35 @@ pub(crate) fn column_of(batch: &RecordBatch, name: &str) -> Result<ArrayRef> {
     Ok(cur)
 }
 
+/// A column name as SQL: each dotted segment as is when it is a plain identifier, else in
+/// double quotes.
+struct Ident<'a>(&'a str);
+
+impl fmt::Display for Ident<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        const WORDS: [&str; 9] = [
+            "AND", "OR", "NOT", "IN", "IS", "NULL", "BETWEEN", "TRUE", "FALSE",
+        ];
+        for (i, seg) in self.0.split('.').enumerate() {
+            if i > 0 {
+                f.write_str(".")?;
+            }
+            let plain = seg
+                .chars()
+                .next()
+                .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+                && seg.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+                && !WORDS.contains(&seg.to_ascii_uppercase().as_str());
+            if plain {
+                f.write_str(seg)?;
+            } else {
+                write!(f, "\"{}\"", seg.replace('"', "\"\""))?;
+            }
+        }
+        Ok(())
+    }
+}
+
 impl fmt::Display for Expr {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let list = |vs: &[Value]| {
@@ -521,19 +620,34 @@ impl fmt::Display for Expr {
         };
         let not = |n: bool| if n { "NOT " } else { "" };
         match self {
-            Expr::Compare { column, op, value } => write!(f, "{column} {} {value}", op.symbol()),
+            Expr::Compare { column, op, value } => {
+                write!(f, "{} {} {value}", Ident(column), op.symbol())
+            }
             Expr::InList {
                 column,
                 values,
                 negated,
-            } => write!(f, "{column} {}IN ({})", not(*negated), list(values)),
-            Expr::IsNull { column, negated } => write!(f, "{column} IS {}NULL", not(*negated)),
+            } => write!(
+                f,
+                "{} {}IN ({})",
+                Ident(column),
+                not(*negated),
+                list(values)
+            ),
+            Expr::IsNull { column, negated } => {
+                write!(f, "{} IS {}NULL", Ident(column), not(*negated))
+            }
             Expr::Between {
                 column,
                 low,
                 high,
                 negated,
-            } => write!(f, "{column} {}BETWEEN {low} AND {high}", not(*negated)),
+            } => write!(
+                f,
+                "{} {}BETWEEN {low} AND {high}",
+                Ident(column),
+                not(*negated)
+            ),
             Expr::And(a, b) => write!(f, "({a} AND {b})"),
             Expr::Or(a, b) => write!(f, "({a} OR {b})"),
             Expr::Not(a) => write!(f, "NOT {a}"),

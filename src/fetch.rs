@@ -143,7 +143,10 @@ pub(crate) fn coalesce(ranges: &[Range<u64>], gap: u64) -> Vec<Range<u64>> {
 pub(crate) fn split(r: Range<u64>, size: u64) -> impl Iterator<Item = Range<u64>> {
     let size = size.max(1);
     let n = (r.end - r.start).div_ceil(size);
-    (0..n).map(move |i| r.start + i * size..(r.start + (i + 1) * size).min(r.end))
+    (0..n).map(move |i| {
+        let start = r.start + i * size;
+        start..start.saturating_add(size).min(r.end)
+    })
 }
 
 /// Admission control for slots: reserved bytes and slots in flight.
@@ -273,5 +276,10 @@ mod tests {
         let parts: Vec<_> = split(10..35, 10).collect();
         assert_eq!(parts, vec![10..20, 20..30, 30..35]);
         assert_eq!(split(0..10, 10).count(), 1);
+        let big = u64::MAX - 5;
+        assert_eq!(
+            split(big..big + 3, u64::MAX).collect::<Vec<_>>(),
+            vec![big..big + 3]
+        );
     }
 }

@@ -181,7 +181,8 @@ pub(crate) async fn load_footer(shared: Arc<Shared>, file: FileRef) -> Result<Lo
         } else {
             let f = &shared.fetcher;
             let ranges = [range];
-            let c = f.ranges(&meta.file, size, &ranges, &meta.cached, 0, u64::MAX);
+            let request = shared.opts.request_size as u64;
+            let c = f.ranges(&meta.file, size, &ranges, &meta.cached, 0, request);
             let (c, fetched) = c.await?;
             Metrics::add(meta_bytes, fetched);
             c
@@ -518,7 +519,9 @@ async fn fetch_slot(
             held.fetched(second.bytes());
             let mut chunk = first;
             chunk.merge(&second);
-            (Some(exact), page_level, chunk)
+            // Every row matched: decode without a selection (cheaper than one long run).
+            let exact = (exact.skipped_row_count() > 0).then_some(exact);
+            (exact, page_level, chunk)
         }
         _ => {
             let ranges: Vec<_> = plan.parts.iter().flat_map(|p| p.ranges.clone()).collect();

@@ -9,7 +9,9 @@
 //!
 //! Accepted: comparisons of a column with a literal (either side), `IN`, `IS [NOT] NULL`,
 //! `BETWEEN`, `AND`, `OR`, `NOT`, parentheses, `DATE '…'` / `TIMESTAMP '…'` literals, and
-//! dotted column paths (`s.a`). Anything else is an error that quotes the unsupported part.
+//! dotted column paths (`s.a`, `"a b".c`). Anything else is an error that quotes the
+//! unsupported part. SQL has no NaN or infinity literal: write `f = 'NaN'` or `f < 'inf'`
+//! (a string converts to them on a float column; that is also how [`Expr`] displays them).
 
 use sqlparser::ast::{self, BinaryOperator, UnaryOperator};
 use sqlparser::dialect::GenericDialect;
@@ -137,9 +139,17 @@ fn literal(e: &ast::Expr) -> Result<Value> {
         ast::Expr::UnaryOp {
             op: UnaryOperator::Minus,
             expr,
-        } => match literal(expr)? {
-            Value::Int(i) => Ok(Value::Int(-i)),
-            Value::Float(x) => Ok(Value::Float(-x)),
+        } => match (&**expr, literal(expr)?) {
+            // `-9223372036854775808` is an i64 although its digits alone are not.
+            (ast::Expr::Value(v), Value::Float(x)) => match &v.value {
+                ast::Value::Number(n, _) => Ok(format!("-{n}")
+                    .parse::<i64>()
+                    .map(Value::Int)
+                    .unwrap_or(Value::Float(-x))),
+                _ => Ok(Value::Float(-x)),
+            },
+            (_, Value::Int(i)) => Ok(Value::Int(-i)),
+            (_, Value::Float(x)) => Ok(Value::Float(-x)),
             _ => Err(unsupported(e)),
         },
         ast::Expr::TypedString(t) => match t.value.value.clone().into_string() {
