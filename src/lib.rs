@@ -31,6 +31,7 @@ mod deliver;
 mod error;
 mod fetch;
 pub mod gen;
+pub mod latency;
 mod metrics;
 mod pipeline;
 mod plan;
