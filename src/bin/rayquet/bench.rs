@@ -120,7 +120,14 @@ pub fn run(args: BenchArgs) -> CliResult<()> {
         None => workloads::WORKLOADS.iter().collect(),
     };
     std::fs::create_dir_all(&args.common.data_dir)?;
-    let exe = std::env::current_exe()?;
+    // /proc/self/exe still runs this binary if the file at its path is rebuilt meanwhile (a
+    // shared target directory); elsewhere the path will do.
+    let proc_exe = PathBuf::from("/proc/self/exe");
+    let exe = if proc_exe.exists() {
+        proc_exe
+    } else {
+        std::env::current_exe()?
+    };
     let mut results = Vec::new();
     for w in selected {
         let dir = w.data.ensure(&args.common.data_dir, args.common.scale)?;
