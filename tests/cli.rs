@@ -222,7 +222,10 @@ fn bench_smoke_every_reader_reads_the_same_rows() {
     assert!(out.join("bench.svg").is_file());
     assert!(out.join("bench.json").is_file());
     let workloads = r["workloads"].as_array().unwrap();
-    let ids: Vec<&str> = workloads.iter().map(|w| w["id"].as_str().unwrap()).collect();
+    let ids: Vec<&str> = workloads
+        .iter()
+        .map(|w| w["id"].as_str().unwrap())
+        .collect();
     assert_eq!(ids, ["W1", "W1z", "W2", "W3", "W4", "W5", "W6"]);
     for w in workloads {
         let readers: Vec<&str> = w["readers"]

@@ -141,6 +141,7 @@ pub fn run(args: BenchArgs) -> CliResult<()> {
                 .collect(),
             None => w.readers.to_vec(),
         };
+        let load = load_average();
         let mut runs: Vec<Vec<Value>> = vec![Vec::new(); readers.len()];
         for run in 0..args.runs {
             for (i, reader) in readers.iter().enumerate() {
@@ -151,6 +152,7 @@ pub fn run(args: BenchArgs) -> CliResult<()> {
         results.push(report::WorkloadResult::new(
             w,
             layout,
+            load,
             readers.into_iter().zip(runs).collect(),
         ));
     }
@@ -181,6 +183,17 @@ pub fn run(args: BenchArgs) -> CliResult<()> {
             svg_path.display()
         ),
     )
+}
+
+/// The 1-minute load average before a workload starts (other work on the machine skews
+/// CPU-bound results; the report shows it).
+fn load_average() -> Option<f64> {
+    std::fs::read_to_string("/proc/loadavg")
+        .ok()?
+        .split_whitespace()
+        .next()?
+        .parse()
+        .ok()
 }
 
 /// Run `bench-one` in a child process and parse its JSON line.

@@ -80,6 +80,8 @@ pub struct Target {
 pub struct WorkloadResult {
     pub workload: &'static Workload,
     pub layout: Layout,
+    /// The 1-minute load average when the workload started.
+    pub load: Option<f64>,
     pub readers: Vec<Summary>,
 }
 
@@ -87,11 +89,13 @@ impl WorkloadResult {
     pub fn new(
         workload: &'static Workload,
         layout: Layout,
+        load: Option<f64>,
         runs: Vec<(ReaderId, Vec<Value>)>,
     ) -> WorkloadResult {
         WorkloadResult {
             workload,
             layout,
+            load,
             readers: runs.into_iter().map(|(r, v)| Summary::new(r, v)).collect(),
         }
     }
@@ -246,6 +250,7 @@ pub fn to_json(c: &Config, results: &[WorkloadResult]) -> Value {
                 "latency": r.workload.latency,
                 "columns": r.workload.columns,
                 "budget": r.workload.budget,
+                "load_average_before": r.load,
                 "files": r.layout.files,
                 "row_groups": r.layout.row_groups,
                 "rows": r.layout.rows,
@@ -292,14 +297,16 @@ pub fn table(c: &Config, results: &[WorkloadResult]) -> String {
         let l = &r.layout;
         let _ = writeln!(
             s,
-            "\n{} {}\n   {} files, {} row groups, {} rows, {:.1} MiB on disk, projected chunks {:.1} MiB",
+            "\n{} {}\n   {} files, {} row groups, {} rows, {:.1} MiB on disk, projected chunks {:.1} MiB; \
+             load average before {}",
             r.workload.id,
             r.workload.about,
             l.files,
             l.row_groups,
             l.rows,
             l.file_bytes as f64 / MIB,
-            l.projected_bytes as f64 / MIB
+            l.projected_bytes as f64 / MIB,
+            r.load.map_or("?".into(), |x| format!("{x:.2}"))
         );
         let _ = writeln!(
             s,
@@ -376,8 +383,7 @@ fn color(r: ReaderId) -> &'static str {
 /// Throughput (million rows/s) per reader per workload: one panel per workload, each with its
 /// own scale (latency workloads are orders of magnitude slower than local ones).
 pub fn svg(results: &[WorkloadResult]) -> String {
-    let (panel_w, panel_h, bar_h, left) = (760.0, 0.0, 18.0, 170.0);
-    let _ = panel_h;
+    let (panel_w, bar_h, left) = (760.0, 18.0, 170.0);
     let mut y = 40.0;
     let mut body = String::new();
     for r in results {
