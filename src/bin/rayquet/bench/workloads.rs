@@ -106,7 +106,7 @@ pub const WORKLOADS: &[Workload] = &[
     },
     Workload {
         id: "W3",
-        about: "few big row groups under latency: 4 files x 1 row group of ~128 MiB",
+        about: "few big row groups under latency: 4 files x 1 row group of ~96 MiB",
         data: Dataset {
             name: "big-4x1",
             files: 4,
