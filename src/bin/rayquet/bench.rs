@@ -9,6 +9,8 @@
 mod readers;
 #[path = "bench/report.rs"]
 mod report;
+#[path = "bench/s3.rs"]
+mod s3;
 #[path = "bench/workloads.rs"]
 mod workloads;
 
@@ -46,6 +48,9 @@ pub struct Common {
     /// Multiply every dataset's rows by this (smoke tests use tiny scales).
     #[arg(long, hide = true, default_value_t = 1.0)]
     scale: f64,
+    /// Read from this S3 endpoint (set by `bench --s3` for its children).
+    #[arg(long, hide = true, value_name = "URL")]
+    s3_endpoint: Option<String>,
 }
 
 /// Arguments of `rayquet bench`.
@@ -68,6 +73,10 @@ pub struct BenchArgs {
     /// Directory for bench.json and bench.svg.
     #[arg(long, value_name = "DIR", default_value = "bench-results")]
     out_dir: PathBuf,
+    /// Start moto_server on loopback, upload the workloads' files and read them over real
+    /// HTTP (no simulated latency: the store only counts).
+    #[arg(long)]
+    s3: bool,
 }
 
 /// Arguments of the hidden `rayquet bench-one`: one reader on one workload, one JSON line.
@@ -83,7 +92,7 @@ pub struct BenchOneArgs {
 
 impl Common {
     fn to_args(&self) -> Vec<String> {
-        vec![
+        let mut args = vec![
             "--data-dir".into(),
             self.data_dir.to_string_lossy().into_owned(),
             "--first-byte-ms".into(),
@@ -94,7 +103,11 @@ impl Common {
             self.max_connections.to_string(),
             "--scale".into(),
             self.scale.to_string(),
-        ]
+        ];
+        if let Some(endpoint) = &self.s3_endpoint {
+            args.extend(["--s3-endpoint".into(), endpoint.clone()]);
+        }
+        args
     }
 
     fn first_byte(&self) -> Duration {
@@ -111,7 +124,7 @@ fn cores() -> usize {
 }
 
 /// `rayquet bench`.
-pub fn run(args: BenchArgs) -> CliResult<()> {
+pub fn run(mut args: BenchArgs) -> CliResult<()> {
     let selected: Vec<&Workload> = match &args.workloads {
         Some(ids) => ids
             .iter()
@@ -128,9 +141,19 @@ pub fn run(args: BenchArgs) -> CliResult<()> {
     } else {
         std::env::current_exe()?
     };
+    let moto = args.s3.then(s3::Moto::start).transpose()?;
+    let mut uploaded = Vec::new();
     let mut results = Vec::new();
     for w in selected {
         let dir = w.data.ensure(&args.common.data_dir, args.common.scale)?;
+        if let Some(moto) = &moto {
+            if !uploaded.contains(&dir) {
+                eprintln!("uploading {} to {}", dir.display(), moto.endpoint);
+                moto.upload(&dir)?;
+                uploaded.push(dir.clone());
+            }
+            args.common.s3_endpoint = Some(moto.endpoint.clone());
+        }
         let layout = workloads::layout(&dir, w.columns)?;
         let readers: Vec<ReaderId> = match &args.readers {
             Some(r) => w
@@ -163,7 +186,9 @@ pub fn run(args: BenchArgs) -> CliResult<()> {
         max_connections: args.common.max_connections,
         runs: args.runs,
         scale: args.common.scale,
+        s3: args.s3,
     };
+    drop(moto);
     let json = report::to_json(&config, &results);
     std::fs::create_dir_all(&args.out_dir)?;
     let json_path = args.out_dir.join("bench.json");
@@ -248,29 +273,46 @@ fn peak_rss() -> u64 {
         .map_or(0, |kib| kib * 1024)
 }
 
+/// The store a child reads from: the dataset directory, or its prefix in the S3 bucket.
+fn inner_store(
+    c: &Common,
+    dir: &std::path::Path,
+) -> CliResult<(Arc<dyn ObjectStore>, Option<object_store::path::Path>)> {
+    match &c.s3_endpoint {
+        None => Ok((Arc::new(LocalFileSystem::new_with_prefix(dir)?), None)),
+        Some(endpoint) => Ok((
+            s3::client(endpoint)?,
+            Some(object_store::path::Path::from(s3::prefix(dir))),
+        )),
+    }
+}
+
 /// `rayquet bench-one`: one reader over one workload; prints one JSON line.
 pub fn run_one(args: BenchOneArgs) -> CliResult<()> {
     let w = workloads::find(&args.workload)?;
     let c = &args.common;
     let dir = w.data.dir(&c.data_dir, c.scale);
-    let local: Arc<dyn ObjectStore> = Arc::new(LocalFileSystem::new_with_prefix(&dir)?);
+    let (inner, prefix) = inner_store(c, &dir)?;
     let mut files: Vec<ObjectMeta> = {
-        let rt = tokio::runtime::Builder::new_current_thread().build()?;
-        rt.block_on(local.list(None).try_collect())?
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()?;
+        rt.block_on(inner.list(prefix.as_ref()).try_collect())?
     };
     files.retain(|m| m.location.as_ref().ends_with(".parquet"));
     files.sort_by(|a, b| a.location.cmp(&b.location));
     if files.is_empty() {
         return Err(format!("no parquet files in {}", dir.display()).into());
     }
-    // Local workloads go through the same wrapper with no delay, so requests are counted.
-    let store = Arc::new(if w.latency {
-        LatencyStore::new(local)
+    // Local (and S3) workloads go through the same wrapper with no delay, so requests are
+    // counted.
+    let store = Arc::new(if w.latency && c.s3_endpoint.is_none() {
+        LatencyStore::new(inner)
             .with_first_byte(c.first_byte())
             .with_bandwidth(c.bandwidth())
             .with_max_connections(c.max_connections)
     } else {
-        LatencyStore::new(local)
+        LatencyStore::new(inner)
             .with_first_byte(Duration::ZERO)
             .with_bandwidth(0)
     });

@@ -23,6 +23,8 @@ pub struct Config {
     pub max_connections: usize,
     pub runs: usize,
     pub scale: f64,
+    /// Read from moto over loopback HTTP instead of simulated latency.
+    pub s3: bool,
 }
 
 /// One reader's runs on one workload, summarised by the run with the median wall time.
@@ -113,7 +115,7 @@ impl WorkloadResult {
     /// Unavoidable round trips (footer, then data for files over the footer hint) times the
     /// first-byte delay, plus the minimal bytes over the aggregate bandwidth at the cap.
     fn latency_bound(&self, c: &Config) -> f64 {
-        if !self.workload.latency {
+        if !self.workload.latency || c.s3 {
             return 0.0;
         }
         let rounds = if self.layout.files_over_hint > 0 {
@@ -206,7 +208,11 @@ impl WorkloadResult {
         }
         if let (Some(ttfb), Some(b0)) = (rq.first_batch, self.get(ReaderId::Sync)) {
             let unit = b0.cpu_seconds / self.layout.row_groups.max(1) as f64;
-            let hops = if self.workload.latency { 2.0 } else { 0.0 };
+            let hops = if self.workload.latency && !c.s3 {
+                2.0
+            } else {
+                0.0
+            };
             let bound = hops * c.first_byte.as_secs_f64() + unit;
             t.push(Target {
                 what: "time to first batch <= 2 first-byte delays + one row group's decode".into(),
@@ -275,6 +281,7 @@ pub fn to_json(c: &Config, results: &[WorkloadResult]) -> Value {
         "max_connections": c.max_connections,
         "runs": c.runs,
         "scale": c.scale,
+        "s3": c.s3,
         "cpu_source": "getrusage(RUSAGE_SELF) user+sys deltas in the child process",
         "workloads": workloads,
     })
@@ -283,6 +290,12 @@ pub fn to_json(c: &Config, results: &[WorkloadResult]) -> Value {
 /// The human-readable report.
 pub fn table(c: &Config, results: &[WorkloadResult]) -> String {
     let mut s = String::new();
+    if c.s3 {
+        let _ = writeln!(
+            s,
+            "--s3: every workload read from moto_server over loopback HTTP (no simulated latency)"
+        );
+    }
     let _ = writeln!(
         s,
         "{} cores; latency workloads: {} ms first byte, {} MiB/s per request, {} connections; \
