@@ -32,6 +32,7 @@ mod error;
 pub mod expr;
 mod fetch;
 pub mod gen;
+pub mod latency;
 mod metrics;
 mod pipeline;
 mod plan;

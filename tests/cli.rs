@@ -197,3 +197,63 @@ fn out_limit_and_errors() {
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("local files only"));
 }
+
+/// `bench` at a tiny scale: every workload reports every one of its readers, and all readers
+/// of a workload deliver the same rows, which are the rows its footers promise.
+#[test]
+fn bench_smoke_every_reader_reads_the_same_rows() {
+    let tmp = tempfile::tempdir().unwrap();
+    let data = tmp.path().join("data");
+    let out = tmp.path().join("out");
+    let r = json(&[
+        "bench",
+        "--scale",
+        "0.002",
+        "--runs",
+        "1",
+        "--first-byte-ms",
+        "1",
+        "--json",
+        "--data-dir",
+        data.to_str().unwrap(),
+        "--out-dir",
+        out.to_str().unwrap(),
+    ]);
+    assert!(out.join("bench.svg").is_file());
+    assert!(out.join("bench.json").is_file());
+    let workloads = r["workloads"].as_array().unwrap();
+    let ids: Vec<&str> = workloads
+        .iter()
+        .map(|w| w["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, ["W1", "W1z", "W2", "W3", "W4", "W5", "W6"]);
+    for w in workloads {
+        let readers: Vec<&str> = w["readers"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r["reader"].as_str().unwrap())
+            .collect();
+        let expected: &[&str] = if w["id"] == "W6" {
+            &["b0-sync", "rayquet", "rayquet-unbounded"]
+        } else {
+            &[
+                "b0-sync",
+                "b1-async-serial",
+                "b2-async-concurrent",
+                "b3-async-spawned",
+                "rayquet",
+                "rayquet-unordered",
+            ]
+        };
+        assert_eq!(readers, expected, "{}", w["id"]);
+        let rows = w["rows"].as_u64().unwrap();
+        assert!(rows > 0);
+        for reader in w["readers"].as_array().unwrap() {
+            assert_eq!(reader["rows"], rows, "{} {}", w["id"], reader["reader"]);
+            assert_eq!(reader["rows_consistent"], true);
+            assert!(reader["requests"].as_u64().unwrap() > 0);
+            assert!(reader["peak_rss_bytes"].as_u64().unwrap() > 0);
+        }
+    }
+}

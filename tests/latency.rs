@@ -1,109 +1,23 @@
 //! Under object-store latency the IO window widens: requests overlap far beyond the initial
-//! window. Checked structurally, by the bytes in flight a wrapper store observes, never by
+//! window. Checked structurally, by the requests in flight a `LatencyStore` observes, never by
 //! timing.
 
 mod common;
 
-use std::ops::Range;
-use std::sync::atomic::{AtomicU64, Ordering::SeqCst};
 use std::sync::Arc;
 use std::time::Duration;
 
 use arrow::array::{ArrayRef, BinaryArray, Int64Array, RecordBatch};
 use arrow::datatypes::{DataType, Field, Schema};
-use async_trait::async_trait;
 use bytes::Bytes;
 use common::Rng;
-use futures::stream::BoxStream;
 use object_store::memory::InMemory;
 use object_store::path::Path;
-use object_store::{
-    CopyOptions, GetOptions, GetResult, ListResult, MultipartUpload, ObjectMeta, ObjectStore,
-    ObjectStoreExt, PutMultipartOptions, PutOptions, PutPayload, PutResult, RenameOptions, Result,
-};
+use object_store::ObjectStoreExt;
 use parquet::arrow::ArrowWriter;
 use parquet::basic::Compression;
 use parquet::file::properties::WriterProperties;
-
-/// Delays every GET and records the largest number of bytes requested at once.
-#[derive(Debug)]
-struct SlowStore {
-    inner: InMemory,
-    delay: Duration,
-    in_flight: AtomicU64,
-    max_in_flight: AtomicU64,
-}
-
-impl std::fmt::Display for SlowStore {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "SlowStore({:?})", self.delay)
-    }
-}
-
-struct InFlight<'a>(&'a AtomicU64, u64);
-
-impl Drop for InFlight<'_> {
-    fn drop(&mut self) {
-        self.0.fetch_sub(self.1, SeqCst);
-    }
-}
-
-#[async_trait]
-impl ObjectStore for SlowStore {
-    async fn put_opts(&self, l: &Path, p: PutPayload, o: PutOptions) -> Result<PutResult> {
-        self.inner.put_opts(l, p, o).await
-    }
-    async fn put_multipart_opts(
-        &self,
-        l: &Path,
-        o: PutMultipartOptions,
-    ) -> Result<Box<dyn MultipartUpload>> {
-        self.inner.put_multipart_opts(l, o).await
-    }
-    async fn get_opts(&self, location: &Path, options: GetOptions) -> Result<GetResult> {
-        let len = match &options.range {
-            Some(object_store::GetRange::Bounded(r)) => r.end - r.start,
-            _ => 0,
-        };
-        let now = self.in_flight.fetch_add(len, SeqCst) + len;
-        self.max_in_flight.fetch_max(now, SeqCst);
-        let _guard = InFlight(&self.in_flight, len);
-        tokio::time::sleep(self.delay).await;
-        self.inner.get_opts(location, options).await
-    }
-    async fn get_ranges(&self, location: &Path, ranges: &[Range<u64>]) -> Result<Vec<Bytes>> {
-        let mut out = Vec::with_capacity(ranges.len());
-        for r in ranges {
-            out.push(self.get_range(location, r.clone()).await?);
-        }
-        Ok(out)
-    }
-    fn delete_stream(
-        &self,
-        locations: BoxStream<'static, Result<Path>>,
-    ) -> BoxStream<'static, Result<Path>> {
-        self.inner.delete_stream(locations)
-    }
-    fn list(&self, prefix: Option<&Path>) -> BoxStream<'static, Result<ObjectMeta>> {
-        self.inner.list(prefix)
-    }
-    fn list_with_offset(
-        &self,
-        prefix: Option<&Path>,
-        offset: &Path,
-    ) -> BoxStream<'static, Result<ObjectMeta>> {
-        self.inner.list_with_offset(prefix, offset)
-    }
-    async fn list_with_delimiter(&self, prefix: Option<&Path>) -> Result<ListResult> {
-        self.inner.list_with_delimiter(prefix).await
-    }
-    async fn copy_opts(&self, from: &Path, to: &Path, o: CopyOptions) -> Result<()> {
-        self.inner.copy_opts(from, to, o).await
-    }
-    async fn rename_opts(&self, from: &Path, to: &Path, o: RenameOptions) -> Result<()> {
-        self.inner.rename_opts(from, to, o).await
-    }
-}
+use rayquet::latency::LatencyStore;
 
 const SLOT_BYTES: usize = 4 << 20;
 
@@ -144,15 +58,16 @@ fn file(seed: u64, row_groups: usize) -> Bytes {
     buf.into()
 }
 
-/// Scan 4 files x 4 row groups of 4 MiB through a store with `delay` per GET; returns the
-/// largest number of bytes in flight, after checking every row arrived in order.
+/// Scan 4 files x 4 row groups of 4 MiB through a store with `delay` per GET (no bandwidth
+/// limit) and 1 MiB requests; returns the most requests in flight at once, after checking every
+/// row arrived in order.
 fn max_in_flight(delay: Duration) -> u64 {
-    let store = Arc::new(SlowStore {
-        inner: InMemory::new(),
-        delay,
-        in_flight: AtomicU64::new(0),
-        max_in_flight: AtomicU64::new(0),
-    });
+    let inner = Arc::new(InMemory::new());
+    let store = Arc::new(
+        LatencyStore::new(inner.clone())
+            .with_first_byte(delay)
+            .with_bandwidth(0),
+    );
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -160,8 +75,7 @@ fn max_in_flight(delay: Duration) -> u64 {
     let mut objects = Vec::new();
     for f in 0..4 {
         let path = Path::from(format!("t/part-{f}.parquet"));
-        rt.block_on(store.inner.put(&path, file(f, 4).into()))
-            .unwrap();
+        rt.block_on(inner.put(&path, file(f, 4).into())).unwrap();
         objects.push(path);
     }
     let reader = rayquet::Scan::from_store(store.clone(), objects)
@@ -182,7 +96,7 @@ fn max_in_flight(delay: Duration) -> u64 {
         }
     }
     assert_eq!(expected_id, 4 * 4 * 1024);
-    store.max_in_flight.load(SeqCst)
+    store.counters().peak_concurrency
 }
 
 /// With 50 ms per GET the decoders wait on IO, so the window grows past its 16 MiB start and
@@ -190,10 +104,10 @@ fn max_in_flight(delay: Duration) -> u64 {
 #[test]
 fn io_window_widens_under_latency() {
     let slow = max_in_flight(Duration::from_millis(50));
-    let start_window = 16u64 << 20;
+    // The 16 MiB start window in 1 MiB requests, plus a slot, plus the 4 footer reads.
+    let start_window = (16 + SLOT_BYTES as u64 / (1 << 20)) + 4;
     assert!(
-        slow > start_window + SLOT_BYTES as u64,
-        "under latency the window should widen: max {} MiB in flight",
-        slow >> 20
+        slow > start_window,
+        "under latency the window should widen: at most {slow} requests in flight"
     );
 }

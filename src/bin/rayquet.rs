@@ -1,5 +1,5 @@
 //! The `rayquet` command line: generate a synthetic dataset (`gen`) and scan Parquet files or
-//! object-store prefixes (`scan`), reporting throughput.
+//! object-store prefixes (`scan`), reporting throughput, and compare readers (`bench`).
 //!
 //! Errors are printed as `error: <message>` on stderr with exit code 1.
 
@@ -17,6 +17,9 @@ use indicatif::{ProgressBar, ProgressStyle};
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use parquet::arrow::ProjectionMask;
 use rayquet::gen::{self, Compression, GenOptions};
+
+#[path = "rayquet/bench.rs"]
+mod bench;
 
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
 type CliResult<T> = Result<T, BoxError>;
@@ -37,6 +40,12 @@ enum Command {
     ///
     /// Without a path, scans a demo dataset (created once under the system temp directory).
     Scan(ScanArgs),
+    /// Benchmark rayquet against parquet's sync and async readers on generated workloads,
+    /// local and under simulated object-store latency; prints a table, writes JSON and an SVG.
+    Bench(bench::BenchArgs),
+    /// Run one reader on one workload and print one JSON line (used by `bench`).
+    #[command(hide = true)]
+    BenchOne(bench::BenchOneArgs),
 }
 
 #[derive(Debug, Args)]
@@ -136,6 +145,8 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Gen(args) => run_gen(args),
         Command::Scan(args) => run_scan(args),
+        Command::Bench(args) => bench::run(args),
+        Command::BenchOne(args) => bench::run_one(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -1,0 +1,349 @@
+//! `rayquet bench`: rayquet against parquet's sync and async readers, on a table of
+//! workloads, each reader in its own child process (`bench-one`) for a fair peak RSS.
+//!
+//! The parent generates (or reuses) the datasets, runs every (workload, reader) pair `--runs`
+//! times, alternating readers, and reports medians: a text table (or `--json`), the lower bound
+//! of each workload, the targets met or missed, and an SVG chart in `--out-dir`.
+
+#[path = "bench/readers.rs"]
+mod readers;
+#[path = "bench/report.rs"]
+mod report;
+#[path = "bench/s3.rs"]
+mod s3;
+#[path = "bench/workloads.rs"]
+mod workloads;
+
+use std::path::PathBuf;
+use std::process::Command;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use clap::Args;
+use futures::TryStreamExt;
+use object_store::local::LocalFileSystem;
+use object_store::{ObjectMeta, ObjectStore};
+use rayquet::latency::LatencyStore;
+use serde_json::{json, Value};
+
+use crate::CliResult;
+use readers::ReaderId;
+use workloads::Workload;
+
+/// Network model and data location shared by `bench` and `bench-one`.
+#[derive(Debug, Clone, Args)]
+pub struct Common {
+    /// Where datasets are generated once and reused.
+    #[arg(long, value_name = "DIR", default_value_os_t = std::env::temp_dir().join("rayquet-bench"))]
+    data_dir: PathBuf,
+    /// First-byte delay of every request in the latency workloads, in milliseconds.
+    #[arg(long, value_name = "MS", default_value_t = 50)]
+    first_byte_ms: u64,
+    /// Bandwidth of each request in the latency workloads, in MiB/s.
+    #[arg(long, value_name = "MIB_PER_SEC", default_value_t = 60)]
+    bandwidth_mib: u64,
+    /// Connections the simulated store serves at once (0: no cap).
+    #[arg(long, value_name = "N", default_value_t = 64)]
+    max_connections: usize,
+    /// Multiply every dataset's rows by this (smoke tests use tiny scales).
+    #[arg(long, hide = true, default_value_t = 1.0)]
+    scale: f64,
+    /// Read from this S3 endpoint (set by `bench --s3` for its children).
+    #[arg(long, hide = true, value_name = "URL")]
+    s3_endpoint: Option<String>,
+}
+
+/// Arguments of `rayquet bench`.
+#[derive(Debug, Args)]
+pub struct BenchArgs {
+    #[command(flatten)]
+    common: Common,
+    /// Workloads to run, comma-separated (default: all): W1, W1z, W2, W3, W4, W5, W6.
+    #[arg(long, value_delimiter = ',', value_name = "IDS")]
+    workloads: Option<Vec<String>>,
+    /// Readers to run, comma-separated (default: each workload's own list).
+    #[arg(long, value_enum, value_delimiter = ',', value_name = "NAMES")]
+    readers: Option<Vec<ReaderId>>,
+    /// Runs per (workload, reader); the report shows medians.
+    #[arg(long, value_name = "N", default_value_t = 3, value_parser = crate::parse_positive)]
+    runs: usize,
+    /// Print the results as one JSON object instead of the table.
+    #[arg(long)]
+    json: bool,
+    /// Directory for bench.json and bench.svg.
+    #[arg(long, value_name = "DIR", default_value = "bench-results")]
+    out_dir: PathBuf,
+    /// Start moto_server on loopback, upload the workloads' files and read them over real
+    /// HTTP (no simulated latency: the store only counts).
+    #[arg(long)]
+    s3: bool,
+}
+
+/// Arguments of the hidden `rayquet bench-one`: one reader on one workload, one JSON line.
+#[derive(Debug, Args)]
+pub struct BenchOneArgs {
+    #[command(flatten)]
+    common: Common,
+    #[arg(long)]
+    workload: String,
+    #[arg(long, value_enum)]
+    reader: ReaderId,
+}
+
+impl Common {
+    fn to_args(&self) -> Vec<String> {
+        let mut args = vec![
+            "--data-dir".into(),
+            self.data_dir.to_string_lossy().into_owned(),
+            "--first-byte-ms".into(),
+            self.first_byte_ms.to_string(),
+            "--bandwidth-mib".into(),
+            self.bandwidth_mib.to_string(),
+            "--max-connections".into(),
+            self.max_connections.to_string(),
+            "--scale".into(),
+            self.scale.to_string(),
+        ];
+        if let Some(endpoint) = &self.s3_endpoint {
+            args.extend(["--s3-endpoint".into(), endpoint.clone()]);
+        }
+        args
+    }
+
+    fn first_byte(&self) -> Duration {
+        Duration::from_millis(self.first_byte_ms)
+    }
+
+    fn bandwidth(&self) -> u64 {
+        self.bandwidth_mib << 20
+    }
+}
+
+fn cores() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
+/// `rayquet bench`.
+pub fn run(mut args: BenchArgs) -> CliResult<()> {
+    let selected: Vec<&Workload> = match &args.workloads {
+        Some(ids) => ids
+            .iter()
+            .map(|id| workloads::find(id))
+            .collect::<CliResult<_>>()?,
+        None => workloads::WORKLOADS.iter().collect(),
+    };
+    std::fs::create_dir_all(&args.common.data_dir)?;
+    // /proc/self/exe still runs this binary if the file at its path is rebuilt meanwhile (a
+    // shared target directory); elsewhere the path will do.
+    let proc_exe = PathBuf::from("/proc/self/exe");
+    let exe = if proc_exe.exists() {
+        proc_exe
+    } else {
+        std::env::current_exe()?
+    };
+    let moto = args.s3.then(s3::Moto::start).transpose()?;
+    let mut uploaded = Vec::new();
+    let mut results = Vec::new();
+    for w in selected {
+        let dir = w.data.ensure(&args.common.data_dir, args.common.scale)?;
+        if let Some(moto) = &moto {
+            if !uploaded.contains(&dir) {
+                eprintln!("uploading {} to {}", dir.display(), moto.endpoint);
+                moto.upload(&dir)?;
+                uploaded.push(dir.clone());
+            }
+            args.common.s3_endpoint = Some(moto.endpoint.clone());
+        }
+        let layout = workloads::layout(&dir, w.columns)?;
+        let readers: Vec<ReaderId> = match &args.readers {
+            Some(r) => w
+                .readers
+                .iter()
+                .copied()
+                .filter(|x| r.contains(x))
+                .collect(),
+            None => w.readers.to_vec(),
+        };
+        let load = load_average();
+        let mut runs: Vec<Vec<Value>> = vec![Vec::new(); readers.len()];
+        for run in 0..args.runs {
+            for (i, reader) in readers.iter().enumerate() {
+                eprintln!("{} {} run {}/{}", w.id, reader.name(), run + 1, args.runs);
+                runs[i].push(run_child(&exe, &args.common, w, *reader)?);
+            }
+        }
+        results.push(report::WorkloadResult::new(
+            w,
+            layout,
+            load,
+            readers.into_iter().zip(runs).collect(),
+        ));
+    }
+    let config = report::Config {
+        cores: cores(),
+        first_byte: args.common.first_byte(),
+        bandwidth: args.common.bandwidth(),
+        max_connections: args.common.max_connections,
+        runs: args.runs,
+        scale: args.common.scale,
+        s3: args.s3,
+    };
+    drop(moto);
+    let json = report::to_json(&config, &results);
+    std::fs::create_dir_all(&args.out_dir)?;
+    let json_path = args.out_dir.join("bench.json");
+    std::fs::write(&json_path, format!("{json:#}\n"))?;
+    let svg_path = args.out_dir.join("bench.svg");
+    std::fs::write(&svg_path, report::svg(&results))?;
+    let mut out = std::io::stdout().lock();
+    if args.json {
+        return crate::write_out(&mut out, format_args!("{json}\n"));
+    }
+    let text = report::table(&config, &results);
+    crate::write_out(
+        &mut out,
+        format_args!(
+            "{text}\nwrote {} and {}\n",
+            json_path.display(),
+            svg_path.display()
+        ),
+    )
+}
+
+/// The 1-minute load average before a workload starts (other work on the machine skews
+/// CPU-bound results; the report shows it).
+fn load_average() -> Option<f64> {
+    std::fs::read_to_string("/proc/loadavg")
+        .ok()?
+        .split_whitespace()
+        .next()?
+        .parse()
+        .ok()
+}
+
+/// Run `bench-one` in a child process and parse its JSON line.
+fn run_child(
+    exe: &std::path::Path,
+    common: &Common,
+    w: &Workload,
+    reader: ReaderId,
+) -> CliResult<Value> {
+    let out = Command::new(exe)
+        .arg("bench-one")
+        .args(common.to_args())
+        .args(["--workload", w.id, "--reader", reader.name()])
+        .output()?;
+    if !out.status.success() {
+        return Err(format!(
+            "{} {} failed: {}",
+            w.id,
+            reader.name(),
+            String::from_utf8_lossy(&out.stderr).trim()
+        )
+        .into());
+    }
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let line = stdout.lines().last().unwrap_or_default();
+    Ok(serde_json::from_str(line).map_err(|e| format!("bench-one printed {line:?}: {e}"))?)
+}
+
+/// CPU time (user, system) of this process, from `getrusage(RUSAGE_SELF)`.
+fn cpu_times() -> (Duration, Duration) {
+    // SAFETY: getrusage only writes into the zeroed struct it is given; RUSAGE_SELF is valid.
+    let ru = unsafe {
+        let mut ru: libc::rusage = std::mem::zeroed();
+        libc::getrusage(libc::RUSAGE_SELF, &mut ru);
+        ru
+    };
+    let tv = |t: libc::timeval| Duration::new(t.tv_sec as u64, t.tv_usec as u32 * 1000);
+    (tv(ru.ru_utime), tv(ru.ru_stime))
+}
+
+/// Peak resident set of this process: `VmHWM` from /proc/self/status. Not getrusage's
+/// `ru_maxrss`, which Linux carries over from the parent across fork and exec (every child
+/// would report at least the parent's RSS at spawn time).
+fn peak_rss() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("VmHWM:"))
+                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+        })
+        .map_or(0, |kib| kib * 1024)
+}
+
+/// The store a child reads from: the dataset directory, or its prefix in the S3 bucket.
+fn inner_store(
+    c: &Common,
+    dir: &std::path::Path,
+) -> CliResult<(Arc<dyn ObjectStore>, Option<object_store::path::Path>)> {
+    match &c.s3_endpoint {
+        None => Ok((Arc::new(LocalFileSystem::new_with_prefix(dir)?), None)),
+        Some(endpoint) => Ok((
+            s3::client(endpoint)?,
+            Some(object_store::path::Path::from(s3::prefix(dir))),
+        )),
+    }
+}
+
+/// `rayquet bench-one`: one reader over one workload; prints one JSON line.
+pub fn run_one(args: BenchOneArgs) -> CliResult<()> {
+    let w = workloads::find(&args.workload)?;
+    let c = &args.common;
+    let dir = w.data.dir(&c.data_dir, c.scale);
+    let (inner, prefix) = inner_store(c, &dir)?;
+    let mut files: Vec<ObjectMeta> = {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()?;
+        rt.block_on(inner.list(prefix.as_ref()).try_collect())?
+    };
+    files.retain(|m| m.location.as_ref().ends_with(".parquet"));
+    files.sort_by(|a, b| a.location.cmp(&b.location));
+    if files.is_empty() {
+        return Err(format!("no parquet files in {}", dir.display()).into());
+    }
+    // Local (and S3) workloads go through the same wrapper with no delay, so requests are
+    // counted.
+    let store = Arc::new(if w.latency && c.s3_endpoint.is_none() {
+        LatencyStore::new(inner)
+            .with_first_byte(c.first_byte())
+            .with_bandwidth(c.bandwidth())
+            .with_max_connections(c.max_connections)
+    } else {
+        LatencyStore::new(inner)
+            .with_first_byte(Duration::ZERO)
+            .with_bandwidth(0)
+    });
+    let input = readers::Input {
+        store: store.clone(),
+        files,
+        columns: w.columns.map(|c| c.iter().map(|s| s.to_string()).collect()),
+        budget: w.budget,
+        cores: cores(),
+    };
+    let (user0, sys0) = cpu_times();
+    let start = Instant::now();
+    let outcome = readers::run(args.reader, &input, start)?;
+    let seconds = start.elapsed().as_secs_f64();
+    let (user1, sys1) = cpu_times();
+    let peak_rss = peak_rss();
+    let counters = store.counters();
+    let line = json!({
+        "workload": w.id,
+        "reader": args.reader.name(),
+        "rows": outcome.rows,
+        "batches": outcome.batches,
+        "seconds": seconds,
+        "first_batch_seconds": outcome.first_batch.map(|d| d.as_secs_f64()),
+        "user_seconds": (user1 - user0).as_secs_f64(),
+        "sys_seconds": (sys1 - sys0).as_secs_f64(),
+        "peak_rss_bytes": peak_rss,
+        "requests": counters.requests,
+        "heads": counters.heads,
+        "bytes_fetched": counters.bytes,
+        "peak_concurrency": counters.peak_concurrency,
+    });
+    crate::write_out(&mut std::io::stdout().lock(), format_args!("{line}\n"))
+}
