@@ -117,6 +117,7 @@ pub(crate) fn start(
         tx,
         decoded_ratio: Default::default(),
         decoding: Default::default(),
+        late: Default::default(),
     });
     let files = wait(
         &io,

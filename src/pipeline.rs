@@ -46,6 +46,33 @@ pub(crate) struct Shared {
     pub decoded_ratio: (AtomicU64, AtomicU64),
     /// Decode tasks running now: fewer than the pool's threads means decoders are waiting.
     pub decoding: Arc<AtomicUsize>,
+    /// What late materialization has saved so far on this scan.
+    pub late: LateStats,
+}
+
+/// Bytes of the non-filter columns' pages that late materialization could have fetched
+/// (`before`: under the page index's selection) and did fetch (`after`: pages holding
+/// matches), summed over the row groups that used it.
+#[derive(Debug, Default)]
+pub(crate) struct LateStats {
+    before: AtomicU64,
+    after: AtomicU64,
+    slots: AtomicU64,
+}
+
+impl LateStats {
+    fn record(&self, before: u64, after: u64) {
+        Metrics::add(&self.before, before);
+        Metrics::add(&self.after, after);
+        Metrics::add(&self.slots, 1);
+    }
+
+    /// Keep paying a round trip per row group for late materialization while it saves at
+    /// least a tenth of the bytes (judged after a few row groups).
+    fn worth_it(&self) -> bool {
+        let (b, a) = (self.before.load(Relaxed), self.after.load(Relaxed));
+        self.slots.load(Relaxed) < 4 || a * 10 < b * 9
+    }
 }
 
 impl Shared {
@@ -140,7 +167,16 @@ pub(crate) fn selection_for<'a>(opts: &'a Options, file: &FileRef) -> Option<&'a
 /// pages from statistics, and from bloom filters.
 pub(crate) async fn load_footer(shared: Arc<Shared>, file: FileRef) -> Result<Loaded> {
     let _guard = shared.metrics.task_started();
-    let hint = shared.opts.footer_size_hint as u64;
+    let opts = &shared.opts;
+    // A scan that reads only part of each file wants the metadata, not the data near it.
+    let narrow = opts.filter.is_some() || !opts.selections.is_empty() || opts.columns.is_some();
+    let hint = match (opts.footer_size_hint, file.size) {
+        (Some(h), _) => h as u64,
+        (None, _) if narrow => crate::scan::NARROW_FOOTER_SIZE_HINT as u64,
+        // A small file is read whole: one round trip instead of footer, then data.
+        (None, Some(size)) if size <= crate::scan::WHOLE_FILE_BYTES => size,
+        (None, _) => crate::scan::DEFAULT_FOOTER_SIZE_HINT as u64,
+    };
     let (size, start, bytes) = shared.fetcher.suffix(&file, hint).await?;
     let meta_bytes = &shared.metrics.metadata_bytes;
     Metrics::add(meta_bytes, bytes.len() as u64);
@@ -168,7 +204,6 @@ pub(crate) async fn load_footer(shared: Arc<Shared>, file: FileRef) -> Result<Lo
             }
         };
     let name = file.name.clone();
-    let opts = &shared.opts;
     let user = selection_for(opts, &file).cloned();
     let want_index = opts.filter.is_some() || user.is_some();
     let mut meta = on_pool(&shared, (&name, "footer decoding"), move || {
@@ -424,7 +459,15 @@ async fn drive(
         Metrics::add(&m.bloom_pruned, skipped.by_bloom);
         Metrics::add(&m.pages_pruned, skipped.pages);
         let layout = Arc::new(output_layout(&proj, &slots, opts.row_index.is_some()));
-        let filter = prune.filter.map(Arc::new);
+        // Statistics excluded most row groups: the filter's column is clustered, so a kept row
+        // group most likely holds matches and late materialization would only add a round trip.
+        let none = prune
+            .verdicts
+            .iter()
+            .filter(|v| **v == Verdict::None)
+            .count();
+        let clustered = !prune.verdicts.is_empty() && none * 2 >= prune.verdicts.len();
+        let filter = prune.filter.map(|f| (Arc::new(f), clustered));
         for (slot_plan, layout) in slots.into_iter().zip(layout.iter()) {
             if limit.is_some_and(|l| rows_planned >= l) {
                 return Ok(());
@@ -481,7 +524,7 @@ async fn drive(
 async fn fetch_slot(
     sh: &Arc<Shared>,
     meta: Arc<FileMeta>,
-    filter: Option<Arc<FileFilter>>,
+    filter: Option<(Arc<FileFilter>, bool)>,
     plan: plan::SlotPlan,
     ctls: Vec<Arc<PartCtl>>,
     mut held: Held,
@@ -490,8 +533,22 @@ async fn fetch_slot(
     let opts = &sh.opts;
     let rg = plan.row_group;
     let (selection, page_level, chunk) = match (&plan.filter, filter) {
-        (Some(stage), Some(filter)) => {
-            let first = fetch_ranges(sh, &meta, &stage.ranges, plan.page_level).await?;
+        (Some(stage), Some((filter, clustered))) => {
+            // Late materialization costs a round trip; it pays only when many pages of the
+            // other columns hold no match. Fetch everything at once when the page index (or
+            // the caller's selection) already narrowed the rows to a quarter, when statistics
+            // found the filter's column clustered, or when late materialization has not been
+            // saving bytes on this scan.
+            let narrowed = plan
+                .selection
+                .as_ref()
+                .is_some_and(|s| s.row_count() as u64 * 4 <= plan.rows);
+            let single = narrowed || clustered || !sh.late.worth_it();
+            let mut wanted = stage.ranges.clone();
+            if single {
+                wanted.extend(plan.parts.iter().flat_map(|p| p.ranges.iter().cloned()));
+            }
+            let first = fetch_ranges(sh, &meta, &wanted, plan.page_level).await?;
             held.fetched(first.bytes());
             let (m, c, pre) = (Arc::clone(&meta), first.clone(), plan.selection.clone());
             let (page_level, batch) = (plan.page_level, opts.batch_size);
@@ -501,24 +558,43 @@ async fn fetch_slot(
             .await?;
             Metrics::add(&sh.metrics.rows_filtered, read - exact.row_count() as u64);
             if !exact.selects_any() {
+                if !single {
+                    // Late materialization saved every other column's bytes.
+                    let (before, _) = late_bytes(&meta, &plan, stage, None)?;
+                    sh.late.record(before, 0);
+                }
                 for part in 0..ctls.len() {
                     let _ = sh.tx.send(Event::PartDone { slot, part });
                 }
                 return Ok(());
             }
-            let page_level = plan::has_offset_index(&meta, rg);
-            let mut ranges = Vec::new();
-            for leaf in plan.parts.iter().flat_map(|p| &p.leaves) {
-                let (r, skipped) = plan::chunk_ranges(&meta, rg, *leaf, Some(&exact), page_level)?;
-                if !stage.leaves.contains(leaf) {
-                    Metrics::add(&sh.metrics.pages_pruned, skipped);
+            let chunk = if single {
+                first
+            } else {
+                let offsets = plan::has_offset_index(&meta, rg);
+                let mut ranges = Vec::new();
+                for leaf in plan.parts.iter().flat_map(|p| &p.leaves) {
+                    let exact = Some(&exact);
+                    let (r, skipped) = plan::chunk_ranges(&meta, rg, *leaf, exact, offsets)?;
+                    if !stage.leaves.contains(leaf) {
+                        Metrics::add(&sh.metrics.pages_pruned, skipped);
+                    }
+                    ranges.extend(r.into_iter().filter(|r| !first.covers(r)));
                 }
-                ranges.extend(r.into_iter().filter(|r| !first.covers(r)));
-            }
-            let second = fetch_ranges(sh, &meta, &ranges, page_level).await?;
-            held.fetched(second.bytes());
-            let mut chunk = first;
-            chunk.merge(&second);
+                let (before, after) = late_bytes(&meta, &plan, stage, Some(&exact))?;
+                sh.late.record(before, after);
+                let second = fetch_ranges(sh, &meta, &ranges, offsets).await?;
+                held.fetched(second.bytes());
+                let mut chunk = first;
+                chunk.merge(&second);
+                chunk
+            };
+            // Were pages skipped (so the decoders must read by selectors)?
+            let page_level = if single {
+                plan.page_level
+            } else {
+                plan::has_offset_index(&meta, rg)
+            };
             // Every row matched: decode without a selection (cheaper than one long run).
             let exact = (exact.skipped_row_count() > 0).then_some(exact);
             (exact, page_level, chunk)
@@ -551,6 +627,31 @@ async fn fetch_slot(
         .spawn();
     }
     Ok(())
+}
+
+/// Bytes of the slot's non-filter columns under the page index's selection, and under
+/// `exact` (0 without one): what late materialization could fetch and what it does.
+fn late_bytes(
+    meta: &FileMeta,
+    plan: &plan::SlotPlan,
+    stage: &plan::FilterStage,
+    exact: Option<&RowSelection>,
+) -> Result<(u64, u64)> {
+    let rg = plan.row_group;
+    let offsets = plan::has_offset_index(meta, rg);
+    let len = |r: Vec<std::ops::Range<u64>>| r.iter().map(|r| r.end - r.start).sum::<u64>();
+    let (mut before, mut after) = (0, 0);
+    for leaf in plan.parts.iter().flat_map(|p| &p.leaves) {
+        if stage.leaves.contains(leaf) {
+            continue;
+        }
+        let pre = plan.selection.as_ref();
+        before += len(plan::chunk_ranges(meta, rg, *leaf, pre, offsets)?.0);
+        if let Some(exact) = exact {
+            after += len(plan::chunk_ranges(meta, rg, *leaf, Some(exact), offsets)?.0);
+        }
+    }
+    Ok((before, after))
 }
 
 /// Fetch `ranges` of `meta`'s file (serving what its footer read holds).

@@ -23,12 +23,21 @@ pub const DEFAULT_BATCH_SIZE: usize = 8192;
 pub const DEFAULT_MEMORY_BUDGET: usize = 256 << 20;
 /// Default limit on GET requests in flight per scan.
 pub const DEFAULT_REQUESTS_IN_FLIGHT: usize = 48;
-/// Default size of the suffix read that fetches a footer.
+/// Default size of the suffix read that fetches a footer: the metadata and page index of most
+/// files, and the last row group's data, which is then reused.
 pub const DEFAULT_FOOTER_SIZE_HINT: usize = 512 << 10;
-/// Default largest gap between two byte ranges that are merged into one request.
-pub const DEFAULT_COALESCE_GAP: usize = 1 << 20;
+/// Default footer read of a scan that reads only part of each file (a projection, a filter or
+/// a row selection): the metadata and page index, little else, since the data that a larger
+/// suffix read would bring is mostly not wanted.
+pub const NARROW_FOOTER_SIZE_HINT: usize = 64 << 10;
+/// Files of known size up to this are read whole in one request by default (no second round
+/// trip for their data), unless the scan reads only part of each file.
+pub const WHOLE_FILE_BYTES: u64 = 2 << 20;
+/// Default largest gap between two byte ranges that are merged into one request. Requests
+/// run in parallel (up to `max_requests_in_flight`), so a gap costs bandwidth and saves little.
+pub const DEFAULT_COALESCE_GAP: usize = 64 << 10;
 /// Default size of the parallel requests a large range is split into.
-pub const DEFAULT_REQUEST_SIZE: usize = 8 << 20;
+pub const DEFAULT_REQUEST_SIZE: usize = 2 << 20;
 /// Default number of footers loaded ahead of the file being scheduled.
 pub const DEFAULT_FOOTERS_AHEAD: usize = 16;
 /// Default number of decoded batches a row group may hold undelivered (part of its reservation).
@@ -47,7 +56,10 @@ pub(crate) struct Options {
     pub ordered: bool,
     pub memory_budget: usize,
     pub requests_in_flight: usize,
-    pub footer_size_hint: usize,
+    /// `None`: [`DEFAULT_FOOTER_SIZE_HINT`] (small files read whole), or
+    /// [`NARROW_FOOTER_SIZE_HINT`] with a projection, filter or row selection (see
+    /// `pipeline::load_footer`).
+    pub footer_size_hint: Option<usize>,
     pub coalesce_gap: usize,
     pub request_size: usize,
     pub footers_ahead: usize,
@@ -69,7 +81,7 @@ impl Default for Options {
             ordered: true,
             memory_budget: DEFAULT_MEMORY_BUDGET,
             requests_in_flight: DEFAULT_REQUESTS_IN_FLIGHT,
-            footer_size_hint: DEFAULT_FOOTER_SIZE_HINT,
+            footer_size_hint: None,
             coalesce_gap: DEFAULT_COALESCE_GAP,
             request_size: DEFAULT_REQUEST_SIZE,
             footers_ahead: DEFAULT_FOOTERS_AHEAD,
@@ -257,14 +269,17 @@ impl Scan {
         self
     }
 
-    /// Bytes of the suffix read that fetches a footer (default 512 KiB). Files no larger than
-    /// this are fetched whole in one request and their data is served from those bytes.
+    /// Bytes of the suffix read that fetches a footer. Files no larger than this are fetched
+    /// whole in one request and their data is served from those bytes. Default: 512 KiB, and
+    /// files of known size up to 2 MiB read whole; with a projection, filter or row selection,
+    /// 64 KiB (metadata and page index: most data will be skipped).
     pub fn footer_size_hint(mut self, bytes: usize) -> Self {
-        self.options.footer_size_hint = bytes;
+        self.options.footer_size_hint = Some(bytes);
         self
     }
 
-    /// Largest gap between two byte ranges that are fetched as one request (default 1 MiB).
+    /// Largest gap between two byte ranges that are fetched as one request (default 64 KiB:
+    /// parallel requests cost little, bytes of unread columns cost bandwidth).
     pub fn coalesce_gap(mut self, bytes: usize) -> Self {
         self.options.coalesce_gap = bytes;
         self
@@ -334,7 +349,7 @@ impl Scan {
                 "max_requests_in_flight, decode_ahead and footers_ahead must be > 0",
             ));
         }
-        if o.request_size == 0 || o.footer_size_hint < 8 {
+        if o.request_size == 0 || o.footer_size_hint.is_some_and(|h| h < 8) {
             return Err(Error::new(
                 ErrorKind::InvalidArgument,
                 "request_size must be > 0 and footer_size_hint >= 8",

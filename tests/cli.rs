@@ -226,7 +226,7 @@ fn bench_smoke_every_reader_reads_the_same_rows() {
         .iter()
         .map(|w| w["id"].as_str().unwrap())
         .collect();
-    assert_eq!(ids, ["W1", "W1z", "W2", "W3", "W4", "W5", "W6"]);
+    assert_eq!(ids, ["W1", "W1z", "W2", "W3", "W4", "W5", "W6", "W7", "W8"]);
     for w in workloads {
         let readers: Vec<&str> = w["readers"]
             .as_array()
@@ -234,8 +234,11 @@ fn bench_smoke_every_reader_reads_the_same_rows() {
             .iter()
             .map(|r| r["reader"].as_str().unwrap())
             .collect();
+        let filtered = w["filter"].is_string();
         let expected: &[&str] = if w["id"] == "W6" {
             &["b0-sync", "rayquet", "rayquet-unbounded"]
+        } else if filtered {
+            &["rayquet", "rayquet-unordered", "rayquet-no-filter"]
         } else {
             &[
                 "b0-sync",
@@ -249,8 +252,17 @@ fn bench_smoke_every_reader_reads_the_same_rows() {
         assert_eq!(readers, expected, "{}", w["id"]);
         let rows = w["rows"].as_u64().unwrap();
         assert!(rows > 0);
+        // Filtered readers deliver the rows parquet's reader and the filter agree on.
+        let matching = w["matching_rows"].as_u64();
+        if filtered {
+            assert!(matching.is_some_and(|m| m > 0 && m < rows), "{}", w["id"]);
+        }
         for reader in w["readers"].as_array().unwrap() {
-            assert_eq!(reader["rows"], rows, "{} {}", w["id"], reader["reader"]);
+            let expected = match reader["reader"].as_str() {
+                Some("rayquet-no-filter") => rows,
+                _ => matching.unwrap_or(rows),
+            };
+            assert_eq!(reader["rows"], expected, "{} {}", w["id"], reader["reader"]);
             assert_eq!(reader["rows_consistent"], true);
             assert!(reader["requests"].as_u64().unwrap() > 0);
             assert!(reader["peak_rss_bytes"].as_u64().unwrap() > 0);

@@ -154,7 +154,8 @@ pub fn run(mut args: BenchArgs) -> CliResult<()> {
             }
             args.common.s3_endpoint = Some(moto.endpoint.clone());
         }
-        let layout = workloads::layout(&dir, w.columns)?;
+        let filter = workloads::filter(w, &dir)?;
+        let layout = workloads::layout(&dir, w.columns, filter.as_ref())?;
         let readers: Vec<ReaderId> = match &args.readers {
             Some(r) => w
                 .readers
@@ -322,6 +323,7 @@ pub fn run_one(args: BenchOneArgs) -> CliResult<()> {
         columns: w.columns.map(|c| c.iter().map(|s| s.to_string()).collect()),
         budget: w.budget,
         cores: cores(),
+        filter: workloads::filter(w, &dir)?,
     };
     let (user0, sys0) = cpu_times();
     let start = Instant::now();

@@ -54,6 +54,9 @@ pub enum ReaderId {
     /// rayquet, ordered, with an effectively unlimited memory budget.
     #[value(name = "rayquet-unbounded")]
     RayquetUnbounded,
+    /// rayquet, ordered, ignoring the workload's filter (the plain scan filters compare to).
+    #[value(name = "rayquet-no-filter")]
+    RayquetNoFilter,
 }
 
 impl ReaderId {
@@ -67,6 +70,7 @@ impl ReaderId {
             ReaderId::Rayquet => "rayquet",
             ReaderId::RayquetUnordered => "rayquet-unordered",
             ReaderId::RayquetUnbounded => "rayquet-unbounded",
+            ReaderId::RayquetNoFilter => "rayquet-no-filter",
         }
     }
 }
@@ -103,6 +107,8 @@ pub struct Input {
     /// rayquet's memory budget, if the workload sets one.
     pub budget: Option<usize>,
     pub cores: usize,
+    /// The workload's filter (rayquet readers only).
+    pub filter: Option<rayquet::Expr>,
 }
 
 /// Read every file with `reader`; the clock starts at `start`.
@@ -116,9 +122,10 @@ pub fn run(reader: ReaderId, input: &Input, start: Instant) -> CliResult<Outcome
         ReaderId::AsyncSerial => async_serial(input, &mut obs)?,
         ReaderId::AsyncConcurrent => async_concurrent(input, &mut obs)?,
         ReaderId::AsyncSpawned => async_spawned(input, &mut obs)?,
-        ReaderId::Rayquet => rayquet(input, true, input.budget, &mut obs)?,
-        ReaderId::RayquetUnordered => rayquet(input, false, input.budget, &mut obs)?,
-        ReaderId::RayquetUnbounded => rayquet(input, true, Some(UNBOUNDED), &mut obs)?,
+        ReaderId::Rayquet => rayquet(input, true, input.budget, true, &mut obs)?,
+        ReaderId::RayquetUnordered => rayquet(input, false, input.budget, true, &mut obs)?,
+        ReaderId::RayquetUnbounded => rayquet(input, true, Some(UNBOUNDED), true, &mut obs)?,
+        ReaderId::RayquetNoFilter => rayquet(input, true, input.budget, false, &mut obs)?,
     }
     Ok(obs.out)
 }
@@ -277,6 +284,7 @@ fn rayquet(
     input: &Input,
     ordered: bool,
     budget: Option<usize>,
+    filtered: bool,
     obs: &mut Observer,
 ) -> CliResult<()> {
     let mut scan = rayquet::Scan::from_store(input.store.clone(), input.files.clone())
@@ -287,6 +295,9 @@ fn rayquet(
     }
     if let Some(budget) = budget {
         scan = scan.memory_budget(budget);
+    }
+    if let (Some(filter), true) = (&input.filter, filtered) {
+        scan = scan.filter(filter.clone());
     }
     for batch in scan.build()? {
         obs.see(&batch?);

@@ -5,9 +5,12 @@ use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use arrow::array::RecordBatch;
-use arrow::datatypes::{Field, Schema};
-use parquet::arrow::ArrowWriter;
+use arrow::array::{Array, AsArray, BooleanArray, RecordBatch};
+use arrow::datatypes::{Field, Int64Type, Schema};
+use parquet::arrow::arrow_reader::{
+    ArrowReaderOptions, ParquetRecordBatchReaderBuilder, RowSelection,
+};
+use parquet::arrow::{ArrowWriter, ProjectionMask};
 use parquet::file::metadata::ParquetMetaDataReader;
 use rayquet::gen::{self, Compression, GenOptions};
 
@@ -41,6 +44,19 @@ pub struct Workload {
     /// rayquet's memory budget (`None`: the library default).
     pub budget: Option<usize>,
     pub readers: &'static [ReaderId],
+    /// A filter the rayquet readers apply (`rayquet-no-filter` reads everything, for
+    /// comparison).
+    pub filter: Option<FilterSpec>,
+}
+
+/// A workload's filter.
+#[derive(Debug, Clone, Copy)]
+pub enum FilterSpec {
+    /// `l_orderkey < k`, `k` chosen so that this fraction of the dataset's rows match
+    /// (`l_orderkey` ascends across the files).
+    SortedFraction(f64),
+    /// A SQL expression.
+    Sql(&'static str),
 }
 
 use ReaderId::*;
@@ -53,6 +69,9 @@ const ALL: &[ReaderId] = &[
     Rayquet,
     RayquetUnordered,
 ];
+
+/// The filter workloads' readers: rayquet with the filter, and without it.
+const FILTERED: &[ReaderId] = &[Rayquet, RayquetUnordered, RayquetNoFilter];
 
 /// 16 files x 8 row groups: ~5.1 M rows, ~1.1 GiB decoded at scale 1.
 const LINEITEM_SNAPPY: Dataset = Dataset {
@@ -74,6 +93,7 @@ pub const WORKLOADS: &[Workload] = &[
         columns: None,
         budget: None,
         readers: ALL,
+        filter: None,
     },
     Workload {
         id: "W1z",
@@ -87,6 +107,7 @@ pub const WORKLOADS: &[Workload] = &[
         columns: None,
         budget: None,
         readers: ALL,
+        filter: None,
     },
     Workload {
         id: "W2",
@@ -103,6 +124,7 @@ pub const WORKLOADS: &[Workload] = &[
         columns: None,
         budget: None,
         readers: ALL,
+        filter: None,
     },
     Workload {
         id: "W3",
@@ -119,6 +141,7 @@ pub const WORKLOADS: &[Workload] = &[
         columns: None,
         budget: None,
         readers: ALL,
+        filter: None,
     },
     Workload {
         id: "W4",
@@ -128,6 +151,7 @@ pub const WORKLOADS: &[Workload] = &[
         columns: Some(&["l_orderkey", "l_extendedprice"]),
         budget: None,
         readers: ALL,
+        filter: None,
     },
     Workload {
         id: "W5",
@@ -144,6 +168,7 @@ pub const WORKLOADS: &[Workload] = &[
         columns: None,
         budget: None,
         readers: ALL,
+        filter: None,
     },
     Workload {
         id: "W6",
@@ -153,6 +178,27 @@ pub const WORKLOADS: &[Workload] = &[
         columns: None,
         budget: Some(32 << 20),
         readers: &[Sync, Rayquet, RayquetUnbounded],
+        filter: None,
+    },
+    Workload {
+        id: "W7",
+        about: "selective filter under latency: l_orderkey (sorted) < k selecting 0.1% of W1",
+        data: LINEITEM_SNAPPY,
+        latency: true,
+        columns: None,
+        budget: None,
+        readers: FILTERED,
+        filter: Some(FilterSpec::SortedFraction(0.001)),
+    },
+    Workload {
+        id: "W8",
+        about: "unselective filter under latency: l_quantity >= 2 (98% of W1's rows)",
+        data: LINEITEM_SNAPPY,
+        latency: true,
+        columns: None,
+        budget: None,
+        readers: FILTERED,
+        filter: Some(FilterSpec::Sql("l_quantity >= 2")),
     },
 ];
 
@@ -259,12 +305,119 @@ pub struct Layout {
     pub footer_bytes: u64,
     /// Files larger than the 512 KiB footer hint: they need a second round trip for data.
     pub files_over_hint: u64,
+    /// With a filter: compressed bytes of the projected columns' pages that hold matching
+    /// rows (plus their dictionary pages), from the offset index.
+    pub matching_page_bytes: Option<u64>,
+    /// With a filter: the rows that match it (what a filtered reader must deliver).
+    pub matching_rows: Option<u64>,
+}
+
+impl Layout {
+    /// The rows `reader` must deliver.
+    pub fn expected_rows(&self, reader: ReaderId) -> u64 {
+        match reader {
+            ReaderId::RayquetNoFilter => self.rows,
+            _ => self.matching_rows.unwrap_or(self.rows),
+        }
+    }
+}
+
+/// The workload's filter as an expression (`dir` holds its dataset).
+pub fn filter(w: &Workload, dir: &Path) -> CliResult<Option<rayquet::Expr>> {
+    match w.filter {
+        None => Ok(None),
+        Some(FilterSpec::Sql(sql)) => Ok(Some(rayquet::Expr::parse_sql(sql)?)),
+        Some(FilterSpec::SortedFraction(fraction)) => {
+            let files = parquet_files(dir)?;
+            let rows = layout(dir, None, None)?.rows;
+            let want = (rows as f64 * fraction) as usize;
+            // The keys ascend across files: the `want`-th key of the first file bounds them.
+            let first = File::open(files.first().ok_or("no files")?)?;
+            let builder = ParquetRecordBatchReaderBuilder::try_new(first)?;
+            let mask = ProjectionMask::columns(builder.parquet_schema(), ["l_orderkey"]);
+            let mut seen = 0usize;
+            for batch in builder.with_projection(mask).build()? {
+                let batch = batch?;
+                let keys = batch.column(0).as_primitive::<Int64Type>();
+                if seen + keys.len() > want {
+                    let key = keys.value(want - seen);
+                    return Ok(Some(rayquet::col("l_orderkey").lt(key)));
+                }
+                seen += keys.len();
+            }
+            Err("the first file holds fewer rows than the filter's fraction".into())
+        }
+    }
+}
+
+/// Bytes of the pages of `columns` (all if `None`) that hold rows matching `filter` (the
+/// least a reader with page-level pruning must fetch), and the matching rows. Evaluates the filter with parquet's
+/// reader and arrow's kernels, and sums page sizes from the offset index.
+fn matching_pages(
+    path: &Path,
+    columns: Option<&[&str]>,
+    filter: &rayquet::Expr,
+) -> CliResult<(u64, u64)> {
+    let opts = ArrowReaderOptions::new()
+        .with_page_index_policy(parquet::file::metadata::PageIndexPolicy::Required);
+    let builder = ParquetRecordBatchReaderBuilder::try_new_with_options(File::open(path)?, opts)?;
+    let md = builder.metadata().clone();
+    let Some(offsets) = md.offset_index() else {
+        return Err(format!("{} has no offset index", path.display()).into());
+    };
+    let (mut total, mut rows) = (0u64, 0u64);
+    for (rg, rg_offsets) in offsets.iter().enumerate() {
+        let b = ParquetRecordBatchReaderBuilder::try_new(File::open(path)?)?;
+        let mask = ProjectionMask::columns(b.parquet_schema(), filter.columns());
+        let mut masks = Vec::new();
+        for batch in b.with_projection(mask).with_row_groups(vec![rg]).build()? {
+            masks.push(filter.evaluate(&batch?)?);
+        }
+        // A null filter result drops the row (prep_null_mask_filter needs a null buffer).
+        let masks: Vec<BooleanArray> = masks
+            .into_iter()
+            .map(|m| match m.null_count() {
+                0 => m,
+                _ => arrow::compute::prep_null_mask_filter(&m),
+            })
+            .collect();
+        let selection = RowSelection::from_filters(&masks);
+        rows += selection.row_count() as u64;
+        if !selection.selects_any() {
+            continue;
+        }
+        let rgm = md.row_group(rg);
+        for (leaf, c) in rgm.columns().iter().enumerate() {
+            let top = c.column_path().parts()[0].as_str();
+            if columns.is_some_and(|cols| !cols.contains(&top)) {
+                continue;
+            }
+            let pages = rg_offsets[leaf].page_locations();
+            let (start, _) = c.byte_range();
+            total += pages.first().map_or(0, |p| p.offset as u64 - start);
+            total += selection
+                .scan_ranges(pages)
+                .iter()
+                .map(|r| r.end - r.start)
+                .sum::<u64>();
+        }
+    }
+    Ok((total, rows))
 }
 
 /// Read every footer of the `*.parquet` files in `dir` (local, no latency).
-pub fn layout(dir: &Path, columns: Option<&[&str]>) -> CliResult<Layout> {
+pub fn layout(
+    dir: &Path,
+    columns: Option<&[&str]>,
+    filter: Option<&rayquet::Expr>,
+) -> CliResult<Layout> {
     let mut l = Layout::default();
     for path in parquet_files(dir)? {
+        if let Some(f) = filter {
+            let (bytes, rows) = matching_pages(&path, columns, f)?;
+            *l.matching_page_bytes.get_or_insert(0) += bytes;
+            *l.matching_rows.get_or_insert(0) += rows;
+        }
         let file = File::open(&path)?;
         let size = file.metadata()?.len();
         let meta = ParquetMetaDataReader::new().parse_and_finish(&file)?;
