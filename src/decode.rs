@@ -226,6 +226,9 @@ impl PartDecoder {
             Metrics::add_time(&self.shared.metrics.decode_nanos, t.elapsed());
             match step {
                 Ok(Ok(Some(batch))) => {
+                    if let Some(held) = &self.held {
+                        held.started();
+                    }
                     let bytes = batch.get_array_memory_size() as u64;
                     self.shared.metrics.buffer(bytes);
                     Metrics::add(&self.shared.metrics.bytes_decoded, bytes);

@@ -98,6 +98,8 @@ pub(crate) struct Held {
     shared: Arc<Shared>,
     planned: u64,
     fetched: u64,
+    /// Decoding has started: the bytes no longer wait for the decoders (see [`Held::started`]).
+    started: std::sync::atomic::AtomicBool,
 }
 
 impl Held {
@@ -107,6 +109,17 @@ impl Held {
             shared,
             planned,
             fetched: 0,
+            started: false.into(),
+        }
+    }
+
+    /// A part of the slot decoded its first batch: the slot's bytes are with the decoders, no
+    /// longer in the IO queue, so admission may go on even while the slot's decoders wait
+    /// (parked) for the consumer. Without this, in ordered mode the slots decoded ahead of the
+    /// consumer held the queue full and admission came in waves, one per budget's worth.
+    pub fn started(&self) {
+        if !self.started.swap(true, Relaxed) {
+            self.shared.budget.unhold(self.planned, self.fetched);
         }
     }
 
@@ -121,7 +134,9 @@ impl Held {
 impl Drop for Held {
     fn drop(&mut self) {
         self.shared.metrics.release(self.fetched);
-        self.shared.budget.unhold(self.planned, self.fetched);
+        if !*self.started.get_mut() {
+            self.shared.budget.unhold(self.planned, self.fetched);
+        }
     }
 }
 

@@ -16,7 +16,9 @@ use std::ops::Range;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
 
-use arrow::array::{Array, ArrayRef, BooleanArray, Float32Array, Float64Array, UInt64Array};
+use arrow::array::{
+    Array, ArrayRef, AsArray, BooleanArray, Float32Array, Float64Array, UInt64Array,
+};
 use arrow::datatypes::DataType;
 use parquet::arrow::arrow_reader::statistics::StatisticsConverter;
 use parquet::arrow::arrow_reader::RowSelection;
@@ -706,37 +708,21 @@ pub(crate) fn bloom_verdict(filter: &FileFilter, blooms: &[(String, bytes::Bytes
         let Ok(typed) = v.to_typed(&col.data_type, &col.name) else {
             return false;
         };
+        // Any conversion that fails means "maybe present": never prune on doubt.
+        let as_type = |ty: DataType| arrow::compute::cast(&typed, &ty).ok();
         let present = match kind {
-            BloomKind::I32 => {
-                let Ok(x) = arrow::compute::cast(&typed, &DataType::Int32) else {
-                    return false;
-                };
-                sbbf.check(
-                    &x.as_any()
-                        .downcast_ref::<arrow::array::Int32Array>()
-                        .map_or(0, |a| a.value(0)),
-                )
-            }
-            BloomKind::I64 => {
-                let Ok(x) = arrow::compute::cast(&typed, &DataType::Int64) else {
-                    return false;
-                };
-                sbbf.check(
-                    &x.as_any()
-                        .downcast_ref::<arrow::array::Int64Array>()
-                        .map_or(0, |a| a.value(0)),
-                )
-            }
-            BloomKind::Bytes => {
-                let Ok(x) = arrow::compute::cast(&typed, &DataType::Utf8) else {
-                    return false;
-                };
-                match x.as_any().downcast_ref::<arrow::array::StringArray>() {
-                    Some(a) => sbbf.check(a.value(0)),
-                    None => return false,
-                }
-            }
-        };
+            BloomKind::I32 => as_type(DataType::Int32).and_then(|x| {
+                let a = x.as_primitive_opt::<arrow::datatypes::Int32Type>()?;
+                Some(sbbf.check(&a.value(0)))
+            }),
+            BloomKind::I64 => as_type(DataType::Int64).and_then(|x| {
+                let a = x.as_primitive_opt::<arrow::datatypes::Int64Type>()?;
+                Some(sbbf.check(&a.value(0)))
+            }),
+            BloomKind::Bytes => as_type(DataType::Utf8)
+                .and_then(|x| Some(sbbf.check(x.as_string_opt::<i32>()?.value(0)))),
+        }
+        .unwrap_or(true);
         !present
     };
     let mut leaf = |e: &Expr| -> Vec<Verdict> {
