@@ -254,6 +254,11 @@ impl Budget {
         self.notify.notify_one();
     }
 
+    /// The IO window has widened: decoders have been found waiting on IO.
+    pub fn io_bound(&self) -> bool {
+        self.window.load(Relaxed) > self.queue
+    }
+
     /// Memory was released outside a slot's end (a batch delivered): let admission re-check.
     pub fn poke(&self) {
         self.notify.notify_one();

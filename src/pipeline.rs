@@ -117,8 +117,10 @@ impl Held {
     /// longer in the IO queue, so admission may go on even while the slot's decoders wait
     /// (parked) for the consumer. Without this, in ordered mode the slots decoded ahead of the
     /// consumer held the queue full and admission came in waves, one per budget's worth.
+    /// Only while IO is the bottleneck (the IO window has grown): from a fast disk, keeping
+    /// parked slots' bytes queued holds memory (and page faults) down, measurably.
     pub fn started(&self) {
-        if !self.started.swap(true, Relaxed) {
+        if self.shared.budget.io_bound() && !self.started.swap(true, Relaxed) {
             self.shared.budget.unhold(self.planned, self.fetched);
         }
     }
