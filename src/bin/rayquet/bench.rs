@@ -58,7 +58,8 @@ pub struct Common {
 pub struct BenchArgs {
     #[command(flatten)]
     common: Common,
-    /// Workloads to run, comma-separated (default: all): W1, W1z, W2, W3, W4, W5, W6.
+    /// Workloads to run, comma-separated (default: all): W1, W1z, W2, W3, W4, W5, W6, W7 (a
+    /// selective filter), W8 (an unselective filter).
     #[arg(long, value_delimiter = ',', value_name = "IDS")]
     workloads: Option<Vec<String>>,
     /// Readers to run, comma-separated (default: each workload's own list).
