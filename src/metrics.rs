@@ -53,7 +53,8 @@ pub struct MetricsSnapshot {
     pub batches: u64,
     /// Sum over requests of the time each request took (overlapping requests add up).
     pub io_time: Duration,
-    /// Sum over decode tasks of the time they ran (on rayon threads; tasks add up).
+    /// Sum over decode tasks of the time they ran (on rayon threads; tasks add up), including
+    /// the decoding and evaluation of filters.
     pub decode_time: Duration,
     /// Time the caller spent blocked in `next()` waiting for a batch.
     pub wait_time: Duration,

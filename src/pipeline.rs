@@ -569,8 +569,12 @@ async fn fetch_slot(
             held.fetched(first.bytes());
             let (m, c, pre) = (Arc::clone(&meta), first.clone(), plan.selection.clone());
             let (page_level, batch) = (plan.page_level, opts.batch_size);
+            let metrics = Arc::clone(&sh.metrics);
             let (exact, read) = on_pool(sh, (&meta.file.name, "filter evaluation"), move || {
-                select::filter_rows(&m, rg, &filter, pre.as_ref(), page_level, c, batch)
+                let t = std::time::Instant::now();
+                let r = select::filter_rows(&m, rg, &filter, pre.as_ref(), page_level, c, batch);
+                Metrics::add_time(&metrics.decode_nanos, t.elapsed());
+                r
             })
             .await?;
             Metrics::add(&sh.metrics.rows_filtered, read - exact.row_count() as u64);
