@@ -581,8 +581,7 @@ async fn fetch_slot(
             if !exact.selects_any() {
                 if !single {
                     // Late materialization saved every other column's bytes.
-                    let (before, _) = late_bytes(&meta, &plan, stage, None)?;
-                    sh.late.record(before, 0);
+                    sh.late.record(late_bytes(&meta, &plan, stage)?, 0);
                 }
                 for part in 0..ctls.len() {
                     let _ = sh.tx.send(Event::PartDone { slot, part });
@@ -594,16 +593,17 @@ async fn fetch_slot(
             } else {
                 let offsets = plan::has_offset_index(&meta, rg);
                 let mut ranges = Vec::new();
+                let mut after = 0;
                 for leaf in plan.parts.iter().flat_map(|p| &p.leaves) {
                     let exact = Some(&exact);
                     let (r, skipped) = plan::chunk_ranges(&meta, rg, *leaf, exact, offsets)?;
                     if !stage.leaves.contains(leaf) {
                         Metrics::add(&sh.metrics.pages_pruned, skipped);
+                        after += r.iter().map(|r| r.end - r.start).sum::<u64>();
                     }
                     ranges.extend(r.into_iter().filter(|r| !first.covers(r)));
                 }
-                let (before, after) = late_bytes(&meta, &plan, stage, Some(&exact))?;
-                sh.late.record(before, after);
+                sh.late.record(late_bytes(&meta, &plan, stage)?, after);
                 let second = fetch_ranges(sh, &meta, &ranges, offsets).await?;
                 held.fetched(second.bytes());
                 let mut chunk = first;
@@ -650,29 +650,19 @@ async fn fetch_slot(
     Ok(())
 }
 
-/// Bytes of the slot's non-filter columns under the page index's selection, and under
-/// `exact` (0 without one): what late materialization could fetch and what it does.
-fn late_bytes(
-    meta: &FileMeta,
-    plan: &plan::SlotPlan,
-    stage: &plan::FilterStage,
-    exact: Option<&RowSelection>,
-) -> Result<(u64, u64)> {
+/// Bytes of the slot's non-filter columns under the page index's selection: what late
+/// materialization could have had to fetch.
+fn late_bytes(meta: &FileMeta, plan: &plan::SlotPlan, stage: &plan::FilterStage) -> Result<u64> {
     let rg = plan.row_group;
     let offsets = plan::has_offset_index(meta, rg);
-    let len = |r: Vec<std::ops::Range<u64>>| r.iter().map(|r| r.end - r.start).sum::<u64>();
-    let (mut before, mut after) = (0, 0);
+    let mut before = 0;
     for leaf in plan.parts.iter().flat_map(|p| &p.leaves) {
-        if stage.leaves.contains(leaf) {
-            continue;
-        }
-        let pre = plan.selection.as_ref();
-        before += len(plan::chunk_ranges(meta, rg, *leaf, pre, offsets)?.0);
-        if let Some(exact) = exact {
-            after += len(plan::chunk_ranges(meta, rg, *leaf, Some(exact), offsets)?.0);
+        if !stage.leaves.contains(leaf) {
+            let (r, _) = plan::chunk_ranges(meta, rg, *leaf, plan.selection.as_ref(), offsets)?;
+            before += r.iter().map(|r| r.end - r.start).sum::<u64>();
         }
     }
-    Ok((before, after))
+    Ok(before)
 }
 
 /// Fetch `ranges` of `meta`'s file (serving what its footer read holds).

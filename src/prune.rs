@@ -296,30 +296,23 @@ mod num_like {
         /// `-0.0` for either zero, else the value.
         fn neg_zero(self) -> Self;
     }
-    impl Float for f64 {
-        fn nan(self) -> bool {
-            self.is_nan()
-        }
-        fn neg_zero(self) -> Self {
-            if self == 0.0 {
-                -0.0
-            } else {
-                self
+    macro_rules! float {
+        ($($t:ty),*) => {$(
+            impl Float for $t {
+                fn nan(self) -> bool {
+                    self.is_nan()
+                }
+                fn neg_zero(self) -> Self {
+                    if self == 0.0 {
+                        -0.0
+                    } else {
+                        self
+                    }
+                }
             }
-        }
+        )*};
     }
-    impl Float for f32 {
-        fn nan(self) -> bool {
-            self.is_nan()
-        }
-        fn neg_zero(self) -> Self {
-            if self == 0.0 {
-                -0.0
-            } else {
-                self
-            }
-        }
-    }
+    float!(f32, f64);
 }
 
 /// True where `b` is true (null: false).
