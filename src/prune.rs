@@ -356,24 +356,15 @@ fn leaf_verdicts(e: &Expr, col: &FilterColumn, stats: &Stats) -> Result<Vec<Verd
                 cmp(min, CmpOp::Gt, v)?,
                 cmp(max, CmpOp::Lt, v)?,
             ),
-            CmpOp::Lt => {
-                let none = cmp(min, CmpOp::GtEq, v)?;
-                let all = cmp(max, CmpOp::Lt, v)?;
-                (none.clone(), none, all.clone(), all)
-            }
-            CmpOp::LtEq => {
-                let none = cmp(min, CmpOp::Gt, v)?;
-                let all = cmp(max, CmpOp::LtEq, v)?;
-                (none.clone(), none, all.clone(), all)
-            }
-            CmpOp::Gt => {
-                let none = cmp(max, CmpOp::LtEq, v)?;
-                let all = cmp(min, CmpOp::Gt, v)?;
-                (none.clone(), none, all.clone(), all)
-            }
-            CmpOp::GtEq => {
-                let none = cmp(max, CmpOp::Lt, v)?;
-                let all = cmp(min, CmpOp::GtEq, v)?;
+            // Ordering: no row matches when the bound nearest `v` fails the operator; every
+            // row does when the far bound passes it.
+            CmpOp::Lt | CmpOp::LtEq | CmpOp::Gt | CmpOp::GtEq => {
+                let (near, far) = match op {
+                    CmpOp::Lt | CmpOp::LtEq => (min, max),
+                    _ => (max, min),
+                };
+                let none = cmp(near, op.negate(), v)?;
+                let all = cmp(far, op, v)?;
                 (none.clone(), none, all.clone(), all)
             }
         };
