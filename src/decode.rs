@@ -1,19 +1,17 @@
 //! Decode: parquet's sync reader over fetched bytes, run on the rayon pool only.
 //!
-//! One [`PartDecoder`] per part of a slot. A decode task produces batches until its part holds
-//! more undelivered bytes than its *allowance* (its share of the slot's budget reservation) and
-//! at least `decode_ahead` undelivered batches; then it *parks*: it stores its reader state in
-//! the part's [`PartCtl`] and returns, so a rayon thread never waits on the consumer. When the
-//! consumer takes a batch it resumes the parked decoder with a new task. A panic inside parquet
-//! is caught and becomes an `Err` naming the file and row group.
+//! One [`PartDecoder`] per part of a slot. A decode task produces batches into the slot's
+//! [`Assembler`] until its part holds more undelivered bytes than its allowance and at least
+//! `decode_ahead` undelivered batches; then it parks in its [`PartCtl`] and returns, so a
+//! rayon thread never waits on the consumer. A panic inside parquet is caught and becomes an
+//! `Err` naming the file and row group.
 //!
-//! Invariants: per part, batches are sent in row order by one task at a time; the fetched bytes
-//! a part holds are counted as buffered until the part finishes or is dropped.
+//! Invariants: per part, batches are produced in row order by one task at a time; the fetched
+//! bytes a part holds are counted as buffered until the part finishes or is dropped.
 
-use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::AtomicUsize;
 use std::sync::atomic::Ordering::Relaxed;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Instant;
 
 use arrow::array::RecordBatch;
@@ -22,92 +20,21 @@ use parquet::arrow::arrow_reader::{
 };
 use parquet::arrow::ProjectionMask;
 
+use crate::assemble::Assembler;
 use crate::chunk::SparseChunk;
-use crate::deliver::Event;
 use crate::error::{Error, ErrorKind, Result};
+use crate::flow::PartCtl;
 use crate::metrics::Metrics;
-use crate::pipeline::{Held, Shared};
-use crate::plan::{FileMeta, PartPlan};
-use crate::select::RowIndexer;
+use crate::open::FileRun;
+use crate::plan::PartPlan;
+use crate::state::{Event, Held, Shared};
 
 /// Which rows a part reads: all, or a selection (read by selectors when only the selected
-/// pages were fetched), and whether it appends the row-index column.
-#[derive(Debug, Default)]
+/// pages were fetched).
+#[derive(Debug, Default, Clone)]
 pub(crate) struct PartRows {
     pub selection: Option<RowSelection>,
     pub page_level: bool,
-    pub row_index: Option<RowIndexer>,
-}
-
-/// Flow control between one part's decoder and the consumer.
-#[derive(Debug)]
-pub(crate) struct PartCtl {
-    /// Undelivered batches this part may always hold.
-    ahead: usize,
-    state: Mutex<CtlState>,
-}
-
-#[derive(Debug, Default)]
-struct CtlState {
-    /// Undelivered decoded bytes this part may hold (beyond `ahead` batches); unlimited once
-    /// its slot is the one the consumer is reading.
-    allowance: u64,
-    /// Batches sent but not yet delivered to the caller, and their bytes.
-    outstanding: usize,
-    outstanding_bytes: u64,
-    /// The decoder, while it waits for the consumer.
-    parked: Option<PartDecoder>,
-}
-
-impl CtlState {
-    fn full(&self, ctl: &PartCtl) -> bool {
-        self.outstanding >= ctl.ahead && self.outstanding_bytes >= self.allowance
-    }
-}
-
-impl PartCtl {
-    pub fn new(allowance: u64, ahead: usize) -> Self {
-        PartCtl {
-            ahead,
-            state: Mutex::new(CtlState {
-                allowance,
-                ..Default::default()
-            }),
-        }
-    }
-
-    /// The consumer now reads this part's slot (ordered mode): let it decode to the end without
-    /// parking, so its progress never waits behind later slots' tasks in the pool's queue. This
-    /// is the "one slot" the budget may be exceeded by.
-    pub fn promote(&self) {
-        let mut st = self.state.lock().expect("part lock");
-        st.allowance = u64::MAX;
-        if let Some(dec) = st.parked.take() {
-            drop(st);
-            dec.spawn();
-        }
-    }
-
-    /// Drop the parked decoder, if any (it holds an `Arc` to this control: a cycle that the
-    /// consumer breaks when it cancels).
-    pub fn abandon(&self) {
-        let parked = self.state.lock().expect("part lock").parked.take();
-        drop(parked);
-    }
-
-    /// The consumer delivered one batch of `bytes` of this part: resume the decoder if it was
-    /// parked and now has room.
-    pub fn consumed(&self, bytes: u64) {
-        let mut st = self.state.lock().expect("part lock");
-        st.outstanding = st.outstanding.saturating_sub(1);
-        st.outstanding_bytes = st.outstanding_bytes.saturating_sub(bytes);
-        if !st.full(self) {
-            if let Some(dec) = st.parked.take() {
-                drop(st);
-                dec.spawn();
-            }
-        }
-    }
 }
 
 /// Counts a running decode task in `Shared::decoding` while it lives.
@@ -128,18 +55,19 @@ impl Drop for Busy {
 
 /// The decoding state of one part, movable between rayon tasks.
 pub(crate) struct PartDecoder {
-    pub shared: Arc<Shared>,
-    pub ctl: Arc<PartCtl>,
-    pub slot: usize,
-    pub part: usize,
-    pub file: Arc<FileMeta>,
-    pub row_group: usize,
-    pub leaves: Vec<usize>,
+    shared: Arc<Shared>,
+    ctl: Arc<PartCtl>,
+    assembler: Arc<Assembler>,
+    slot: usize,
+    part: usize,
+    run: Arc<FileRun>,
+    row_group: usize,
+    leaves: Vec<usize>,
     /// Uncompressed Parquet bytes of the part's column chunks, and Arrow bytes decoded so far.
     uncompressed: u64,
     decoded: u64,
     /// The fetched bytes, until the reader is built from them.
-    pub chunk: Option<SparseChunk>,
+    chunk: Option<SparseChunk>,
     rows: PartRows,
     /// Keeps the slot's fetched bytes counted as buffered until every part has ended.
     held: Option<Arc<Held>>,
@@ -152,19 +80,21 @@ impl std::fmt::Debug for PartDecoder {
             .field("slot", &self.slot)
             .field("part", &self.part)
             .field("row_group", &self.row_group)
+            .field("file", &self.run.meta.file.name)
             .finish()
     }
 }
 
 impl PartDecoder {
     /// A decoder for `part` of `slot` (`ids` = (slot, part)) of row group `row_group` of
-    /// `file`, over the slot's fetched `chunk`,
-    /// whose bytes stay counted as buffered while `held` lives.
+    /// `run`'s file, over the slot's fetched `chunk`, whose bytes stay counted as buffered
+    /// while `held` lives; its batches go to `assembler`.
+    #[allow(clippy::too_many_arguments)]
     pub fn new(
         shared: Arc<Shared>,
-        ctl: Arc<PartCtl>,
+        (ctl, assembler): (Arc<PartCtl>, Arc<Assembler>),
         ids: (usize, usize),
-        (file, row_group): (Arc<FileMeta>, usize),
+        (run, row_group): (Arc<FileRun>, usize),
         plan: PartPlan,
         (chunk, held): (SparseChunk, Arc<Held>),
         rows: PartRows,
@@ -172,9 +102,10 @@ impl PartDecoder {
         PartDecoder {
             shared,
             ctl,
+            assembler,
             slot: ids.0,
             part: ids.1,
-            file,
+            run,
             row_group,
             leaves: plan.leaves,
             uncompressed: plan.uncompressed,
@@ -197,7 +128,7 @@ impl PartDecoder {
     }
 
     fn error(&self, e: Error) {
-        let _ = self.shared.tx.send(Event::Error {
+        self.shared.send(Event::Error {
             slot: self.slot,
             error: e,
         });
@@ -209,20 +140,14 @@ impl PartDecoder {
             if self.shared.quit.load(Relaxed) {
                 return;
             }
-            {
-                let ctl = Arc::clone(&self.ctl);
-                let mut st = ctl.state.lock().expect("part lock");
-                if st.full(&ctl) {
-                    // Checked under the lock that `abandon` takes after setting `quit`: a
-                    // cancelled scan never gets a decoder parked after it has looked.
-                    if !self.shared.quit.load(Relaxed) {
-                        st.parked = Some(self);
-                    }
-                    return;
-                }
-            }
+            let ctl = Arc::clone(&self.ctl);
+            let shared = Arc::clone(&self.shared);
+            self = match ctl.room_or_park(&shared.quit, self, PartDecoder::spawn) {
+                Some(me) => me,
+                None => return,
+            };
             let t = Instant::now();
-            let step = catch_unwind(AssertUnwindSafe(|| self.next_batch()));
+            let step = crate::panic::catch(|| self.next_batch());
             Metrics::add_time(&self.shared.metrics.decode_nanos, t.elapsed());
             match step {
                 Ok(Ok(Some(batch))) => {
@@ -233,17 +158,8 @@ impl PartDecoder {
                     self.shared.metrics.buffer(bytes);
                     Metrics::add(&self.shared.metrics.bytes_decoded, bytes);
                     self.decoded += bytes;
-                    {
-                        let mut st = self.ctl.state.lock().expect("part lock");
-                        st.outstanding += 1;
-                        st.outstanding_bytes += bytes;
-                    }
-                    let _ = self.shared.tx.send(Event::Batch {
-                        slot: self.slot,
-                        part: self.part,
-                        batch,
-                        bytes,
-                    });
+                    self.ctl.produced(bytes);
+                    self.assembler.push(self.part, batch, bytes);
                 }
                 Ok(Ok(None)) => {
                     self.reader = None;
@@ -251,22 +167,14 @@ impl PartDecoder {
                     Metrics::add(&ratio.0, self.decoded);
                     Metrics::add(&ratio.1, self.uncompressed);
                     self.held = None;
-                    let _ = self.shared.tx.send(Event::PartDone {
-                        slot: self.slot,
-                        part: self.part,
-                    });
+                    self.assembler.part_done(self.part);
                     return;
                 }
                 Ok(Err(e)) => return self.error(e),
-                Err(panic) => {
-                    let msg = panic
-                        .downcast_ref::<String>()
-                        .map(String::as_str)
-                        .or_else(|| panic.downcast_ref::<&str>().copied())
-                        .unwrap_or("unknown panic");
+                Err(msg) => {
                     let e =
                         Error::new(ErrorKind::Panic, format!("parquet decoder panicked: {msg}"))
-                            .with_path(&*self.file.file.name)
+                            .with_path(&*self.run.meta.file.name)
                             .with_row_group(self.row_group);
                     return self.error(e);
                 }
@@ -275,10 +183,10 @@ impl PartDecoder {
     }
 
     fn next_batch(&mut self) -> Result<Option<RecordBatch>> {
-        let name = &*self.file.file.name;
+        let name = &*self.run.meta.file.name;
         if self.reader.is_none() {
             let chunk = self.chunk.take().unwrap_or_default();
-            let meta = &self.file.reader;
+            let meta = &self.run.meta.reader;
             let mask = ProjectionMask::leaves(meta.parquet_schema(), self.leaves.iter().copied());
             let mut builder =
                 ParquetRecordBatchReaderBuilder::new_with_metadata(chunk, meta.clone())
@@ -300,27 +208,7 @@ impl PartDecoder {
         let reader = self.reader.as_mut().expect("reader built above");
         match reader.next() {
             None => Ok(None),
-            Some(Ok(b)) => match self.rows.row_index.as_mut() {
-                None => Ok(Some(b)),
-                Some(ix) => {
-                    // The row index travels as this part's last column (see `output_layout`).
-                    let index = ix.take(b.num_rows());
-                    let mut fields: Vec<_> = b.schema().fields().iter().cloned().collect();
-                    fields.push(Arc::new(arrow::datatypes::Field::new(
-                        "row_index",
-                        arrow::datatypes::DataType::Int64,
-                        false,
-                    )));
-                    let mut columns = b.columns().to_vec();
-                    columns.push(index);
-                    let schema = Arc::new(arrow::datatypes::Schema::new(fields));
-                    let opts =
-                        arrow::array::RecordBatchOptions::new().with_row_count(Some(b.num_rows()));
-                    arrow::array::RecordBatch::try_new_with_options(schema, columns, &opts)
-                        .map(Some)
-                        .map_err(|e| Error::decode(e, name, self.row_group))
-                }
-            },
+            Some(Ok(b)) => Ok(Some(b)),
             Some(Err(e)) => Err(Error::decode(e, name, self.row_group)),
         }
     }

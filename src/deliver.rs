@@ -1,192 +1,49 @@
 //! Deliver: the blocking iterator the caller pulls batches from.
 //!
-//! Workers send [`Event`]s on one channel; this side keeps a small buffer per slot in flight,
-//! joins the parts of a split row group back into one batch, and hands batches out in slot
-//! order (or, unordered, from whichever slot has one). Delivering a batch releases its memory
-//! and resumes the parked decoders it came from; finishing a slot returns its reservation to
-//! the budget.
+//! The pipeline sends [`Event`]s on one channel; this side keeps the batches of each slot in
+//! flight and hands them out in slot order, each slot's in batch order (or, unordered, from
+//! whichever slot has its next batch). Delivering a batch releases its memory and resumes the
+//! parked decoders it came from; finishing a slot returns its reservation to the budget.
 //!
-//! Invariants: ordered mode yields exactly the rows of parquet's reader, file by file and row
-//! group by row group; an error is yielded at its position (ordered) or at once (unordered),
-//! after which the iterator is fused and the pipeline cancelled; dropping the reader cancels.
-//! Waiting happens only here, on the caller's thread, never inside tokio or rayon.
+//! Invariants: ordered mode yields exactly the rows of parquet's reader (after the tasks'
+//! mappings), task by task and row group by row group; an error is yielded at its position
+//! (ordered) or at once (unordered), after which the iterator is fused and the pipeline
+//! cancelled; dropping the reader cancels. Waiting happens only here, on the caller's thread,
+//! never inside tokio or rayon.
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::BTreeMap;
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use arrow::array::{ArrayRef, RecordBatch, RecordBatchOptions};
+use arrow::array::RecordBatch;
 use arrow::datatypes::SchemaRef;
 use crossbeam_channel::{Receiver, RecvTimeoutError};
 
-use crate::decode::PartCtl;
 use crate::error::{Error, ErrorKind, Result};
-use crate::fetch::{Budget, Fetcher};
 use crate::metrics::Metrics;
-use crate::pipeline::{self, Shared};
-use crate::scan::Options;
-use crate::source::{self, Input};
-
-/// What a slot needs on the delivery side, sent when the slot is admitted.
-#[derive(Debug)]
-pub(crate) struct SlotInfo {
-    pub parts: Vec<Arc<PartCtl>>,
-    pub reserve: u64,
-    /// Output column i is column `.1` of part `.0`'s batches.
-    pub layout: Arc<Vec<(usize, usize)>>,
-}
-
-/// Messages from the pipeline to the reader.
-#[derive(Debug)]
-pub(crate) enum Event {
-    /// A slot was admitted; its batches follow.
-    Slot { slot: usize, info: SlotInfo },
-    /// The next batch of one part of a slot.
-    Batch {
-        slot: usize,
-        part: usize,
-        batch: RecordBatch,
-        bytes: u64,
-    },
-    /// A part has sent all its batches.
-    PartDone { slot: usize, part: usize },
-    /// The slot (or, for planning errors, the position) failed.
-    Error { slot: usize, error: Error },
-    /// No slot after `slots - 1` will be planned.
-    End { slots: usize },
-}
-
-#[derive(Debug, Default)]
-struct PartBuf {
-    queue: VecDeque<(RecordBatch, u64)>,
-    done: bool,
-}
+use crate::state::{Event, Shared, SlotInfo, TaskId};
+use crate::task::TaskBatch;
 
 #[derive(Debug, Default)]
 struct SlotBuf {
     info: Option<SlotInfo>,
-    parts: Vec<PartBuf>,
+    /// Batches that arrived, by number, with each part's decoded bytes.
+    batches: BTreeMap<usize, (RecordBatch, Vec<u64>)>,
+    /// The next batch number to deliver, and how many there are (once known).
+    next: usize,
+    total: Option<usize>,
     error: Option<Error>,
     /// Its decoders were told it is the slot being read (ordered mode).
     promoted: bool,
-}
-
-/// Run `fut` on the IO runtime and wait for it on this thread, without `block_on` (so this is
-/// safe to call from any thread, including a tokio worker).
-fn wait<T: Send + 'static>(
-    io: &tokio::runtime::Handle,
-    fut: impl std::future::Future<Output = Result<T>> + Send + 'static,
-) -> Result<T> {
-    let (tx, rx) = crossbeam_channel::bounded(1);
-    io.spawn(async move {
-        let _ = tx.send(fut.await);
-    });
-    rx.recv().unwrap_or_else(|_| {
-        Err(Error::new(
-            ErrorKind::Io,
-            "the IO runtime stopped (or the task panicked) before answering",
-        ))
-    })
-}
-
-/// Resolve inputs, read the first footer, and start the pipeline.
-pub(crate) fn start(
-    inputs: Vec<Input>,
-    store_options: Vec<(String, String)>,
-    opts: Options,
-    io: tokio::runtime::Handle,
-    pool: Arc<rayon::ThreadPool>,
-) -> Result<ScanReader> {
-    let metrics = Arc::new(Metrics::default());
-    let (tx, rx) = crossbeam_channel::unbounded();
-    let shared = Arc::new(Shared {
-        fetcher: Fetcher {
-            permits: Arc::new(tokio::sync::Semaphore::new(opts.requests_in_flight)),
-            metrics: Arc::clone(&metrics),
-        },
-        budget: Budget::new(
-            opts.memory_budget as u64,
-            opts.prefetch_bytes as u64,
-            pipeline::DECODE_QUEUE_BYTES,
-        ),
-        opts,
-        metrics,
-        quit: Default::default(),
-        pool,
-        tx,
-        decoded_ratio: Default::default(),
-        decoding: Default::default(),
-        late: Default::default(),
-    });
-    let files = wait(
-        &io,
-        async move { source::resolve(inputs, &store_options).await },
-    )?;
-    let Some(first) = files.first().cloned() else {
-        return Err(Error::new(ErrorKind::NotFound, "no files to scan"));
-    };
-    for (key, _) in &shared.opts.selections {
-        if !files.iter().any(|f| pipeline::names_file(key, f)) {
-            return Err(Error::new(
-                ErrorKind::InvalidArgument,
-                format!(
-                    "the row selection for {key:?} matches no file of the scan (files are named \
-                     like {:?}, or by their object path {:?})",
-                    &*files[0].name,
-                    files[0].path.as_ref()
-                ),
-            ));
-        }
-    }
-    let first = wait(&io, pipeline::load_footer(Arc::clone(&shared), first))?;
-    let file_schema = Arc::clone(&first.1.schema);
-    let mut schema = Arc::clone(&file_schema);
-    if let Some(name) = &shared.opts.row_index {
-        if schema.field_with_name(name).is_ok() {
-            return Err(Error::new(
-                ErrorKind::InvalidArgument,
-                format!("the row index column {name:?} has the name of a column of the file"),
-            )
-            .with_path(&*first.0.file.name));
-        }
-        let mut fields: Vec<_> = schema.fields().iter().cloned().collect();
-        fields.push(Arc::new(arrow::datatypes::Field::new(
-            name,
-            arrow::datatypes::DataType::Int64,
-            false,
-        )));
-        schema = Arc::new(arrow::datatypes::Schema::new_with_metadata(
-            fields,
-            schema.metadata().clone(),
-        ));
-    }
-    let task = io.spawn(pipeline::run(
-        Arc::clone(&shared),
-        files,
-        first,
-        file_schema,
-    ));
-    Ok(ScanReader {
-        remaining: shared.opts.limit.map(|l| l as u64),
-        ordered: shared.opts.ordered,
-        shared,
-        rx,
-        schema,
-        task: Some(task),
-        slots: BTreeMap::new(),
-        next_slot: 0,
-        finished_slots: 0,
-        end: None,
-        done: false,
-    })
 }
 
 /// A running scan: a blocking, `Send` iterator of Arrow record batches.
 ///
 /// Created by [`crate::Scan::build`]. Dropping it cancels the scan: no new requests are sent,
 /// work in flight is abandoned, and the shared pools stay usable. After an `Err` the iterator
-/// is fused (it returns `None`).
+/// is fused (it returns `None`). [`ScanReader::tagged`] also tells which task each batch
+/// came from.
 ///
 /// Async callers should iterate inside `tokio::task::spawn_blocking`, since `next()` blocks.
 pub struct ScanReader {
@@ -213,6 +70,29 @@ impl std::fmt::Debug for ScanReader {
 }
 
 impl ScanReader {
+    /// A reader of the events of `shared`'s pipeline (driven by `task`), delivering batches
+    /// of `schema`.
+    pub(crate) fn new(
+        shared: Arc<Shared>,
+        rx: Receiver<Event>,
+        schema: SchemaRef,
+        task: tokio::task::JoinHandle<()>,
+    ) -> Self {
+        ScanReader {
+            remaining: shared.opts.limit.map(|l| l as u64),
+            ordered: shared.opts.ordered,
+            shared,
+            rx,
+            schema,
+            task: Some(task),
+            slots: BTreeMap::new(),
+            next_slot: 0,
+            finished_slots: 0,
+            end: None,
+            done: false,
+        }
+    }
+
     /// The Arrow schema of every batch, known before the first batch.
     pub fn schema(&self) -> SchemaRef {
         Arc::clone(&self.schema)
@@ -221,6 +101,12 @@ impl ScanReader {
     /// The scan's live counters; they stay readable after the reader is dropped.
     pub fn metrics(&self) -> Arc<Metrics> {
         Arc::clone(&self.shared.metrics)
+    }
+
+    /// The same batches, each with the task it came from ([`TaskBatch`]): its position in
+    /// the scan's input (for plain scans, the file's position) and its tag.
+    pub fn tagged(self) -> TaggedReader {
+        TaggedReader(self)
     }
 
     /// Stop the pipeline: set the quit flag, abort the driver (and with it every fetch).
@@ -237,7 +123,7 @@ impl ScanReader {
         let pending = self.rx.try_iter().filter_map(|ev| match ev {
             Event::Slot { info, .. } => Some(info),
             Event::Batch { bytes, .. } => {
-                metrics.release(bytes);
+                metrics.release(bytes.iter().sum());
                 None
             }
             _ => None,
@@ -245,8 +131,9 @@ impl ScanReader {
         let buffered = std::mem::take(&mut self.slots)
             .into_values()
             .filter_map(|s| {
-                let queued = s.parts.iter().flat_map(|p| &p.queue);
-                queued.for_each(|(_, bytes)| metrics.release(*bytes));
+                for (_, bytes) in s.batches.values() {
+                    metrics.release(bytes.iter().sum());
+                }
                 s.info
             });
         for info in buffered.chain(pending.collect::<Vec<_>>()) {
@@ -257,31 +144,21 @@ impl ScanReader {
     fn apply(&mut self, ev: Event) {
         match ev {
             Event::Slot { slot, info } => {
-                let s = self.slots.entry(slot).or_default();
-                s.parts = info.parts.iter().map(|_| PartBuf::default()).collect();
-                s.info = Some(info);
+                self.slots.entry(slot).or_default().info = Some(info);
             }
             Event::Batch {
                 slot,
-                part,
+                seq,
                 batch,
                 bytes,
-            } => match self
-                .slots
-                .get_mut(&slot)
-                .and_then(|s| s.parts.get_mut(part))
-            {
-                Some(p) => p.queue.push_back((batch, bytes)),
-                None => self.shared.metrics.release(bytes),
-            },
-            Event::PartDone { slot, part } => {
-                if let Some(p) = self
-                    .slots
-                    .get_mut(&slot)
-                    .and_then(|s| s.parts.get_mut(part))
-                {
-                    p.done = true;
+            } => match self.slots.get_mut(&slot) {
+                Some(s) => {
+                    s.batches.insert(seq, (batch, bytes));
                 }
+                None => self.shared.metrics.release(bytes.iter().sum()),
+            },
+            Event::SlotDone { slot, batches } => {
+                self.slots.entry(slot).or_default().total = Some(batches);
             }
             Event::Error { slot, error } => {
                 let s = self.slots.entry(slot).or_default();
@@ -293,7 +170,7 @@ impl ScanReader {
 
     /// Try to produce the next item of slot `idx` without waiting. `Some(None)` means the slot
     /// is finished.
-    fn take(&mut self, idx: usize) -> Option<Option<Result<RecordBatch>>> {
+    fn take(&mut self, idx: usize) -> Option<Option<Result<(Arc<TaskId>, RecordBatch)>>> {
         let s = self.slots.get_mut(&idx)?;
         if let Some(e) = s.error.take() {
             return Some(Some(Err(e)));
@@ -304,31 +181,17 @@ impl ScanReader {
             s.promoted = true;
             info.parts.iter().for_each(|ctl| ctl.promote());
         }
-        if !s.parts.is_empty() && s.parts.iter().all(|p| !p.queue.is_empty()) {
-            let batches: Vec<(RecordBatch, u64)> = s
-                .parts
-                .iter_mut()
-                .map(|p| p.queue.pop_front().expect("checked non-empty"))
-                .collect();
-            for (ctl, (_, bytes)) in info.parts.iter().zip(&batches) {
-                ctl.consumed(*bytes);
+        if let Some((batch, bytes)) = s.batches.remove(&s.next) {
+            s.next += 1;
+            for (ctl, b) in info.parts.iter().zip(&bytes) {
+                ctl.consumed(*b);
             }
-            let bytes: u64 = batches.iter().map(|b| b.1).sum();
-            self.shared.metrics.release(bytes);
+            self.shared.metrics.release(bytes.iter().sum());
             self.shared.budget.poke();
-            return Some(Some(join(&self.schema, &info.layout, batches)));
+            return Some(Some(Ok((Arc::clone(&info.task), batch))));
         }
-        let all_done = s.parts.iter().all(|p| p.done);
-        let all_empty = s.parts.iter().all(|p| p.queue.is_empty());
-        if all_done && all_empty {
+        if s.total.is_some_and(|t| s.next >= t) {
             return Some(None);
-        }
-        // A part that ended while another still has batches: the row counts disagree.
-        if !all_empty && s.parts.iter().any(|p| p.done && p.queue.is_empty()) {
-            return Some(Some(Err(Error::new(
-                ErrorKind::CorruptData,
-                "the column parts of a row group decoded to different row counts",
-            ))));
         }
         None
     }
@@ -344,7 +207,7 @@ impl ScanReader {
     }
 
     /// The next item if one is ready now; `Some(None)` at the end of the scan.
-    fn ready(&mut self) -> Option<Option<Result<RecordBatch>>> {
+    fn ready(&mut self) -> Option<Option<Result<(Arc<TaskId>, RecordBatch)>>> {
         loop {
             if self.end.is_some_and(|n| self.finished_slots >= n) && self.slots.is_empty() {
                 return Some(None);
@@ -379,34 +242,9 @@ impl ScanReader {
             && self.rx.is_empty()
             && self.task.as_ref().is_none_or(|t| t.is_finished())
     }
-}
 
-/// Join the part batches of one slot into a batch of the output schema.
-fn join(
-    schema: &SchemaRef,
-    layout: &[(usize, usize)],
-    batches: Vec<(RecordBatch, u64)>,
-) -> Result<RecordBatch> {
-    let rows = batches[0].0.num_rows();
-    if batches.iter().any(|(b, _)| b.num_rows() != rows) {
-        return Err(Error::new(
-            ErrorKind::CorruptData,
-            "the column parts of a row group decoded to different row counts",
-        ));
-    }
-    let columns: Vec<ArrayRef> = layout
-        .iter()
-        .map(|&(p, c)| Arc::clone(batches[p].0.column(c)))
-        .collect();
-    let opts = RecordBatchOptions::new().with_row_count(Some(rows));
-    RecordBatch::try_new_with_options(Arc::clone(schema), columns, &opts)
-        .map_err(|e| Error::new(ErrorKind::SchemaMismatch, e.to_string()))
-}
-
-impl Iterator for ScanReader {
-    type Item = Result<RecordBatch>;
-
-    fn next(&mut self) -> Option<Self::Item> {
+    /// The next batch and its task.
+    fn next_item(&mut self) -> Option<Result<(Arc<TaskId>, RecordBatch)>> {
         if self.done {
             return None;
         }
@@ -450,7 +288,7 @@ impl Iterator for ScanReader {
                 self.cancel();
                 Some(Err(e))
             }
-            Some(Ok(mut batch)) => {
+            Some(Ok((task, mut batch))) => {
                 if let Some(rem) = self.remaining.as_mut() {
                     if (batch.num_rows() as u64) >= *rem {
                         batch = batch.slice(0, *rem as usize);
@@ -462,14 +300,53 @@ impl Iterator for ScanReader {
                 if self.remaining == Some(0) {
                     self.cancel();
                 }
-                Some(Ok(batch))
+                Some(Ok((task, batch)))
             }
         }
+    }
+}
+
+impl Iterator for ScanReader {
+    type Item = Result<RecordBatch>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        self.next_item().map(|r| r.map(|(_, b)| b))
     }
 }
 
 impl Drop for ScanReader {
     fn drop(&mut self) {
         self.cancel();
+    }
+}
+
+/// A [`ScanReader`] whose items say which task each batch came from. Made by
+/// [`ScanReader::tagged`].
+#[derive(Debug)]
+pub struct TaggedReader(ScanReader);
+
+impl TaggedReader {
+    /// The Arrow schema of every batch.
+    pub fn schema(&self) -> SchemaRef {
+        self.0.schema()
+    }
+
+    /// The scan's live counters.
+    pub fn metrics(&self) -> Arc<Metrics> {
+        self.0.metrics()
+    }
+}
+
+impl Iterator for TaggedReader {
+    type Item = Result<TaskBatch>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        self.0.next_item().map(|r| {
+            r.map(|(task, batch)| TaskBatch {
+                task: task.index,
+                tag: task.tag.clone(),
+                batch,
+            })
+        })
     }
 }

@@ -31,8 +31,9 @@ use arrow::record_batch::RecordBatch;
 
 use crate::error::{Error, ErrorKind, Result};
 
-/// A literal value in a filter.
+/// A literal value in a filter (or a constant column of a [`crate::task::FileTask`]).
 #[derive(Debug, Clone, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub enum Value {
     /// A boolean.
     Bool(bool),
@@ -323,6 +324,8 @@ pub enum Expr {
     Or(Box<Expr>, Box<Expr>),
     /// The inner filter is false.
     Not(Box<Expr>),
+    /// `TRUE` or `FALSE` for every row.
+    Literal(bool),
 }
 
 /// A column named in a filter; its methods build [`Expr`]s.
@@ -435,6 +438,7 @@ impl Expr {
                 b.visit(f);
             }
             Expr::Not(a) => a.visit(f),
+            Expr::Literal(_) => {}
         }
     }
 
@@ -481,6 +485,7 @@ impl Expr {
             Expr::And(a, b) => Expr::And(Box::new(a.nnf(false)), Box::new(b.nnf(false))),
             Expr::Or(a, b) => Expr::Or(Box::new(a.nnf(false)), Box::new(b.nnf(false))),
             Expr::Not(a) => a.nnf(!neg),
+            Expr::Literal(b) => Expr::Literal(b ^ neg),
         }
     }
 
@@ -537,6 +542,7 @@ impl Expr {
             Expr::And(a, b) => Ok(and_kleene(&a.evaluate(batch)?, &b.evaluate(batch)?)?),
             Expr::Or(a, b) => Ok(or_kleene(&a.evaluate(batch)?, &b.evaluate(batch)?)?),
             Expr::Not(a) => Ok(not(&a.evaluate(batch)?)?),
+            Expr::Literal(b) => Ok(BooleanArray::from(vec![*b; batch.num_rows()])),
         }
     }
 }
@@ -651,6 +657,7 @@ impl fmt::Display for Expr {
             Expr::And(a, b) => write!(f, "({a} AND {b})"),
             Expr::Or(a, b) => write!(f, "({a} OR {b})"),
             Expr::Not(a) => write!(f, "NOT {a}"),
+            Expr::Literal(b) => f.write_str(if *b { "TRUE" } else { "FALSE" }),
         }
     }
 }

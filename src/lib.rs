@@ -25,16 +25,25 @@
 //! driven by `pipeline`.
 #![deny(missing_docs)]
 
+mod assemble;
+mod budget;
 mod chunk;
 mod decode;
 mod deliver;
+mod driver;
 mod error;
 pub mod expr;
 mod fetch;
+mod flow;
+mod footer;
 pub mod gen;
 pub mod latency;
+mod mapping;
+mod materialize;
 mod metrics;
-mod pipeline;
+mod open;
+mod options;
+mod panic;
 mod plan;
 mod prune;
 pub mod runtime;
@@ -43,19 +52,23 @@ mod select;
 mod source;
 #[cfg(feature = "sql")]
 mod sql;
+mod state;
+pub mod task;
 
-pub use deliver::ScanReader;
+pub use deliver::{ScanReader, TaggedReader};
 pub use error::{Error, ErrorKind, Result};
 pub use expr::{col, Expr};
 pub use metrics::{Metrics, MetricsSnapshot};
-pub use parquet::arrow::arrow_reader::{RowSelection, RowSelector};
-pub use scan::{
-    Scan, DEFAULT_BATCH_SIZE, DEFAULT_COALESCE_GAP, DEFAULT_DECODE_AHEAD, DEFAULT_FOOTERS_AHEAD,
+pub use options::{
+    DEFAULT_BATCH_SIZE, DEFAULT_COALESCE_GAP, DEFAULT_DECODE_AHEAD, DEFAULT_FOOTERS_AHEAD,
     DEFAULT_FOOTER_SIZE_HINT, DEFAULT_MEMORY_BUDGET, DEFAULT_PREFETCH_BYTES,
     DEFAULT_REQUESTS_IN_FLIGHT, DEFAULT_REQUEST_SIZE, DEFAULT_SPLIT_BYTES, NARROW_FOOTER_SIZE_HINT,
     WHOLE_FILE_BYTES,
 };
+pub use parquet::arrow::arrow_reader::{RowSelection, RowSelector};
+pub use scan::Scan;
 pub use source::ObjectRef;
+pub use task::{ColumnSource, FileTask, TaskBatch};
 
 /// Re-exports of the crates whose types appear in rayquet's API.
 pub mod reexports {

@@ -30,6 +30,7 @@ pub struct Metrics {
     pub(crate) pages_pruned: AtomicU64,
     pub(crate) rows_filtered: AtomicU64,
     pub(crate) metadata_bytes: AtomicU64,
+    pub(crate) rows_deleted: AtomicU64,
 }
 
 /// A point-in-time copy of a scan's [`Metrics`].
@@ -77,6 +78,9 @@ pub struct MetricsSnapshot {
     /// Of `bytes_fetched`, the bytes of requests for metadata: footer suffixes (which may also
     /// hold data that is then reused), page indexes and bloom filters.
     pub metadata_bytes: u64,
+    /// Rows of the row groups read that a task's deleted positions removed (never decoded
+    /// where the page index let the reader skip them).
+    pub rows_deleted: u64,
 }
 
 impl Metrics {
@@ -102,6 +106,7 @@ impl Metrics {
             pages_pruned: self.pages_pruned.load(Relaxed),
             rows_filtered: self.rows_filtered.load(Relaxed),
             metadata_bytes: self.metadata_bytes.load(Relaxed),
+            rows_deleted: self.rows_deleted.load(Relaxed),
         }
     }
 

@@ -1,4 +1,4 @@
-//! Plan: parse footers and decide the units of work, without doing any IO.
+//! Plan: decide the units of work of one file, without doing any IO.
 //!
 //! A *slot* is one row group of one file, the unit of ordering. A slot holds one or more
 //! *parts*: the column chunks one decode task reads. A row group whose projected columns are
@@ -13,184 +13,14 @@ use std::ops::Range;
 use std::sync::Arc;
 
 use arrow::datatypes::{Schema, SchemaRef};
-use bytes::Bytes;
-use parquet::arrow::arrow_reader::{
-    ArrowReaderMetadata, ArrowReaderOptions, ParquetRecordBatchReaderBuilder, RowSelection,
-};
+use parquet::arrow::arrow_reader::{ParquetRecordBatchReaderBuilder, RowSelection};
 use parquet::arrow::ProjectionMask;
-use parquet::file::metadata::{FooterTail, ParquetMetaDataReader};
 use parquet::schema::types::SchemaDescriptor;
 
 use crate::chunk::SparseChunk;
 use crate::error::{Error, ErrorKind, Result};
+use crate::footer::FileMeta;
 use crate::prune::{FileFilter, Verdict};
-use crate::source::FileRef;
-
-/// Size of the Parquet footer tail: 4-byte metadata length and the `PAR1` magic.
-pub(crate) const FOOTER_TAIL: u64 = 8;
-
-/// What the footer request found at the end of a file.
-pub(crate) enum Footer {
-    /// The metadata (and `data`, the bytes before it that the suffix also covered).
-    Complete {
-        /// Thrift-encoded metadata, without the 8-byte tail.
-        metadata: Bytes,
-        /// Bytes of the file that precede the metadata and were fetched with it.
-        prefix: Bytes,
-        /// Offset of `prefix` in the file.
-        prefix_start: u64,
-    },
-    /// The metadata is longer than the suffix: fetch `range` and call [`complete_footer`].
-    NeedMore { range: Range<u64> },
-}
-
-/// Inspect the suffix `bytes` that ends file `file` of `size` bytes and starts at `start`.
-pub(crate) fn parse_suffix(file: &FileRef, size: u64, start: u64, bytes: Bytes) -> Result<Footer> {
-    let name = &*file.name;
-    if size < FOOTER_TAIL + 4 {
-        return Err(Error::new(
-            ErrorKind::CorruptFooter,
-            format!("file is {size} bytes, too small to be Parquet"),
-        )
-        .with_path(name));
-    }
-    if start + bytes.len() as u64 != size || bytes.len() < FOOTER_TAIL as usize {
-        return Err(Error::new(
-            ErrorKind::CorruptFooter,
-            format!(
-                "short read of the footer: got {} bytes at {start} of a {size}-byte file",
-                bytes.len()
-            ),
-        )
-        .with_path(name));
-    }
-    let mut tail = [0u8; FOOTER_TAIL as usize];
-    tail.copy_from_slice(&bytes[bytes.len() - FOOTER_TAIL as usize..]);
-    let tail = FooterTail::try_new(&tail).map_err(|e| Error::footer(e, name))?;
-    if tail.is_encrypted_footer() {
-        return Err(Error::new(
-            ErrorKind::Encrypted,
-            "the footer is encrypted (PARE magic); rayquet does not decrypt",
-        )
-        .with_path(name));
-    }
-    let meta_len = tail.metadata_length() as u64;
-    if meta_len + FOOTER_TAIL + 4 > size {
-        return Err(Error::new(
-            ErrorKind::CorruptFooter,
-            format!("metadata length {meta_len} exceeds the file size {size}"),
-        )
-        .with_path(name));
-    }
-    let meta_start = size - FOOTER_TAIL - meta_len;
-    if meta_start < start {
-        return Ok(Footer::NeedMore {
-            range: meta_start..start,
-        });
-    }
-    let rel = (meta_start - start) as usize;
-    Ok(Footer::Complete {
-        metadata: bytes.slice(rel..bytes.len() - FOOTER_TAIL as usize),
-        prefix: bytes.slice(..rel),
-        prefix_start: start,
-    })
-}
-
-/// A file's parsed footer, ready to plan and decode from. Shared by every unit of the file.
-#[derive(Debug)]
-pub(crate) struct FileMeta {
-    pub file: FileRef,
-    pub size: u64,
-    pub reader: ArrowReaderMetadata,
-    /// Data bytes fetched together with the footer (a whole small file, or the end of a larger
-    /// one), served to units instead of new requests.
-    pub cached: SparseChunk,
-    /// Offset where the metadata starts: no column chunk may extend past it.
-    pub data_end: u64,
-}
-
-/// Decode the thrift metadata. CPU work: call on the decode pool.
-pub(crate) fn decode_footer(
-    file: FileRef,
-    size: u64,
-    metadata: Bytes,
-    prefix: Bytes,
-    prefix_start: u64,
-) -> Result<FileMeta> {
-    let name = file.name.clone();
-    let md =
-        ParquetMetaDataReader::decode_metadata(&metadata).map_err(|e| Error::footer(e, &name))?;
-    let encrypted = md
-        .row_groups()
-        .iter()
-        .flat_map(|rg| rg.columns())
-        .any(|c| c.crypto_metadata().is_some());
-    if encrypted {
-        return Err(Error::new(
-            ErrorKind::Encrypted,
-            "column chunks are encrypted (plaintext footer); rayquet does not decrypt",
-        )
-        .with_path(&*name));
-    }
-    let reader = ArrowReaderMetadata::try_new(Arc::new(md), ArrowReaderOptions::new())
-        .map_err(|e| Error::footer(e, &name))?;
-    let data_end = size - FOOTER_TAIL - metadata.len() as u64;
-    let mut cached = SparseChunk::new(size);
-    if !prefix.is_empty() {
-        cached.insert(prefix_start, prefix);
-    }
-    Ok(FileMeta {
-        file,
-        size,
-        reader,
-        cached,
-        data_end,
-    })
-}
-
-/// The byte range holding the file's page index (column and offset indexes), if it has one
-/// that lies inside the file's data.
-pub(crate) fn page_index_range(meta: &FileMeta) -> Option<Range<u64>> {
-    let md = meta.reader.metadata();
-    let mut range: Option<Range<u64>> = None;
-    for c in md.row_groups().iter().flat_map(|rg| rg.columns()) {
-        let pairs = [
-            (c.column_index_offset(), c.column_index_length()),
-            (c.offset_index_offset(), c.offset_index_length()),
-        ];
-        for (off, len) in pairs {
-            if let (Some(off), Some(len)) = (off, len) {
-                if off < 0 || len <= 0 {
-                    return None;
-                }
-                let r = off as u64..off as u64 + len as u64;
-                range = Some(match range {
-                    None => r,
-                    Some(x) => x.start.min(r.start)..x.end.max(r.end),
-                });
-            }
-        }
-    }
-    range.filter(|r| r.end <= meta.data_end)
-}
-
-/// `meta` with its page index parsed from `chunk` (which holds [`page_index_range`]). A page
-/// index that fails to parse is ignored: the file is then read without page pruning, as
-/// parquet's own reader would read it.
-pub(crate) fn with_page_index(meta: FileMeta, chunk: &SparseChunk) -> FileMeta {
-    let md = meta.reader.metadata().as_ref().clone();
-    let mut reader = ParquetMetaDataReader::new_with_metadata(md)
-        .with_page_index_policy(parquet::file::metadata::PageIndexPolicy::Optional);
-    let parsed = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        reader.read_page_indexes_sized(chunk, meta.size)?;
-        reader.finish()
-    }));
-    let Ok(Ok(md)) = parsed else { return meta };
-    match ArrowReaderMetadata::try_new(Arc::new(md), ArrowReaderOptions::new()) {
-        Ok(reader) => FileMeta { reader, ..meta },
-        Err(_) => meta,
-    }
-}
 
 /// Which columns a scan reads, resolved against one file's schema.
 #[derive(Debug, Clone)]
@@ -365,19 +195,28 @@ impl SlotPlan {
 }
 
 /// What pruning decided for one file, before planning: per row group, the filter's verdict
-/// from statistics and bloom filters, the rows the page index cannot exclude, and the
-/// caller's row selection.
+/// from statistics and bloom filters, the rows the page index cannot exclude, the rows the
+/// caller selected and the task did not delete, and which row groups the task reads at all.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct FilePrune {
-    pub filter: Option<FileFilter>,
+    pub filter: Option<Arc<FileFilter>>,
+    /// The filter is exact (rows that do not match are not delivered); else it only prunes.
+    pub exact: bool,
     /// Empty when there is no filter (every row group: `All`).
     pub verdicts: Vec<Verdict>,
     /// Row groups a bloom filter excluded (their verdict is `None`).
     pub by_bloom: Vec<bool>,
     /// Per row group: rows whose pages the filter may match (`None`: all, or no filter).
     pub pages: Vec<Option<RowSelection>>,
-    /// Per row group: the caller's selection, exactly as long as the row group.
+    /// Per row group: rows to read by the caller's selection and the task's deletes, exactly
+    /// as long as the row group (`None`: all).
     pub selected: Vec<Option<RowSelection>>,
+    /// Per row group: outside the task's byte range or row groups (empty: none is).
+    pub excluded: Vec<bool>,
+    /// The task has a row filter: every row group read runs the filter stage.
+    pub row_filter: bool,
+    /// Leaves the filter stage decodes (the exact filter's and the row filter's).
+    pub stage_leaves: Vec<usize>,
 }
 
 /// Counts of what planning one file skipped.
@@ -468,7 +307,7 @@ pub(crate) fn chunk_ranges(
 /// `split_bytes`.
 pub(crate) fn plan_file(
     meta: &FileMeta,
-    proj: &Projection,
+    roots: &[(usize, Vec<usize>)],
     prune: &FilePrune,
     split_bytes: usize,
     threads: usize,
@@ -490,6 +329,9 @@ pub(crate) fn plan_file(
         let rows = rg.num_rows() as u64;
         let row_group_start = first_row;
         first_row += rows;
+        if prune.excluded.get(rg_idx).copied().unwrap_or(false) {
+            continue;
+        }
         let verdict = prune.verdicts.get(rg_idx).copied().unwrap_or(Verdict::All);
         let user = prune.selected.get(rg_idx).cloned().flatten();
         let pages = match verdict {
@@ -512,26 +354,27 @@ pub(crate) fn plan_file(
         let fraction = selection
             .as_ref()
             .map_or(1.0, |s| s.row_count() as f64 / rows.max(1) as f64);
-        let filter = match (&prune.filter, verdict) {
-            (Some(f), Verdict::Some) => {
+        let stage = prune.row_filter || (prune.exact && verdict == Verdict::Some);
+        let filter = match stage {
+            true => {
                 let mut ranges = Vec::new();
-                for &leaf in &f.leaves {
+                for &leaf in &prune.stage_leaves {
                     let (r, n) = chunk_ranges(meta, rg_idx, leaf, selection.as_ref(), page_level)?;
                     ranges.extend(r);
                     skipped.pages += n;
                 }
                 let compressed = ranges.iter().map(|r| r.end - r.start).sum();
                 Some(FilterStage {
-                    leaves: f.leaves.clone(),
+                    leaves: prune.stage_leaves.clone(),
                     ranges,
                     compressed,
                 })
             }
-            _ => None,
+            false => None,
         };
         // Per root: (leaves, ranges, compressed, uncompressed)
-        let mut per_root = Vec::with_capacity(proj.roots.len());
-        for (root, leaves) in &proj.roots {
+        let mut per_root = Vec::with_capacity(roots.len());
+        for (root, leaves) in roots {
             let mut ranges = Vec::with_capacity(leaves.len());
             let (mut comp, mut uncomp) = (0u64, 0u64);
             for &leaf in leaves {

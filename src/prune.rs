@@ -13,11 +13,10 @@
 //! only removes data the exact filter would remove anyway; the exact filter always runs.
 
 use std::ops::Range;
-use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
 
 use arrow::array::{
-    Array, ArrayRef, AsArray, BooleanArray, Float32Array, Float64Array, UInt64Array,
+    Array, ArrayRef, AsArray, BooleanArray, Float32Array, Float64Array, RecordBatch, UInt64Array,
 };
 use arrow::datatypes::DataType;
 use parquet::arrow::arrow_reader::statistics::StatisticsConverter;
@@ -28,7 +27,8 @@ use parquet::file::metadata::ParquetMetaData;
 
 use crate::error::{Error, ErrorKind, Result};
 use crate::expr::{CmpOp, Expr, Value};
-use crate::plan::FileMeta;
+use crate::footer::FileMeta;
+use crate::mapping::{FilterTarget, Mapping};
 
 /// What metadata proves about the rows of a row group (or page) under a filter.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -61,9 +61,14 @@ impl Verdict {
 /// One column a filter reads, resolved against a file.
 #[derive(Debug, Clone)]
 pub(crate) struct FilterColumn {
+    /// The name the filter uses (an output column or a dotted path into one).
     pub name: String,
     pub leaf: usize,
-    /// Arrow type of the values (the leaf's type, inside any structs).
+    /// Names of the leaf's fields in the file, from its root.
+    pub file_path: Vec<String>,
+    /// Arrow type of the values in the file.
+    pub file_type: DataType,
+    /// Arrow type the filter compares in (the output column's type).
     pub data_type: DataType,
     /// Top-level column whose statistics may prune (`None`: never prune on this column).
     stats_name: Option<String>,
@@ -89,15 +94,30 @@ pub(crate) struct FileFilter {
 }
 
 impl FileFilter {
-    /// Resolve the columns of `expr` against `meta`'s file and check every literal converts
-    /// to its column's type.
-    pub fn resolve(expr: &Expr, meta: &FileMeta) -> Result<FileFilter> {
+    /// Resolve the columns of `expr` (names of `mapping`'s output columns, or dotted paths
+    /// into them) against `meta`'s file through `mapping`, check every literal converts to
+    /// its column's type, and fold the leaves on columns that are constant in this file
+    /// (partition values, missing columns).
+    pub fn resolve(expr: &Expr, meta: &FileMeta, mapping: &Mapping) -> Result<FileFilter> {
         let name = &*meta.file.name;
         let descr = meta.reader.parquet_schema();
         let md = meta.reader.metadata();
-        let roots = descr.root_schema().get_fields();
         let mut columns = Vec::new();
+        let mut constants: Vec<(String, ArrayRef)> = Vec::new();
         for column in expr.columns() {
+            let (leaf, file_path, file_type, data_type) =
+                match mapping.filter_target(column, meta.reader.schema(), name)? {
+                    FilterTarget::Const(v) => {
+                        constants.push((column.to_string(), v));
+                        continue;
+                    }
+                    FilterTarget::File {
+                        leaf,
+                        file_path,
+                        file_type,
+                        out_type,
+                    } => (leaf, file_path, file_type, out_type),
+                };
             let bad = |why: &str| {
                 Error::new(
                     ErrorKind::InvalidArgument,
@@ -105,44 +125,14 @@ impl FileFilter {
                 )
                 .with_path(name)
             };
-            let path: Vec<&str> = match roots.iter().position(|f| f.name() == column) {
-                Some(_) => vec![column],
-                None => column.split('.').collect(),
-            };
-            let leaf = (0..descr.num_columns())
-                .find(|&l| descr.column(l).path().parts() == path.as_slice())
-                .ok_or_else(|| {
-                    let prefix =
-                        (0..descr.num_columns()).any(|l| {
-                            descr.column(l).path().parts().starts_with(
-                                &path.iter().map(|s| s.to_string()).collect::<Vec<_>>(),
-                            )
-                        });
-                    if prefix {
-                        bad("it is not a primitive column (name a field inside it)")
-                    } else {
-                        let names: Vec<_> = roots.iter().map(|f| f.name()).collect();
-                        bad(&format!("no such column; columns are {names:?}"))
-                    }
-                })?;
+            if leaf >= descr.num_columns() {
+                return Err(bad("the file's schema does not match its metadata"));
+            }
             let cd = descr.column(leaf);
             if cd.max_rep_level() > 0 {
                 return Err(bad("it is inside a list or map"));
             }
-            let schema = crate::plan::projected_schema(meta, &[leaf])?;
-            let mut field = schema.field(0).clone();
-            for p in &path[1..] {
-                field = match field.data_type() {
-                    DataType::Struct(fs) => fs
-                        .iter()
-                        .find(|f| f.name() == p)
-                        .map(|f| f.as_ref().clone())
-                        .ok_or_else(|| bad("field not found"))?,
-                    _ => return Err(bad("not a struct field")),
-                };
-            }
-            let data_type = field.data_type().clone();
-            let top_level = path.len() == 1;
+            let top_level = file_path.len() == 1;
             let order_ok = match md.file_metadata().column_order(leaf) {
                 ColumnOrder::TYPE_DEFINED_ORDER(SortOrder::SIGNED) => true,
                 ColumnOrder::TYPE_DEFINED_ORDER(SortOrder::UNSIGNED) => {
@@ -160,7 +150,7 @@ impl FileFilter {
                 ),
                 _ => false,
             };
-            let type_ok = match &data_type {
+            let type_ok = match &file_type {
                 DataType::Int8 | DataType::Int16 | DataType::Int32 | DataType::Int64 => true,
                 DataType::Float32 | DataType::Float64 | DataType::Boolean => true,
                 DataType::Date32 | DataType::Date64 => true,
@@ -172,8 +162,12 @@ impl FileFilter {
                 DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View => true,
                 _ => false,
             };
-            let stats_name = (top_level && order_ok && type_ok).then(|| column.to_string());
-            let bloom = match (&data_type, cd.physical_type()) {
+            // Statistics are read in the file's type and cast to the column's: only through
+            // casts that keep the order (widening numbers, dates to timestamps).
+            let monotone = file_type == data_type || widening(&file_type, &data_type);
+            let stats_name =
+                (top_level && order_ok && type_ok && monotone).then(|| file_path[0].clone());
+            let bloom = match (&file_type, cd.physical_type()) {
                 (
                     DataType::Int8 | DataType::Int16 | DataType::Int32 | DataType::Date32,
                     PhysicalType::INT32,
@@ -190,21 +184,71 @@ impl FileFilter {
             columns.push(FilterColumn {
                 name: column.to_string(),
                 leaf,
+                file_path,
+                file_type,
                 data_type,
                 stats_name,
                 bloom,
             });
         }
         // Every literal must convert: fail at build time, not in a decode task.
-        check_literals(expr, &columns).map_err(|e| e.with_path(name))?;
+        let typed: Vec<(String, DataType)> = columns
+            .iter()
+            .map(|c| (c.name.clone(), c.data_type.clone()))
+            .chain(
+                constants
+                    .iter()
+                    .map(|(n, v)| (n.clone(), v.data_type().clone())),
+            )
+            .collect();
+        check_literals(expr, &typed).map_err(|e| e.with_path(name))?;
+        let expr = fold(expr.clone().push_not(), &constants)?;
+        // Only the columns the folded filter still reads.
+        let still = expr.columns();
+        columns.retain(|c| still.contains(&c.name.as_str()));
         let mut leaves: Vec<usize> = columns.iter().map(|c| c.leaf).collect();
         leaves.sort_unstable();
         leaves.dedup();
         Ok(FileFilter {
-            expr: expr.clone().push_not(),
+            expr,
             columns,
             leaves,
         })
+    }
+
+    /// Evaluate the filter on a batch decoded from the file with (at least) the filter's
+    /// leaves: each filter column is taken from its file path and cast to its type.
+    pub fn evaluate(&self, decoded: &RecordBatch) -> Result<BooleanArray> {
+        if let Expr::Literal(b) = self.expr {
+            return Ok(BooleanArray::from(vec![b; decoded.num_rows()]));
+        }
+        let mut fields = Vec::with_capacity(self.columns.len());
+        let mut arrays = Vec::with_capacity(self.columns.len());
+        for c in &self.columns {
+            let a = column_at(decoded, &c.file_path)?;
+            let a = if a.data_type() == &c.data_type {
+                a
+            } else {
+                let opts = arrow::compute::CastOptions {
+                    safe: false,
+                    ..Default::default()
+                };
+                arrow::compute::cast_with_options(&a, &c.data_type, &opts)?
+            };
+            fields.push(arrow::datatypes::Field::new(
+                &c.name,
+                c.data_type.clone(),
+                true,
+            ));
+            arrays.push(a);
+        }
+        let opts = arrow::array::RecordBatchOptions::new().with_row_count(Some(decoded.num_rows()));
+        let flat = RecordBatch::try_new_with_options(
+            Arc::new(arrow::datatypes::Schema::new(fields)),
+            arrays,
+            &opts,
+        )?;
+        self.expr.evaluate(&flat)
     }
 
     fn column(&self, name: &str) -> &FilterColumn {
@@ -215,20 +259,14 @@ impl FileFilter {
     }
 }
 
-fn check_literals(e: &Expr, cols: &[FilterColumn]) -> Result<()> {
-    let ty = |c: &str| {
-        &cols
-            .iter()
-            .find(|x| x.name == c)
-            .expect("resolved")
-            .data_type
-    };
+fn check_literals(e: &Expr, cols: &[(String, DataType)]) -> Result<()> {
+    let ty = |c: &str| &cols.iter().find(|x| x.0 == c).expect("resolved").1;
     match e {
         Expr::Compare { column, value, .. } => value.to_typed(ty(column), column).map(drop),
         Expr::InList { column, values, .. } => values
             .iter()
             .try_for_each(|v| v.to_typed(ty(column), column).map(drop)),
-        Expr::IsNull { .. } => Ok(()),
+        Expr::IsNull { .. } | Expr::Literal(_) => Ok(()),
         Expr::Between {
             column, low, high, ..
         } => {
@@ -241,6 +279,85 @@ fn check_literals(e: &Expr, cols: &[FilterColumn]) -> Result<()> {
         }
         Expr::Not(a) => check_literals(a, cols),
     }
+}
+
+/// Whether casting `from` to `to` keeps the order of values (so statistics cast too).
+fn widening(from: &DataType, to: &DataType) -> bool {
+    use DataType::*;
+    let int = |t: &DataType| matches!(t, Int8 | Int16 | Int32 | Int64);
+    let float = |t: &DataType| matches!(t, Float16 | Float32 | Float64);
+    let decimal = |t: &DataType| {
+        matches!(
+            t,
+            Decimal32(..) | Decimal64(..) | Decimal128(..) | Decimal256(..)
+        )
+    };
+    (int(from) && (int(to) || float(to) || decimal(to)))
+        || (float(from) && float(to))
+        || (decimal(from) && decimal(to))
+        || (matches!(from, Date32 | Date64) && matches!(to, Date32 | Date64 | Timestamp(..)))
+        || (matches!(from, Timestamp(..)) && matches!(to, Timestamp(..)))
+        || (matches!(from, Utf8 | LargeUtf8 | Utf8View)
+            && matches!(to, Utf8 | LargeUtf8 | Utf8View))
+}
+
+/// Replace the leaves of `e` (in negation normal form) that read a column constant in this
+/// file by their value: TRUE, or FALSE for false and null alike (exact in negation normal
+/// form, where no `NOT` can turn a null into a match). Then simplify.
+fn fold(e: Expr, constants: &[(String, ArrayRef)]) -> Result<Expr> {
+    Ok(match e {
+        Expr::And(a, b) => match (fold(*a, constants)?, fold(*b, constants)?) {
+            (Expr::Literal(false), _) | (_, Expr::Literal(false)) => Expr::Literal(false),
+            (Expr::Literal(true), x) | (x, Expr::Literal(true)) => x,
+            (x, y) => x.and(y),
+        },
+        Expr::Or(a, b) => match (fold(*a, constants)?, fold(*b, constants)?) {
+            (Expr::Literal(true), _) | (_, Expr::Literal(true)) => Expr::Literal(true),
+            (Expr::Literal(false), x) | (x, Expr::Literal(false)) => x,
+            (x, y) => x.or(y),
+        },
+        Expr::Not(a) => match fold(*a, constants)? {
+            Expr::Literal(b) => Expr::Literal(!b),
+            x => x.negate(),
+        },
+        Expr::Literal(b) => Expr::Literal(b),
+        leaf => {
+            let column = leaf_column(&leaf);
+            match constants.iter().find(|(n, _)| n == column) {
+                None => leaf,
+                Some((n, v)) => {
+                    let field = arrow::datatypes::Field::new(n, v.data_type().clone(), true);
+                    let batch = RecordBatch::try_new(
+                        Arc::new(arrow::datatypes::Schema::new(vec![field])),
+                        vec![Arc::clone(v)],
+                    )?;
+                    let r = leaf.evaluate(&batch)?;
+                    Expr::Literal(r.is_valid(0) && r.value(0))
+                }
+            }
+        }
+    })
+}
+
+/// The primitive column at `path` (names from the root) of a decoded batch, with the nulls
+/// of every enclosing struct applied.
+pub(crate) fn column_at(batch: &RecordBatch, path: &[String]) -> Result<ArrayRef> {
+    let missing = || {
+        Error::new(
+            ErrorKind::CorruptData,
+            format!("filter column {path:?} is not in the decoded data"),
+        )
+    };
+    let (first, rest) = path.split_first().ok_or_else(missing)?;
+    let mut cur: ArrayRef = Arc::clone(batch.column_by_name(first).ok_or_else(missing)?);
+    for p in rest {
+        let st = cur.as_struct_opt().ok_or_else(missing)?;
+        let child = st.column_by_name(p).ok_or_else(missing)?;
+        let nulls = arrow::buffer::NullBuffer::union(st.nulls(), child.logical_nulls().as_ref());
+        let data = child.to_data().into_builder().nulls(nulls).build()?;
+        cur = arrow::array::make_array(data);
+    }
+    Ok(cur)
 }
 
 /// Statistics of one column over `n` units (row groups or pages).
@@ -256,6 +373,16 @@ struct Stats {
 impl Stats {
     fn len(&self) -> usize {
         self.mins.len()
+    }
+
+    /// Statistics read in the file's type, cast to the type the filter compares in (a
+    /// widening cast, which keeps the order); a value the cast cannot hold becomes unknown.
+    fn cast_to(mut self, ty: &DataType) -> Result<Self> {
+        if self.mins.data_type() != ty {
+            self.mins = arrow::compute::cast(&self.mins, ty)?;
+            self.maxes = arrow::compute::cast(&self.maxes, ty)?;
+        }
+        Ok(self)
     }
 
     /// Make float statistics safe to reason about: a NaN minimum is unknown, a zero minimum
@@ -481,6 +608,8 @@ fn judge(e: &Expr, n: usize, leaf: &mut dyn FnMut(&Expr) -> Vec<Verdict>) -> Vec
         }
         // `push_not` leaves no `Not` behind; be safe if one remains.
         Expr::Not(_) => vec![Verdict::Some; n],
+        Expr::Literal(true) => vec![Verdict::All; n],
+        Expr::Literal(false) => vec![Verdict::None; n],
         _ => leaf(e),
     }
 }
@@ -509,7 +638,7 @@ pub(crate) fn row_groups(filter: &FileFilter, meta: &FileMeta) -> Vec<Verdict> {
         let Some(stats_name) = &col.stats_name else {
             return vec![Verdict::Some; n];
         };
-        let attempt = catch_unwind(AssertUnwindSafe(|| -> Result<Vec<Verdict>> {
+        let attempt = crate::panic::catch(|| -> Result<Vec<Verdict>> {
             let schema = meta.reader.schema();
             let conv =
                 StatisticsConverter::try_new(stats_name, schema, meta.reader.parquet_schema())
@@ -534,9 +663,10 @@ pub(crate) fn row_groups(filter: &FileFilter, meta: &FileMeta) -> Vec<Verdict> {
                 rows: Some(rows.clone()),
                 exact: Some(exact),
             }
-            .sanitize();
+            .sanitize()
+            .cast_to(&col.data_type)?;
             leaf_verdicts(e, col, &stats)
-        }));
+        });
         match attempt {
             Ok(Ok(v)) if v.len() == n => v,
             _ => vec![Verdict::Some; n],
@@ -562,7 +692,7 @@ pub(crate) fn pages(filter: &FileFilter, meta: &FileMeta, rg: usize) -> Option<R
         if locations.is_empty() {
             return None;
         }
-        let attempt = catch_unwind(AssertUnwindSafe(|| -> Result<Option<RowSelection>> {
+        let attempt = crate::panic::catch(|| -> Result<Option<RowSelection>> {
             let perr = |e: parquet::errors::ParquetError| {
                 Error::new(ErrorKind::CorruptFooter, e.to_string())
             };
@@ -586,7 +716,8 @@ pub(crate) fn pages(filter: &FileFilter, meta: &FileMeta, rg: usize) -> Option<R
                     .map_err(perr)?,
                 exact: None,
             }
-            .sanitize();
+            .sanitize()
+            .cast_to(&col.data_type)?;
             if stats.len() != locations.len() {
                 return Ok(None);
             }
@@ -605,7 +736,7 @@ pub(crate) fn pages(filter: &FileFilter, meta: &FileMeta, rg: usize) -> Option<R
                 .filter(|(_, v)| **v != Verdict::None)
                 .map(|(i, _)| bounds[i]..bounds[i + 1]);
             Ok(Some(RowSelection::from_consecutive_ranges(keep, total)))
-        }));
+        });
         attempt.ok().and_then(|r| r.ok()).flatten()
     };
     page_selection(&filter.expr, &mut leaf)
@@ -624,7 +755,8 @@ fn page_selection(
             (Some(x), Some(y)) => Some(x.union(&y)),
             _ => None,
         },
-        Expr::Not(_) => None,
+        Expr::Not(_) | Expr::Literal(true) => None,
+        Expr::Literal(false) => Some(RowSelection::from(Vec::new())),
         _ => leaf(e),
     }
 }
@@ -673,6 +805,7 @@ fn walk_leaves<'a>(e: &'a Expr, f: &mut impl FnMut(&'a Expr)) {
             walk_leaves(b, f);
         }
         Expr::Not(a) => walk_leaves(a, f),
+        Expr::Literal(_) => {}
         leaf => f(leaf),
     }
 }
@@ -689,7 +822,9 @@ pub(crate) fn bloom_verdict(filter: &FileFilter, blooms: &[(String, bytes::Bytes
             return false;
         };
         let Some(kind) = col.bloom else { return false };
-        let Ok(typed) = v.to_typed(&col.data_type, &col.name) else {
+        // Hashed as the file stores it: a value the file's type cannot hold may still be
+        // absent, but "maybe present" is always safe.
+        let Ok(typed) = v.to_typed(&col.file_type, &col.name) else {
             return false;
         };
         // Any conversion that fails means "maybe present": never prune on doubt.

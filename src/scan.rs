@@ -1,98 +1,41 @@
 //! The public entry point: [`Scan`], a builder that ends in [`Scan::build`], which resolves the
-//! inputs, reads the first footer to learn the schema, and starts the pipeline.
+//! inputs (plain files: listing prefixes and reading the first footer for the schema; tasks:
+//! the caller's schema) and starts the pipeline.
 //!
 //! Everything here runs on the caller's thread; the work it starts runs on the IO runtime and
 //! the decode pool (see `ARCHITECTURE.md`).
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, OnceLock};
 
+use arrow::datatypes::SchemaRef;
+use futures::StreamExt;
 use object_store::path::Path;
 use object_store::{ObjectMeta, ObjectStore};
 
 use parquet::arrow::arrow_reader::RowSelection;
 
+use crate::budget::Budget;
 use crate::deliver::ScanReader;
+use crate::driver::{self, TaskStream};
 use crate::error::{Error, ErrorKind, Result};
 use crate::expr::Expr;
+use crate::fetch::Fetcher;
+use crate::metrics::Metrics;
+use crate::options::Options;
 use crate::runtime;
-use crate::source::{Input, ObjectRef};
+use crate::source::{self, FileRef, Input, ObjectRef, Stores};
+use crate::state::{Mode, Shared};
+use crate::task::{FileTask, IntoTask};
 
-/// Default rows per batch.
-pub const DEFAULT_BATCH_SIZE: usize = 8192;
-/// Default memory budget: bytes fetched or decoded but not yet delivered.
-pub const DEFAULT_MEMORY_BUDGET: usize = 256 << 20;
-/// Default limit on GET requests in flight per scan.
-pub const DEFAULT_REQUESTS_IN_FLIGHT: usize = 48;
-/// Default size of the suffix read that fetches a footer: the metadata and page index of most
-/// files, and the last row group's data, which is then reused.
-pub const DEFAULT_FOOTER_SIZE_HINT: usize = 512 << 10;
-/// Default footer read of a scan that reads only part of each file (a projection, a filter or
-/// a row selection): the metadata and page index, little else, since the data that a larger
-/// suffix read would bring is mostly not wanted.
-pub const NARROW_FOOTER_SIZE_HINT: usize = 64 << 10;
-/// Files of known size up to this are read whole in one request by default (no second round
-/// trip for their data), unless the scan reads only part of each file.
-pub const WHOLE_FILE_BYTES: u64 = 2 << 20;
-/// Default largest gap between two byte ranges that are merged into one request. Requests
-/// run in parallel (up to `max_requests_in_flight`), so a gap costs bandwidth and saves little.
-pub const DEFAULT_COALESCE_GAP: usize = 64 << 10;
-/// Default size of the parallel requests a large range is split into.
-pub const DEFAULT_REQUEST_SIZE: usize = 2 << 20;
-/// Default number of footers loaded ahead of the file being scheduled.
-pub const DEFAULT_FOOTERS_AHEAD: usize = 16;
-/// Default number of decoded batches a row group may hold undelivered (part of its reservation).
-pub const DEFAULT_DECODE_AHEAD: usize = 4;
-/// Default largest IO window: compressed bytes being fetched at once.
-pub const DEFAULT_PREFETCH_BYTES: usize = 128 << 20;
-/// Default uncompressed size of a row group above which it is split by columns.
-pub const DEFAULT_SPLIT_BYTES: usize = 1 << 20;
-
-/// Tuning knobs of a scan, all with defaults. Set through [`Scan`]'s methods.
-#[derive(Debug, Clone)]
-pub(crate) struct Options {
-    pub columns: Option<Vec<String>>,
-    pub batch_size: usize,
-    pub limit: Option<usize>,
-    pub ordered: bool,
-    pub memory_budget: usize,
-    pub requests_in_flight: usize,
-    /// `None`: [`DEFAULT_FOOTER_SIZE_HINT`] (small files read whole), or
-    /// [`NARROW_FOOTER_SIZE_HINT`] with a projection, filter or row selection (see
-    /// `pipeline::load_footer`).
-    pub footer_size_hint: Option<usize>,
-    pub coalesce_gap: usize,
-    pub request_size: usize,
-    pub footers_ahead: usize,
-    pub decode_ahead: usize,
-    pub split_bytes: usize,
-    pub prefetch_bytes: usize,
-    pub filter: Option<Expr>,
-    /// The caller's row selections, by file name or object path.
-    pub selections: Vec<(String, RowSelection)>,
-    pub row_index: Option<String>,
-}
-
-impl Default for Options {
-    fn default() -> Self {
-        Options {
-            columns: None,
-            batch_size: DEFAULT_BATCH_SIZE,
-            limit: None,
-            ordered: true,
-            memory_budget: DEFAULT_MEMORY_BUDGET,
-            requests_in_flight: DEFAULT_REQUESTS_IN_FLIGHT,
-            footer_size_hint: None,
-            coalesce_gap: DEFAULT_COALESCE_GAP,
-            request_size: DEFAULT_REQUEST_SIZE,
-            footers_ahead: DEFAULT_FOOTERS_AHEAD,
-            decode_ahead: DEFAULT_DECODE_AHEAD,
-            split_bytes: DEFAULT_SPLIT_BYTES,
-            prefetch_bytes: DEFAULT_PREFETCH_BYTES,
-            filter: None,
-            selections: Vec::new(),
-            row_index: None,
-        }
-    }
+/// What a scan reads.
+enum Source {
+    /// Plain files (URLs, paths, a caller's store's objects): one schema, columns by name.
+    Files(Vec<Input>),
+    /// Tasks, each mapping its file to `schema`.
+    Tasks {
+        schema: SchemaRef,
+        tasks: TaskStream,
+    },
 }
 
 /// A scan of one or more Parquet files, configured with small methods and started by
@@ -112,17 +55,23 @@ impl Default for Options {
 /// # Ok(()) }
 /// ```
 pub struct Scan {
-    inputs: Vec<Input>,
+    source: Source,
     store_options: Vec<(String, String)>,
+    stores: Vec<(String, Arc<dyn ObjectStore>)>,
     options: Options,
+    transformed: Option<SchemaRef>,
     io: Option<tokio::runtime::Handle>,
     pool: Option<Arc<rayon::ThreadPool>>,
 }
 
 impl std::fmt::Debug for Scan {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let source = match &self.source {
+            Source::Files(inputs) => format!("{} inputs", inputs.len()),
+            Source::Tasks { schema, .. } => format!("tasks of {schema}"),
+        };
         f.debug_struct("Scan")
-            .field("inputs", &self.inputs.len())
+            .field("source", &source)
             .field("options", &self.options)
             .finish()
     }
@@ -167,13 +116,79 @@ impl Scan {
     }
 
     fn with_inputs(inputs: Vec<Input>) -> Scan {
+        Scan::with_source(Source::Files(inputs))
+    }
+
+    fn with_source(source: Source) -> Scan {
         Scan {
-            inputs,
+            source,
             store_options: Vec::new(),
+            stores: Vec::new(),
             options: Options::default(),
+            transformed: None,
             io: None,
             pool: None,
         }
+    }
+
+    /// A scan of file tasks (see [`crate::task`]): every task maps its file to `schema`, and
+    /// the batches have that schema (or [`Scan::transformed_schema`]). `tasks` is pulled
+    /// lazily, a few at a time, on the IO runtime's blocking pool, as the scan needs them, so
+    /// a planner may stream them while the first files are already read. Items are
+    /// [`FileTask`]s or `Result<FileTask>`s (an `Err` ends the scan at that position).
+    ///
+    /// Batches never span two tasks; [`ScanReader::tagged`] tells which task each came from.
+    pub fn from_tasks<I>(schema: SchemaRef, tasks: I) -> Scan
+    where
+        I: IntoIterator,
+        I::IntoIter: Send + 'static,
+        I::Item: IntoTask + 'static,
+    {
+        let iter = tasks.into_iter().map(IntoTask::into_task);
+        Scan::with_source(Source::Tasks {
+            schema,
+            tasks: driver::iter_stream(iter),
+        })
+    }
+
+    /// [`Scan::from_tasks`] from an async stream of tasks (an async planner's output), polled
+    /// on the IO runtime.
+    pub fn from_task_stream<S>(schema: SchemaRef, tasks: S) -> Scan
+    where
+        S: futures::Stream<Item = Result<FileTask>> + Send + 'static,
+    {
+        Scan::with_source(Source::Tasks {
+            schema,
+            tasks: tasks.boxed(),
+        })
+    }
+
+    /// Use `store` for every URL under `url_root` (`scheme://authority`, e.g.
+    /// `s3://bucket`), instead of a store built from the environment and store options.
+    pub fn object_store(
+        mut self,
+        url_root: impl Into<String>,
+        store: Arc<dyn ObjectStore>,
+    ) -> Self {
+        self.stores.push((url_root.into(), store));
+        self
+    }
+
+    /// The schema of the batches after the tasks' transforms ([`FileTask::transform`]), when
+    /// they change the schema the tasks produce. Each transformed batch must have its columns
+    /// and types (an error names the file otherwise).
+    pub fn transformed_schema(mut self, schema: SchemaRef) -> Self {
+        self.transformed = Some(schema);
+        self
+    }
+
+    /// Use `filter` only to skip row groups and pages that it proves hold no matching row
+    /// (statistics, bloom filters, the page index); the rows read are delivered whether they
+    /// match or not. (A pruning hint, as delta-kernel's readers take one.)
+    pub fn prune(mut self, filter: Expr) -> Self {
+        self.options.filter = Some(filter);
+        self.options.filter_exact = false;
+        self
     }
 
     /// An object-store configuration option for URL inputs, such as `aws_endpoint`,
@@ -215,6 +230,7 @@ impl Scan {
     /// ```
     pub fn filter(mut self, filter: Expr) -> Self {
         self.options.filter = Some(filter);
+        self.options.filter_exact = true;
         self
     }
 
@@ -333,8 +349,8 @@ impl Scan {
         self
     }
 
-    /// Resolve the inputs (listing prefixes), read the first footer for the schema, and start
-    /// fetching. Blocks the calling thread until the schema is known.
+    /// Resolve the inputs (plain files: list prefixes and read the first footer for the
+    /// schema), and start fetching. Blocks the calling thread until the schema is known.
     pub fn build(self) -> Result<ScanReader> {
         let o = &self.options;
         if o.batch_size == 0 {
@@ -355,6 +371,26 @@ impl Scan {
                 "request_size must be > 0 and footer_size_hint >= 8",
             ));
         }
+        if let Source::Tasks { .. } = &self.source {
+            let bad = |what: &str| {
+                Err(Error::new(
+                    ErrorKind::InvalidArgument,
+                    format!(
+                        "{what} does not apply to a scan of tasks: give each task its columns \
+                         (ColumnSource), deleted rows or row index column instead"
+                    ),
+                ))
+            };
+            if o.columns.is_some() {
+                return bad("columns()");
+            }
+            if !o.selections.is_empty() {
+                return bad("select_rows()");
+            }
+            if o.row_index.is_some() {
+                return bad("row_index()");
+            }
+        }
         let io = self.io.unwrap_or_else(runtime::io_handle);
         if io.runtime_flavor() == tokio::runtime::RuntimeFlavor::CurrentThread {
             return Err(Error::new(
@@ -364,8 +400,127 @@ impl Scan {
             ));
         }
         let pool = self.pool.unwrap_or_else(runtime::decode_pool);
-        crate::deliver::start(self.inputs, self.store_options, self.options, io, pool)
+        let metrics = Arc::new(Metrics::default());
+        let (tx, rx) = crossbeam_channel::unbounded();
+        let mut stores = Stores::new(self.store_options, self.stores);
+        let (mode, files, tasks) = match self.source {
+            Source::Files(inputs) => {
+                let (resolved, back) = wait(&io, async move {
+                    let r = source::resolve(inputs, &mut stores).await;
+                    Ok((r, stores))
+                })?;
+                stores = back;
+                (Mode::Plain(OnceLock::new()), resolved?, None)
+            }
+            Source::Tasks { schema, tasks } => (Mode::Tasks(schema), Vec::new(), Some(tasks)),
+        };
+        let opts = self.options;
+        let shared = Arc::new(Shared {
+            fetcher: Fetcher {
+                permits: Arc::new(tokio::sync::Semaphore::new(opts.requests_in_flight)),
+                metrics: Arc::clone(&metrics),
+            },
+            budget: Budget::new(
+                opts.memory_budget as u64,
+                opts.prefetch_bytes as u64,
+                driver::DECODE_QUEUE_BYTES,
+            ),
+            opts,
+            mode,
+            output: OnceLock::new(),
+            metrics,
+            quit: Default::default(),
+            pool,
+            stores: Mutex::new(stores),
+            tx,
+            decoded_ratio: Default::default(),
+            decoding: Default::default(),
+            late: Default::default(),
+        });
+        let (schema, driver) = match tasks {
+            Some(tasks) => {
+                let Mode::Tasks(read) = &shared.mode else {
+                    unreachable!("tasks have a schema")
+                };
+                let schema = self.transformed.unwrap_or_else(|| Arc::clone(read));
+                let _ = shared.output.set(Arc::clone(&schema));
+                let driver = io.spawn(driver::run(Arc::clone(&shared), None, tasks, 0));
+                (schema, driver)
+            }
+            None => {
+                let mut tasks = plain_tasks(&shared.opts, files)?.into_iter();
+                let first = tasks.next().expect("plain_tasks gives at least one");
+                let sh = Arc::clone(&shared);
+                let first = wait(&io, crate::open::open(sh, 0, first))?;
+                let schema = Arc::clone(&first.schema);
+                let _ = shared.output.set(Arc::clone(&schema));
+                let rest = futures::stream::iter(tasks.map(Ok)).boxed();
+                let driver = io.spawn(driver::run(Arc::clone(&shared), Some(first), rest, 1));
+                (schema, driver)
+            }
+        };
+        Ok(ScanReader::new(shared, rx, schema, driver))
     }
+}
+
+/// Run `fut` on the IO runtime and wait for it on this thread, without `block_on` (so this is
+/// safe to call from any thread, including a tokio worker).
+fn wait<T: Send + 'static>(
+    io: &tokio::runtime::Handle,
+    fut: impl std::future::Future<Output = Result<T>> + Send + 'static,
+) -> Result<T> {
+    let (tx, rx) = crossbeam_channel::bounded(1);
+    io.spawn(async move {
+        let _ = tx.send(fut.await);
+    });
+    rx.recv().unwrap_or_else(|_| {
+        Err(Error::new(
+            ErrorKind::Io,
+            "the IO runtime stopped (or the task panicked) before answering",
+        ))
+    })
+}
+
+/// Whether `key` names `file`: its name (URL or path as given) or its object path.
+fn names_file(key: &str, file: &FileRef) -> bool {
+    key == &*file.name || key.trim_start_matches('/') == file.path.as_ref()
+}
+
+/// The tasks of a plain scan: one per file, with the caller's row selection for it.
+fn plain_tasks(opts: &Options, files: Vec<FileRef>) -> Result<Vec<FileTask>> {
+    let Some(first) = files.first() else {
+        return Err(Error::new(ErrorKind::NotFound, "no files to scan"));
+    };
+    for (key, _) in &opts.selections {
+        if !files.iter().any(|f| names_file(key, f)) {
+            return Err(Error::new(
+                ErrorKind::InvalidArgument,
+                format!(
+                    "the row selection for {key:?} matches no file of the scan (files are named \
+                     like {:?}, or by their object path {:?})",
+                    &*first.name,
+                    first.path.as_ref()
+                ),
+            ));
+        }
+    }
+    Ok(files
+        .into_iter()
+        .map(|f| {
+            let selection = opts
+                .selections
+                .iter()
+                .find(|(k, _)| names_file(k, &f))
+                .map(|(_, s)| s.clone());
+            FileTask {
+                location: f.name.to_string(),
+                size: f.size,
+                selection,
+                resolved: Some(f),
+                ..Default::default()
+            }
+        })
+        .collect())
 }
 
 /// Build an [`ObjectRef`] from a path alone (size unknown: the footer read learns it).

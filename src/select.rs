@@ -1,20 +1,21 @@
 //! Select: which rows of a row group are delivered, and their positions in the file.
 //!
-//! [`filter_rows`] is the first stage of late materialization: it decodes only the filter's
-//! columns (of the rows the page index kept), evaluates the filter exactly with arrow's
-//! kernels, and returns the selection of matching rows, against which the projected columns
-//! are then fetched and decoded. Runs on the decode pool only.
+//! [`filter_rows`] is the first stage of late materialization: it decodes only the columns
+//! the filter and the task's row filter read (of the rows the page index, the caller's
+//! selection and the task's deletes kept), evaluates them exactly (arrow's kernels for the
+//! filter, the row filter's own `keep`), and returns the selection of rows to deliver,
+//! against which the other columns are then fetched and decoded. Runs on the decode pool only.
 //!
-//! [`RowIndexer`] produces the row-index column: the position in its file of each delivered
-//! row, following the slot's final selection.
+//! [`RowPositions`] gives the row-index column: the position in its file of each delivered
+//! row, following the slot's final selection, for any range of delivered rows.
 //!
-//! Invariants: a selection always spans exactly its row group's rows; a filter's null counts
-//! as false; the row index of a delivered row is its position in the unfiltered file.
+//! Invariants: a selection always spans exactly its row group's rows; a filter's (or row
+//! filter's) null counts as false; the row index of a delivered row is its position in the
+//! unfiltered file.
 
-use std::collections::VecDeque;
 use std::sync::Arc;
 
-use arrow::array::{Array, ArrayRef, Int64Array};
+use arrow::array::{Array, ArrayRef, BooleanArray, Int64Array};
 use arrow::compute::prep_null_mask_filter;
 use parquet::arrow::arrow_reader::{
     ParquetRecordBatchReaderBuilder, RowSelection, RowSelectionPolicy, RowSelector,
@@ -23,23 +24,47 @@ use parquet::arrow::ProjectionMask;
 
 use crate::chunk::SparseChunk;
 use crate::error::{Error, Result};
-use crate::plan::FileMeta;
+use crate::footer::FileMeta;
+use crate::mapping::Mapping;
 use crate::prune::FileFilter;
+use crate::task::RowFilter;
 
-/// Decode the filter's columns of row group `rg` (rows of `pre`, or all) from `chunk` and
-/// return the exact selection of matching rows (spanning the whole row group) and the number
-/// of rows read.
+/// A task's row filter resolved against its file: the columns it reads, produced through a
+/// mapping prepared against the filter stage's decoded batch.
+#[derive(Debug)]
+pub(crate) struct RowFilterPlan {
+    pub filter: Arc<dyn RowFilter>,
+    pub mapping: Mapping,
+    /// For each root of `mapping`, its column in the filter stage's decoded batch.
+    pub columns: Vec<usize>,
+}
+
+/// What the filter stage of a row group evaluates.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Stage<'a> {
+    /// The scan's filter, when it is exact and statistics could not decide the row group.
+    pub filter: Option<&'a FileFilter>,
+    pub row_filter: Option<&'a RowFilterPlan>,
+    /// Leaves to decode.
+    pub leaves: &'a [usize],
+}
+
+/// Decode the stage's columns of row group `rg` (rows of `pre`, or all) from `chunk` and
+/// return the exact selection of rows to deliver (spanning the whole row group) and the
+/// number of rows read. `first_row`: the row group's first row in the file.
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn filter_rows(
     meta: &FileMeta,
     rg: usize,
-    filter: &FileFilter,
+    first_row: u64,
+    stage: Stage,
     pre: Option<&RowSelection>,
     page_level: bool,
     chunk: SparseChunk,
     batch_size: usize,
 ) -> Result<(RowSelection, u64)> {
     let name = &*meta.file.name;
-    let mask = ProjectionMask::leaves(meta.reader.parquet_schema(), filter.leaves.iter().copied());
+    let mask = ProjectionMask::leaves(meta.reader.parquet_schema(), stage.leaves.iter().copied());
     let mut builder =
         ParquetRecordBatchReaderBuilder::new_with_metadata(chunk, meta.reader.clone())
             .with_projection(mask)
@@ -54,21 +79,48 @@ pub(crate) fn filter_rows(
         }
     }
     let reader = builder.build().map_err(|e| Error::decode(e, name, rg))?;
+    let rows = meta.reader.metadata().row_group(rg).num_rows().max(0) as usize;
+    let positions = RowPositions::new(first_row, rows as u64, pre);
     let mut masks = Vec::new();
     let mut read = 0u64;
     for batch in reader {
         let batch = batch.map_err(|e| Error::decode(e, name, rg))?;
-        read += batch.num_rows() as u64;
-        let keep = filter
-            .expr
-            .evaluate(&batch)
-            .map_err(|e| e.with_path(name).with_row_group(rg))?;
+        let n = batch.num_rows();
+        let at = |e: Error| e.with_path(name).with_row_group(rg);
+        let mut keep: Option<BooleanArray> = match stage.filter {
+            Some(f) => Some(f.evaluate(&batch).map_err(at)?),
+            None => None,
+        };
+        if let Some(rf) = stage.row_filter {
+            let roots: Vec<ArrayRef> = rf
+                .columns
+                .iter()
+                .map(|&c| Arc::clone(batch.column(c)))
+                .collect();
+            let cols = rf
+                .mapping
+                .apply(&roots, n, || positions.range(read, n))
+                .map_err(|e| at(Error::decode(e, name, rg)))?;
+            let k = rf.filter.keep(&cols).map_err(at)?;
+            if k.len() != n {
+                return Err(Error::decode(
+                    format!("the row filter returned {} values for {n} rows", k.len()),
+                    name,
+                    rg,
+                ));
+            }
+            keep = Some(match keep {
+                Some(prev) => arrow::compute::and_kleene(&prev, &k)?,
+                None => k,
+            });
+        }
+        let keep = keep.unwrap_or_else(|| BooleanArray::from(vec![true; n]));
         masks.push(match keep.null_count() {
             0 => keep,
             _ => prep_null_mask_filter(&keep),
         });
+        read += n as u64;
     }
-    let rows = meta.reader.metadata().row_group(rg).num_rows().max(0) as usize;
     let matched = RowSelection::from_filters(&masks);
     let exact = match pre {
         Some(pre) => {
@@ -124,51 +176,57 @@ pub(crate) fn pad(sel: RowSelection, rows: usize) -> RowSelection {
     selectors.into()
 }
 
-/// Row positions, in file order, of the rows a slot delivers.
-#[derive(Debug)]
-pub(crate) struct RowIndexer {
-    /// Position of the next row the selectors describe.
-    next: u64,
-    runs: VecDeque<RowSelector>,
+/// Positions in the file of the rows a slot delivers, for any range of them.
+#[derive(Debug, Clone)]
+pub(crate) struct RowPositions {
+    /// Runs of delivered rows: (file position of the first, rows).
+    runs: Vec<(u64, u64)>,
+    /// Delivered rows before each run.
+    before: Vec<u64>,
 }
 
-impl RowIndexer {
+impl RowPositions {
     /// For a row group starting at file row `first_row`, delivering `selection`'s rows (or
     /// all `rows`).
     pub fn new(first_row: u64, rows: u64, selection: Option<&RowSelection>) -> Self {
-        let runs = match selection {
-            Some(s) => s.iter().copied().collect(),
-            None => VecDeque::from([RowSelector::select(rows as usize)]),
-        };
-        RowIndexer {
-            next: first_row,
-            runs,
+        let mut runs = Vec::new();
+        match selection {
+            None => runs.push((first_row, rows)),
+            Some(sel) => {
+                let mut at = first_row;
+                for s in sel.iter() {
+                    if !s.skip && s.row_count > 0 {
+                        runs.push((at, s.row_count as u64));
+                    }
+                    at += s.row_count as u64;
+                }
+            }
         }
+        let mut before = Vec::with_capacity(runs.len());
+        let mut n = 0;
+        for (_, len) in &runs {
+            before.push(n);
+            n += len;
+        }
+        RowPositions { runs, before }
     }
 
-    /// The positions of the next `n` delivered rows.
-    pub fn take(&mut self, n: usize) -> ArrayRef {
+    /// The positions of delivered rows `start..start + n`.
+    pub fn range(&self, start: u64, n: usize) -> ArrayRef {
         let mut out = Vec::with_capacity(n);
-        while out.len() < n {
-            let Some(run) = self.runs.front_mut() else {
-                break;
-            };
-            if run.skip {
-                self.next += run.row_count as u64;
-                self.runs.pop_front();
-                continue;
-            }
-            let k = run.row_count.min(n - out.len());
-            out.extend(self.next..self.next + k as u64);
-            self.next += k as u64;
-            run.row_count -= k;
-            if run.row_count == 0 {
-                self.runs.pop_front();
-            }
+        let mut i = self
+            .before
+            .partition_point(|&b| b <= start)
+            .saturating_sub(1);
+        let mut skip = start.saturating_sub(self.before.get(i).copied().unwrap_or(0));
+        while out.len() < n && i < self.runs.len() {
+            let (pos, len) = self.runs[i];
+            let take = (len - skip.min(len)).min((n - out.len()) as u64);
+            out.extend((pos + skip..pos + skip + take).map(|p| p as i64));
+            skip = 0;
+            i += 1;
         }
-        Arc::new(Int64Array::from(
-            out.into_iter().map(|x| x as i64).collect::<Vec<_>>(),
-        ))
+        Arc::new(Int64Array::from(out))
     }
 }
 
@@ -177,7 +235,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn row_indexer_follows_the_selection() {
+    fn row_positions_follow_the_selection() {
         let sel: RowSelection = vec![
             RowSelector::skip(2),
             RowSelector::select(3),
@@ -185,13 +243,20 @@ mod tests {
             RowSelector::select(2),
         ]
         .into();
-        let mut ix = RowIndexer::new(100, 8, Some(&sel));
-        let a = ix.take(4);
-        let b = ix.take(4);
-        let a = a.as_any().downcast_ref::<Int64Array>().unwrap();
-        let b = b.as_any().downcast_ref::<Int64Array>().unwrap();
-        assert_eq!(a.values().to_vec(), vec![102, 103, 104, 106]);
-        assert_eq!(b.values().to_vec(), vec![107]);
+        let p = RowPositions::new(100, 8, Some(&sel));
+        let vals = |a: ArrayRef| {
+            a.as_any()
+                .downcast_ref::<Int64Array>()
+                .unwrap()
+                .values()
+                .to_vec()
+        };
+        assert_eq!(vals(p.range(0, 4)), vec![102, 103, 104, 106]);
+        assert_eq!(vals(p.range(4, 4)), vec![107]);
+        assert_eq!(vals(p.range(2, 2)), vec![104, 106]);
+        assert_eq!(vals(p.range(3, 1)), vec![106]);
+        let all = RowPositions::new(10, 5, None);
+        assert_eq!(vals(all.range(1, 3)), vec![11, 12, 13]);
     }
 
     #[test]

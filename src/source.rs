@@ -123,27 +123,101 @@ fn configure<B, K: std::str::FromStr>(
 }
 
 /// Builds one store per (scheme, bucket/account), taking credentials from the environment and
-/// `options`.
+/// the scan's store options, or takes the caller's store for a URL prefix
+/// (`Scan::object_store`).
 #[derive(Default)]
-struct Stores {
+pub(crate) struct Stores {
     cache: HashMap<String, Arc<dyn ObjectStore>>,
+    options: Vec<(String, String)>,
+    local: Option<Arc<dyn ObjectStore>>,
+}
+
+impl std::fmt::Debug for Stores {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Stores")
+            .field("stores", &self.cache.keys().collect::<Vec<_>>())
+            .finish()
+    }
 }
 
 impl Stores {
-    fn get(
-        &mut self,
-        url: &Url,
-        options: &[(String, String)],
-    ) -> Result<(Arc<dyn ObjectStore>, Path)> {
+    /// Stores configured with `options`; `given`: the caller's stores by `scheme://authority`.
+    pub fn new(options: Vec<(String, String)>, given: Vec<(String, Arc<dyn ObjectStore>)>) -> Self {
+        Stores {
+            cache: given
+                .into_iter()
+                .map(|(k, v)| (k.trim_end_matches('/').to_string(), v))
+                .collect(),
+            options,
+            local: None,
+        }
+    }
+
+    fn local(&mut self) -> Arc<dyn ObjectStore> {
+        self.local
+            .get_or_insert_with(|| Arc::new(LocalFileSystem::new()))
+            .clone()
+    }
+
+    /// The file at `location` (a URL or a local path), of `size` bytes when known. No IO: a
+    /// missing object is found by the first request.
+    pub fn file(&mut self, location: &str, size: Option<u64>) -> Result<FileRef> {
+        let name: Arc<str> = location.into();
+        let parsed = match Url::parse(location) {
+            // Any scheme here: the caller may have given a store for one object_store does
+            // not know.
+            Ok(url) if url.scheme().len() > 1 && url.scheme() != "file" => Input::Url(url),
+            _ => Input::parse(location)?,
+        };
+        match parsed {
+            Input::Url(url) => {
+                let (store, path) = self.get(&url)?;
+                Ok(FileRef {
+                    store,
+                    path,
+                    size,
+                    name,
+                })
+            }
+            Input::Local(p) => {
+                let abs = if p.is_absolute() {
+                    p
+                } else {
+                    std::env::current_dir()
+                        .map_err(|e| Error::new(ErrorKind::Io, e.to_string()).with_path(location))?
+                        .join(p)
+                };
+                let path = Path::from_absolute_path(&abs).map_err(|e| {
+                    Error::new(ErrorKind::InvalidArgument, e.to_string()).with_path(location)
+                })?;
+                Ok(FileRef {
+                    store: self.local(),
+                    path,
+                    size,
+                    name,
+                })
+            }
+            Input::Objects { .. } => unreachable!("parse gives URLs and paths"),
+        }
+    }
+
+    fn get(&mut self, url: &Url) -> Result<(Arc<dyn ObjectStore>, Path)> {
+        let options = &self.options;
         let bad = |e: &dyn std::fmt::Display| {
             Error::new(ErrorKind::InvalidArgument, e.to_string()).with_path(url.as_str())
         };
-        let (scheme, path) = ObjectStoreScheme::parse(url).map_err(|e| bad(&e))?;
-        let path = Path::parse(path).map_err(|e| bad(&e))?;
         let key = format!("{}://{}", url.scheme(), url.authority());
+        let parsed = ObjectStoreScheme::parse(url);
         if let Some(store) = self.cache.get(&key) {
+            let path = match &parsed {
+                Ok((_, p)) => Path::parse(p).map_err(|e| bad(&e))?,
+                // A scheme object_store does not know, with the caller's store.
+                Err(_) => Path::from_url_path(url.path()).map_err(|e| bad(&e))?,
+            };
             return Ok((Arc::clone(store), path));
         }
+        let (scheme, path) = parsed.map_err(|e| bad(&e))?;
+        let path = Path::parse(path).map_err(|e| bad(&e))?;
         let store: Arc<dyn ObjectStore> = match scheme {
             ObjectStoreScheme::Memory => Arc::new(InMemory::new()),
             ObjectStoreScheme::Local => Arc::new(LocalFileSystem::new()),
@@ -193,12 +267,7 @@ impl Stores {
 
 /// Resolve every input into files, in order. Prefixes are listed concurrently with nothing
 /// else: this runs once, in `build()`.
-pub(crate) async fn resolve(
-    inputs: Vec<Input>,
-    options: &[(String, String)],
-) -> Result<Vec<FileRef>> {
-    let mut stores = Stores::default();
-    let mut local: Option<Arc<dyn ObjectStore>> = None;
+pub(crate) async fn resolve(inputs: Vec<Input>, stores: &mut Stores) -> Result<Vec<FileRef>> {
     let mut files = Vec::new();
     for input in inputs {
         match input {
@@ -211,9 +280,7 @@ pub(crate) async fn resolve(
                 }));
             }
             Input::Local(p) => {
-                let store = local
-                    .get_or_insert_with(|| Arc::new(LocalFileSystem::new()))
-                    .clone();
+                let store = stores.local();
                 let shown = p.display().to_string();
                 let meta = std::fs::metadata(&p).map_err(|e| {
                     let kind = match e.kind() {
@@ -240,7 +307,7 @@ pub(crate) async fn resolve(
                 }
             }
             Input::Url(url) => {
-                let (store, path) = stores.get(&url, options)?;
+                let (store, path) = stores.get(&url)?;
                 let root = format!("{}://{}", url.scheme(), url.authority());
                 let name = |l: &Path| format!("{root}/{l}");
                 let shown = url.as_str();

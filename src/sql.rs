@@ -113,6 +113,10 @@ fn translate(e: &ast::Expr) -> Result<Expr> {
             high: literal(high)?,
             negated: *negated,
         }),
+        S::Value(v) => match &v.value {
+            ast::Value::Boolean(b) => Ok(Expr::Literal(*b)),
+            _ => Err(unsupported(e)),
+        },
         _ => Err(unsupported(e)),
     }
 }

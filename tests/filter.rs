@@ -363,6 +363,7 @@ impl Table {
             }
             Expr::And(a, b) | Expr::Or(a, b) => self.literals_ok(a) && self.literals_ok(b),
             Expr::Not(a) => self.literals_ok(a),
+            Expr::Literal(_) => true,
         }
     }
 
@@ -433,6 +434,7 @@ impl Table {
                 _ => None,
             },
             Expr::Not(a) => self.eval(a, r).map(|x| !x),
+            Expr::Literal(b) => Some(*b),
         }
     }
 
@@ -785,6 +787,7 @@ fn has_non_finite(e: &Expr) -> bool {
         Expr::Between { low, high, .. } => bad(low) || bad(high),
         Expr::And(a, b) | Expr::Or(a, b) => has_non_finite(a) || has_non_finite(b),
         Expr::Not(a) => has_non_finite(a),
+        Expr::Literal(_) => false,
     }
 }
 

@@ -1,0 +1,260 @@
+//! The driver: one async task per scan, on the IO runtime, that pulls the scan's tasks in
+//! order, opens their files ahead of need (at most `footers_ahead` at once), plans each
+//! file's slots, admits them under the budget in delivery order and starts their fetches.
+//!
+//! Threads: this task and the tasks it spawns run on tokio and only wait on IO; a task
+//! iterator the caller gave is pulled on tokio's blocking pool, a few tasks at a time, so a
+//! planner streaming 100k tasks is never collected first and planning overlaps reading.
+//! Cancellation: dropping the reader sets `quit` and aborts this task, whose `JoinSet` aborts
+//! every fetch in flight; files being opened ahead are aborted by their guards.
+
+use std::future::Future;
+use std::panic::AssertUnwindSafe;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use futures::stream::BoxStream;
+use futures::{FutureExt, StreamExt};
+use tokio::task::{JoinHandle, JoinSet};
+
+use crate::error::{Error, ErrorKind, Result};
+use crate::flow::PartCtl;
+use crate::materialize;
+use crate::metrics::Metrics;
+use crate::open::{self, FileRun};
+use crate::options::Options;
+use crate::plan;
+use crate::prune::Verdict;
+use crate::state::{Event, Held, Shared, SlotInfo};
+use crate::task::FileTask;
+
+/// The scan's tasks, in order, each or a planner's error.
+pub(crate) type TaskStream = BoxStream<'static, Result<FileTask>>;
+
+/// A blocking iterator of tasks as a stream: pulled on tokio's blocking pool, at most 64
+/// tasks or 2 ms at a time, and only when the driver wants more.
+pub(crate) fn iter_stream<I>(iter: I) -> TaskStream
+where
+    I: Iterator<Item = Result<FileTask>> + Send + 'static,
+{
+    type Chunk<I> = (Option<I>, Vec<Result<FileTask>>);
+    let chunks = futures::stream::unfold(Some(iter), |iter| async move {
+        let mut iter = iter?;
+        let pulled: std::result::Result<Chunk<I>, _> = tokio::task::spawn_blocking(move || {
+            let start = Instant::now();
+            let mut out = Vec::new();
+            while out.len() < 64 && (out.is_empty() || start.elapsed() < Duration::from_millis(2)) {
+                match crate::panic::catch(|| iter.next()) {
+                    Ok(Some(t)) => out.push(t),
+                    Ok(None) => return (None, out),
+                    Err(msg) => {
+                        out.push(Err(Error::new(
+                            ErrorKind::Panic,
+                            format!("the task iterator panicked: {msg}"),
+                        )));
+                        return (None, out);
+                    }
+                }
+            }
+            (Some(iter), out)
+        })
+        .await;
+        match pulled {
+            Ok((_, out)) if out.is_empty() => None,
+            Ok((rest, out)) => Some((futures::stream::iter(out), rest)),
+            Err(e) => Some((
+                futures::stream::iter(vec![Err(Error::new(
+                    ErrorKind::Panic,
+                    format!("pulling tasks failed: {e}"),
+                ))]),
+                None,
+            )),
+        }
+    });
+    chunks.flatten().boxed()
+}
+
+/// Aborts a spawned task when dropped (a file opened ahead of a cancelled scan).
+struct AbortOnDrop<T>(JoinHandle<T>);
+
+impl<T> Drop for AbortOnDrop<T> {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+impl<T> Future for AbortOnDrop<T> {
+    type Output = std::result::Result<T, tokio::task::JoinError>;
+    fn poll(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Self::Output> {
+        std::pin::Pin::new(&mut self.0).poll(cx)
+    }
+}
+
+/// Fetched bytes waiting for the decoders (or two slots, if larger) above which no slot is
+/// admitted: enough to keep every decode thread fed, small enough not to touch fresh memory
+/// for bytes the decoders cannot reach yet.
+pub(crate) const DECODE_QUEUE_BYTES: u64 = 16 << 20;
+
+/// What a slot reserves from the budget: its compressed bytes plus `decode_ahead` batches of
+/// decoded data (estimated from the uncompressed size times the Arrow/Parquet expansion learnt
+/// so far). Decoding further ahead buys little once row groups are split across threads, and
+/// costs fresh memory.
+fn reservation(slot: &plan::SlotPlan, opts: &Options, expansion: f64) -> u64 {
+    let decoded = slot.uncompressed().max(1) as f64 * expansion;
+    let ahead_rows = (opts.decode_ahead * opts.batch_size) as f64;
+    let ahead = decoded * (ahead_rows / slot.rows.max(1) as f64).min(1.0);
+    slot.compressed() + ahead as u64
+}
+
+/// Share the decoded bytes of a slot's reservation among its parts, by uncompressed size.
+fn allowances(slot: &plan::SlotPlan, grant: u64) -> Vec<u64> {
+    let for_decoded = grant.saturating_sub(slot.compressed()) as f64;
+    let total = slot.uncompressed().max(1) as f64;
+    slot.parts
+        .iter()
+        .map(|p| (for_decoded * p.uncompressed as f64 / total) as u64)
+        .collect()
+}
+
+/// The driver task. `first`: the first task's file, already opened (plain scans learn their
+/// schema from it); `tasks`: the rest, numbered from `first_index`. Sends `End` after the
+/// last slot, or an `Error` at the position of a task that could not be opened.
+pub(crate) async fn run(
+    shared: Arc<Shared>,
+    first: Option<Arc<FileRun>>,
+    tasks: TaskStream,
+    first_index: u64,
+) {
+    let _guard = shared.metrics.task_started();
+    let mut fetches = JoinSet::new();
+    let mut next_slot = 0usize;
+    let outcome = AssertUnwindSafe(drive(
+        &shared,
+        first,
+        tasks,
+        first_index,
+        &mut fetches,
+        &mut next_slot,
+    ))
+    .catch_unwind()
+    .await;
+    let end = match outcome {
+        Ok(Ok(())) => Event::End { slots: next_slot },
+        Ok(Err(error)) => Event::Error {
+            slot: next_slot,
+            error,
+        },
+        Err(_) => Event::Error {
+            slot: next_slot,
+            error: Error::new(ErrorKind::Panic, "the scan's planner panicked"),
+        },
+    };
+    shared.send(end);
+    // Keep fetches alive until they have handed their bytes to the decode pool.
+    while fetches.join_next().await.is_some() {}
+}
+
+async fn drive(
+    shared: &Arc<Shared>,
+    first: Option<Arc<FileRun>>,
+    tasks: TaskStream,
+    first_index: u64,
+    fetches: &mut JoinSet<()>,
+    next_slot: &mut usize,
+) -> Result<()> {
+    let opts = &shared.opts;
+    let threads = shared.pool.current_num_threads();
+    let limit = opts.limit.map(|l| l as u64);
+    let mut rows_planned = 0u64;
+    let sh = Arc::clone(shared);
+    let opened = tasks.enumerate().map(move |(i, task)| {
+        let sh = Arc::clone(&sh);
+        async move {
+            let task = task?;
+            let index = first_index + i as u64;
+            match AbortOnDrop(tokio::spawn(open::open(sh, index, task))).await {
+                Ok(r) => r,
+                Err(e) => Err(Error::new(
+                    ErrorKind::Panic,
+                    format!("opening a file failed: {e}"),
+                )),
+            }
+        }
+    });
+    let mut opened = opened.buffered(opts.footers_ahead);
+    let mut current = first;
+    loop {
+        if limit.is_some_and(|l| rows_planned >= l) {
+            return Ok(());
+        }
+        let run = match current.take() {
+            Some(run) => run,
+            None => match opened.next().await {
+                None => return Ok(()),
+                Some(r) => r?,
+            },
+        };
+        let prune = &run.prune;
+        let meta = &run.meta;
+        let (slots, skipped) =
+            plan::plan_file(meta, &run.mapping.roots, prune, opts.split_bytes, threads)?;
+        let m = &shared.metrics;
+        Metrics::add(&m.row_groups_pruned, skipped.row_groups);
+        Metrics::add(&m.bloom_pruned, skipped.by_bloom);
+        Metrics::add(&m.pages_pruned, skipped.pages);
+        // Statistics excluded most row groups: the filter's column is clustered, so a kept row
+        // group most likely holds matches and late materialization would only add a round trip.
+        let none = prune
+            .verdicts
+            .iter()
+            .filter(|v| **v == Verdict::None)
+            .count();
+        let clustered = !prune.verdicts.is_empty() && none * 2 >= prune.verdicts.len();
+        for slot_plan in slots {
+            if limit.is_some_and(|l| rows_planned >= l) {
+                return Ok(());
+            }
+            let reserve = reservation(&slot_plan, opts, shared.expansion());
+            let fetch = slot_plan.compressed();
+            shared.budget.admit(reserve, fetch, &shared.metrics).await;
+            let slot = *next_slot;
+            let ctls: Vec<Arc<PartCtl>> = allowances(&slot_plan, reserve)
+                .into_iter()
+                .map(|a| Arc::new(PartCtl::new(a, opts.decode_ahead)))
+                .collect();
+            let info = SlotInfo {
+                parts: ctls.clone(),
+                reserve,
+                task: Arc::clone(&run.task),
+            };
+            shared.send(Event::Slot { slot, info });
+            Metrics::add(&shared.metrics.row_groups, 1);
+            Metrics::add(&shared.metrics.units, slot_plan.parts.len() as u64);
+            rows_planned += slot_plan.known_rows();
+            let guard = shared.metrics.task_started();
+            let held = Held::new(Arc::clone(shared), slot_plan.compressed());
+            let sh = Arc::clone(shared);
+            let run = Arc::clone(&run);
+            fetches.spawn(async move {
+                let _guard = guard;
+                let rg = slot_plan.row_group;
+                let name = run.meta.file.name.clone();
+                let fetch =
+                    materialize::fetch_slot(&sh, run, clustered, slot_plan, ctls, held, slot);
+                let error = match AssertUnwindSafe(fetch).catch_unwind().await {
+                    Ok(Ok(())) => return,
+                    Ok(Err(e)) => e.with_row_group(rg),
+                    Err(_) => Error::new(ErrorKind::Panic, "fetch task panicked")
+                        .with_path(&*name)
+                        .with_row_group(rg),
+                };
+                sh.send(Event::Error { slot, error });
+            });
+            *next_slot += 1;
+            while fetches.try_join_next().is_some() {}
+        }
+    }
+}

@@ -1,0 +1,123 @@
+//! Flow control between one part's decoder and the consumer.
+//!
+//! A decode task may hold at most `decode_ahead` undelivered batches *and* its allowance of
+//! undelivered bytes (its share of the slot's budget reservation); beyond that it *parks*: it
+//! leaves a closure that resumes it here and returns, so a rayon thread never waits on the
+//! consumer. Delivering a batch (or promoting the slot the consumer reads) runs the closure.
+//!
+//! Invariant: at most one resume closure is stored per part; `abandon` drops it (a cancelled
+//! scan), and a decoder checks the scan's quit flag under this lock before parking, so none
+//! parks after the consumer cancelled.
+
+use std::sync::atomic::AtomicBool;
+use std::sync::atomic::Ordering::Relaxed;
+use std::sync::Mutex;
+
+/// Resumes a parked decoder (spawns it on the decode pool again).
+pub(crate) type Resume = Box<dyn FnOnce() + Send>;
+
+/// Flow control of one part of a slot.
+pub(crate) struct PartCtl {
+    /// Undelivered batches this part may always hold.
+    ahead: usize,
+    state: Mutex<CtlState>,
+}
+
+impl std::fmt::Debug for PartCtl {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PartCtl")
+            .field("ahead", &self.ahead)
+            .finish()
+    }
+}
+
+#[derive(Default)]
+struct CtlState {
+    /// Undelivered decoded bytes this part may hold (beyond `ahead` batches); unlimited once
+    /// its slot is the one the consumer is reading.
+    allowance: u64,
+    /// Batches produced but not yet delivered to the caller, and their bytes.
+    outstanding: usize,
+    outstanding_bytes: u64,
+    /// The parked decoder's resume closure.
+    parked: Option<Resume>,
+}
+
+impl CtlState {
+    fn full(&self, ahead: usize) -> bool {
+        self.outstanding >= ahead && self.outstanding_bytes >= self.allowance
+    }
+}
+
+impl PartCtl {
+    pub fn new(allowance: u64, ahead: usize) -> Self {
+        PartCtl {
+            ahead,
+            state: Mutex::new(CtlState {
+                allowance,
+                ..Default::default()
+            }),
+        }
+    }
+
+    /// The consumer now reads this part's slot (ordered mode): let it decode to the end without
+    /// parking, so its progress never waits behind later slots' tasks in the pool's queue. This
+    /// is the "one slot" the budget may be exceeded by.
+    pub fn promote(&self) {
+        let mut st = self.state.lock().expect("part lock");
+        st.allowance = u64::MAX;
+        if let Some(resume) = st.parked.take() {
+            drop(st);
+            resume();
+        }
+    }
+
+    /// Drop the parked decoder, if any (it holds fetched bytes and an `Arc` to this control:
+    /// a cycle that the consumer breaks when it cancels).
+    pub fn abandon(&self) {
+        let parked = self.state.lock().expect("part lock").parked.take();
+        drop(parked);
+    }
+
+    /// The consumer delivered one batch of `bytes` of this part: resume the decoder if it was
+    /// parked and now has room.
+    pub fn consumed(&self, bytes: u64) {
+        let mut st = self.state.lock().expect("part lock");
+        st.outstanding = st.outstanding.saturating_sub(1);
+        st.outstanding_bytes = st.outstanding_bytes.saturating_sub(bytes);
+        if !st.full(self.ahead) {
+            if let Some(resume) = st.parked.take() {
+                drop(st);
+                resume();
+            }
+        }
+    }
+
+    /// The decoder produced a batch of `bytes`.
+    pub fn produced(&self, bytes: u64) {
+        let mut st = self.state.lock().expect("part lock");
+        st.outstanding += 1;
+        st.outstanding_bytes += bytes;
+    }
+
+    /// Before decoding another batch: when the part has room, `Some(decoder)` back to go
+    /// on; when it is full, park (store a closure that runs `resume(decoder)`, unless `quit`
+    /// says the scan is cancelled, in which case the decoder is dropped) and `None`.
+    pub fn room_or_park<D: Send + 'static>(
+        &self,
+        quit: &AtomicBool,
+        decoder: D,
+        resume: fn(D),
+    ) -> Option<D> {
+        let mut st = self.state.lock().expect("part lock");
+        if !st.full(self.ahead) {
+            return Some(decoder);
+        }
+        // Checked under the lock that `abandon` takes after `quit` is set: a cancelled scan
+        // never gets a decoder parked after it has looked.
+        if !quit.load(Relaxed) {
+            st.parked = Some(Box::new(move || resume(decoder)));
+        }
+        None
+    }
+}

@@ -1,0 +1,215 @@
+//! Materialize: fetch one slot's bytes and start its decoders, on the IO runtime.
+//!
+//! A slot without a filter stage fetches its parts' byte ranges in one coalesced round. A
+//! slot with one (late materialization: the scan's exact filter, or the task's row filter)
+//! first fetches and decodes the columns those read, on the decode pool, to find the rows to
+//! deliver; then fetches only the pages of the other columns that hold such rows (or, when
+//! that cannot pay, everything in the first round).
+//!
+//! Invariants: bytes already fetched are never requested again; a slot that delivers no row
+//! ends with `SlotDone` after fetching only its filter columns; the decoders of a slot share
+//! one zero-copy chunk and one [`Held`] that keeps its bytes counted until they end.
+
+use std::sync::Arc;
+
+use crate::assemble::Assembler;
+use crate::chunk::SparseChunk;
+use crate::decode::{PartDecoder, PartRows};
+use crate::error::Result;
+use crate::flow::PartCtl;
+use crate::metrics::Metrics;
+use crate::open::FileRun;
+use crate::plan;
+use crate::prune::Verdict;
+use crate::select::{self, RowPositions};
+use crate::state::{Event, Held, Shared};
+
+/// Fetch one slot's bytes and start its decoders. One fetch per stage: the parts' ranges are
+/// coalesced together (so a gap between two parts' columns is never fetched twice) and every
+/// part decodes from the same zero-copy chunk.
+///
+/// With a filter stage (late materialization), the filter's columns are fetched first and
+/// decoded on the pool to find the matching rows; then only the pages of the projected
+/// columns that hold matching rows are fetched. A row group with no match delivers nothing.
+pub(crate) async fn fetch_slot(
+    sh: &Arc<Shared>,
+    run: Arc<FileRun>,
+    clustered: bool,
+    plan: plan::SlotPlan,
+    ctls: Vec<Arc<PartCtl>>,
+    mut held: Held,
+    slot: usize,
+) -> Result<()> {
+    let opts = &sh.opts;
+    let rg = plan.row_group;
+    let meta = Arc::clone(&run.meta);
+    let (selection, page_level, chunk) = match &plan.filter {
+        Some(stage) => {
+            // Late materialization costs a round trip; it pays only when many pages of the
+            // other columns hold no match. Fetch everything at once when the page index (or
+            // the caller's selection) already narrowed the rows to a quarter, when statistics
+            // found the filter's column clustered, or when late materialization has not been
+            // saving bytes on this scan.
+            let narrowed = plan
+                .selection
+                .as_ref()
+                .is_some_and(|s| s.row_count() as u64 * 4 <= plan.rows);
+            let single = narrowed || clustered || !sh.late.worth_it();
+            let mut wanted = stage.ranges.clone();
+            if single {
+                wanted.extend(plan.parts.iter().flat_map(|p| p.ranges.iter().cloned()));
+            }
+            let first = fetch_ranges(sh, &meta, &wanted, plan.page_level).await?;
+            held.fetched(first.bytes());
+            let (r, c, pre) = (Arc::clone(&run), first.clone(), plan.selection.clone());
+            let (page_level, batch, first_row) = (plan.page_level, opts.batch_size, plan.first_row);
+            let leaves = stage.leaves.clone();
+            let metrics = Arc::clone(&sh.metrics);
+            let work = move || {
+                let t = std::time::Instant::now();
+                let p = &r.prune;
+                let exact_filter = p.exact && p.verdicts.get(rg) == Some(&Verdict::Some);
+                let stage = select::Stage {
+                    filter: p.filter.as_deref().filter(|_| exact_filter),
+                    row_filter: r.row_filter.as_ref(),
+                    leaves: &leaves,
+                };
+                let res = select::filter_rows(
+                    &r.meta,
+                    rg,
+                    first_row,
+                    stage,
+                    pre.as_ref(),
+                    page_level,
+                    c,
+                    batch,
+                );
+                Metrics::add_time(&metrics.decode_nanos, t.elapsed());
+                res
+            };
+            let (exact, read) = sh
+                .on_pool((&meta.file.name, "filter evaluation"), work)
+                .await?;
+            Metrics::add(&sh.metrics.rows_filtered, read - exact.row_count() as u64);
+            if !exact.selects_any() {
+                if !single {
+                    // Late materialization saved every other column's bytes.
+                    sh.late.record(late_bytes(&meta, &plan, stage)?, 0);
+                }
+                sh.send(Event::SlotDone { slot, batches: 0 });
+                return Ok(());
+            }
+            let chunk = if single {
+                first
+            } else {
+                let offsets = plan::has_offset_index(&meta, rg);
+                let mut ranges = Vec::new();
+                let mut after = 0;
+                for leaf in plan.parts.iter().flat_map(|p| &p.leaves) {
+                    let exact = Some(&exact);
+                    let (r, skipped) = plan::chunk_ranges(&meta, rg, *leaf, exact, offsets)?;
+                    if !stage.leaves.contains(leaf) {
+                        Metrics::add(&sh.metrics.pages_pruned, skipped);
+                        after += r.iter().map(|r| r.end - r.start).sum::<u64>();
+                    }
+                    ranges.extend(r.into_iter().filter(|r| !first.covers(r)));
+                }
+                sh.late.record(late_bytes(&meta, &plan, stage)?, after);
+                let second = fetch_ranges(sh, &meta, &ranges, offsets).await?;
+                held.fetched(second.bytes());
+                let mut chunk = first;
+                chunk.merge(&second);
+                chunk
+            };
+            // Were pages skipped (so the decoders must read by selectors)?
+            let page_level = if single {
+                plan.page_level
+            } else {
+                plan::has_offset_index(&meta, rg)
+            };
+            // Every row matched: decode without a selection (cheaper than one long run).
+            let exact = (exact.skipped_row_count() > 0).then_some(exact);
+            (exact, page_level, chunk)
+        }
+        None => {
+            let ranges: Vec<_> = plan.parts.iter().flat_map(|p| p.ranges.clone()).collect();
+            let chunk = fetch_ranges(sh, &meta, &ranges, plan.page_level).await?;
+            held.fetched(chunk.bytes());
+            (plan.selection.clone(), plan.page_level, chunk)
+        }
+    };
+    let held = Arc::new(held);
+    let positions = run
+        .mapping
+        .has_row_index()
+        .then(|| RowPositions::new(plan.first_row, plan.rows, selection.as_ref()));
+    let roots: Vec<Vec<usize>> = plan.parts.iter().map(|p| p.roots.clone()).collect();
+    let assembler = Arc::new(Assembler::new(
+        Arc::clone(sh),
+        Arc::clone(&run),
+        (slot, rg),
+        &roots,
+        positions,
+    ));
+    let rows = PartRows {
+        selection,
+        page_level,
+    };
+    for (part, (part_plan, ctl)) in plan.parts.into_iter().zip(ctls).enumerate() {
+        PartDecoder::new(
+            Arc::clone(sh),
+            (ctl, Arc::clone(&assembler)),
+            (slot, part),
+            (Arc::clone(&run), rg),
+            part_plan,
+            (chunk.clone(), Arc::clone(&held)),
+            rows.clone(),
+        )
+        .spawn();
+    }
+    Ok(())
+}
+
+/// Bytes of the slot's non-filter columns under the page index's selection: what late
+/// materialization could have had to fetch.
+fn late_bytes(
+    meta: &crate::footer::FileMeta,
+    plan: &plan::SlotPlan,
+    stage: &plan::FilterStage,
+) -> Result<u64> {
+    let rg = plan.row_group;
+    let offsets = plan::has_offset_index(meta, rg);
+    let mut before = 0;
+    for leaf in plan.parts.iter().flat_map(|p| &p.leaves) {
+        if !stage.leaves.contains(leaf) {
+            let (r, _) = plan::chunk_ranges(meta, rg, *leaf, plan.selection.as_ref(), offsets)?;
+            before += r.iter().map(|r| r.end - r.start).sum::<u64>();
+        }
+    }
+    Ok(before)
+}
+
+/// Fetch `ranges` of `meta`'s file (serving what its footer read holds).
+async fn fetch_ranges(
+    sh: &Shared,
+    meta: &crate::footer::FileMeta,
+    ranges: &[std::ops::Range<u64>],
+    page_level: bool,
+) -> Result<SparseChunk> {
+    let gap = sh.opts.coalesce_gap as u64;
+    // Page-level plans skip data between pages: coalescing across large gaps would fetch it.
+    let gap = if page_level {
+        gap.min(PAGE_COALESCE_GAP)
+    } else {
+        gap
+    };
+    let request = sh.opts.request_size as u64;
+    let (chunk, _) = sh
+        .fetcher
+        .ranges(&meta.file, meta.size, ranges, &meta.cached, gap, request)
+        .await?;
+    Ok(chunk)
+}
+
+/// Largest gap coalesced between the pages of a page-level fetch plan.
+const PAGE_COALESCE_GAP: u64 = 64 << 10;

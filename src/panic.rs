@@ -1,0 +1,70 @@
+//! Panics inside the pipeline become errors, quietly.
+//!
+//! Parquet can panic on malformed input. Every decode, footer and planning task runs inside
+//! [`catch`], which turns a panic into its message (with the location it came from) so the
+//! scan ends with an `ErrorKind::Panic` error naming the file. The default panic hook would
+//! still print the panic to stderr, which a service embedding rayquet sees as noise (or as a
+//! crash): so the first `catch` installs a hook that stays silent for panics caught here and
+//! hands every other panic to the hook that was installed before (so the application's own
+//! panics print as usual). Set `RAYQUET_SHOW_PANICS=1` to print caught panics too.
+//!
+//! Invariant: the hook is installed once per process and chains to the previous one; a
+//! panic is silenced only on a thread that is inside `catch` at that moment.
+
+use std::cell::{Cell, RefCell};
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::Once;
+
+thread_local! {
+    /// This thread is inside `catch`.
+    static QUIET: Cell<bool> = const { Cell::new(false) };
+    /// Where the last silenced panic of this thread happened.
+    static LOCATION: RefCell<Option<String>> = const { RefCell::new(None) };
+}
+
+fn install() {
+    static HOOK: Once = Once::new();
+    HOOK.call_once(|| {
+        let show = std::env::var_os("RAYQUET_SHOW_PANICS").is_some_and(|v| v != "0");
+        let previous = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            if QUIET.with(Cell::get) {
+                let at = info
+                    .location()
+                    .map(|l| format!("{}:{}", l.file(), l.line()));
+                LOCATION.with(|l| *l.borrow_mut() = at);
+                if !show {
+                    return;
+                }
+            }
+            previous(info)
+        }));
+    });
+}
+
+/// Run `f`; a panic becomes `Err` with its message and location. (`AssertUnwindSafe`: the
+/// closures run here own, or share only through locks and atomics, data that a panic leaves
+/// consistent, and the scan fails with the error.)
+pub(crate) fn catch<T>(f: impl FnOnce() -> T) -> Result<T, String> {
+    install();
+    let outer = QUIET.with(|q| q.replace(true));
+    let r = catch_unwind(AssertUnwindSafe(f));
+    QUIET.with(|q| q.set(outer));
+    r.map_err(|p| {
+        let msg = message(p.as_ref());
+        match LOCATION.with(|l| l.borrow_mut().take()) {
+            Some(at) => format!("{msg} (at {at})"),
+            None => msg,
+        }
+    })
+}
+
+/// The message of a panic payload.
+pub(crate) fn message(payload: &(dyn std::any::Any + Send)) -> String {
+    payload
+        .downcast_ref::<String>()
+        .map(String::as_str)
+        .or_else(|| payload.downcast_ref::<&str>().copied())
+        .unwrap_or("unknown panic")
+        .to_string()
+}
