@@ -25,6 +25,9 @@ use crate::metrics::Metrics;
 use crate::state::{Event, Shared, SlotInfo, TaskId};
 use crate::task::TaskBatch;
 
+/// A delivered batch and its task.
+type Item = (Arc<TaskId>, RecordBatch);
+
 #[derive(Debug, Default)]
 struct SlotBuf {
     info: Option<SlotInfo>,
@@ -170,7 +173,7 @@ impl ScanReader {
 
     /// Try to produce the next item of slot `idx` without waiting. `Some(None)` means the slot
     /// is finished.
-    fn take(&mut self, idx: usize) -> Option<Option<Result<(Arc<TaskId>, RecordBatch)>>> {
+    fn take(&mut self, idx: usize) -> Option<Option<Result<Item>>> {
         let s = self.slots.get_mut(&idx)?;
         if let Some(e) = s.error.take() {
             return Some(Some(Err(e)));
@@ -207,7 +210,7 @@ impl ScanReader {
     }
 
     /// The next item if one is ready now; `Some(None)` at the end of the scan.
-    fn ready(&mut self) -> Option<Option<Result<(Arc<TaskId>, RecordBatch)>>> {
+    fn ready(&mut self) -> Option<Option<Result<Item>>> {
         loop {
             if self.end.is_some_and(|n| self.finished_slots >= n) && self.slots.is_empty() {
                 return Some(None);
@@ -244,7 +247,7 @@ impl ScanReader {
     }
 
     /// The next batch and its task.
-    fn next_item(&mut self) -> Option<Result<(Arc<TaskId>, RecordBatch)>> {
+    fn next_item(&mut self) -> Option<Result<Item>> {
         if self.done {
             return None;
         }

@@ -2,6 +2,8 @@
 //! reader) and comparisons of batch sequences.
 #![allow(dead_code)]
 
+pub mod suite;
+
 use std::fs::File;
 use std::path::Path;
 
