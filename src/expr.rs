@@ -445,8 +445,12 @@ impl Expr {
     /// The same filter with every `NOT` pushed down to the leaves (negation normal form):
     /// `NOT (a < 1)` becomes `a >= 1`, De Morgan for `AND`/`OR`. Exact under three-valued
     /// logic and total float order, and what the pruning code reasons about.
-    pub(crate) fn push_not(self) -> Expr {
+    pub fn negation_normal_form(self) -> Expr {
         self.nnf(false)
+    }
+
+    pub(crate) fn push_not(self) -> Expr {
+        self.negation_normal_form()
     }
 
     fn nnf(self, neg: bool) -> Expr {

@@ -37,6 +37,8 @@ mod fetch;
 mod flow;
 mod footer;
 pub mod gen;
+#[cfg(feature = "iceberg")]
+pub mod iceberg;
 pub mod latency;
 mod mapping;
 mod materialize;
@@ -67,7 +69,7 @@ pub use options::{
 };
 pub use parquet::arrow::arrow_reader::{RowSelection, RowSelector};
 pub use scan::Scan;
-pub use source::ObjectRef;
+pub use source::{object_store_for, ObjectRef};
 pub use task::{ColumnSource, FileTask, TaskBatch};
 
 /// Re-exports of the crates whose types appear in rayquet's API.

@@ -44,3 +44,17 @@ pub fn decode_pool() -> Arc<rayon::ThreadPool> {
     })
     .clone()
 }
+
+/// Run `fut` on the runtime behind `io` and wait for its output on this thread, without
+/// `block_on` (so it may be called from any thread, even a tokio worker, which it blocks).
+/// `None` if the runtime shut down or the future panicked.
+pub fn wait<T: Send + 'static>(
+    io: &tokio::runtime::Handle,
+    fut: impl std::future::Future<Output = T> + Send + 'static,
+) -> Option<T> {
+    let (tx, rx) = crossbeam_channel::bounded(1);
+    io.spawn(async move {
+        let _ = tx.send(fut.await);
+    });
+    rx.recv().ok()
+}

@@ -463,17 +463,12 @@ impl Scan {
     }
 }
 
-/// Run `fut` on the IO runtime and wait for it on this thread, without `block_on` (so this is
-/// safe to call from any thread, including a tokio worker).
+/// Run `fut` on the IO runtime and wait for it (see [`runtime::wait`]).
 fn wait<T: Send + 'static>(
     io: &tokio::runtime::Handle,
     fut: impl std::future::Future<Output = Result<T>> + Send + 'static,
 ) -> Result<T> {
-    let (tx, rx) = crossbeam_channel::bounded(1);
-    io.spawn(async move {
-        let _ = tx.send(fut.await);
-    });
-    rx.recv().unwrap_or_else(|_| {
+    runtime::wait(io, fut).unwrap_or_else(|| {
         Err(Error::new(
             ErrorKind::Io,
             "the IO runtime stopped (or the task panicked) before answering",

@@ -339,3 +339,18 @@ pub(crate) async fn resolve(inputs: Vec<Input>, stores: &mut Stores) -> Result<V
     }
     Ok(files)
 }
+
+/// The object store for `url` (`s3://bucket/...`, `gs://`, `az://`, `file://`, `memory://`
+/// or a local path) and the object's path in it, built as scans build theirs: credentials
+/// and endpoints from the environment, overridden by `options` (object_store's config keys,
+/// e.g. `aws_endpoint`, `aws_region`, `aws_allow_http`). No request is made.
+///
+/// Table readers use it to read metadata through the same kind of store as the data.
+pub fn object_store_for(
+    url: &str,
+    options: &[(String, String)],
+) -> Result<(Arc<dyn ObjectStore>, Path)> {
+    let mut stores = Stores::new(options.to_vec(), Vec::new());
+    let f = stores.file(url, None)?;
+    Ok((f.store, f.path))
+}

@@ -131,6 +131,28 @@ struct ScanArgs {
     /// Reader to use. `sync` ignores --unordered, --budget and --option.
     #[arg(long, value_enum, default_value_t = Engine::Rayquet)]
     engine: Engine,
+    /// Read an Iceberg table: a metadata JSON file (local path or URL) or a table directory
+    /// (its version-hint.text or newest metadata/*.metadata.json). Columns `_file` and `_pos`
+    /// give each row's data file and position.
+    #[arg(long, value_name = "TABLE", conflicts_with_all = ["paths", "delta", "row_index"])]
+    iceberg: Option<String>,
+    /// With --iceberg: read this snapshot (time travel).
+    #[arg(
+        long,
+        value_name = "ID",
+        requires = "iceberg",
+        conflicts_with = "reference"
+    )]
+    snapshot: Option<i64>,
+    /// With --iceberg: read the snapshot of this branch or tag.
+    #[arg(long = "ref", value_name = "NAME", requires = "iceberg")]
+    reference: Option<String>,
+    /// Read a Delta table: a local directory or URL (the table root, above _delta_log).
+    #[arg(long, value_name = "TABLE", conflicts_with_all = ["paths", "row_index"])]
+    delta: Option<String>,
+    /// With --delta: read this version (time travel).
+    #[arg(long, value_name = "N", requires = "delta")]
+    version: Option<u64>,
 }
 
 // Decode threads allocate batches that the consumer frees; glibc's malloc hands such memory
@@ -361,7 +383,11 @@ impl Sink {
 }
 
 fn run_scan(args: ScanArgs) -> CliResult<()> {
-    let paths = if args.paths.is_empty() {
+    let table = args.iceberg.is_some() || args.delta.is_some();
+    if table && args.engine == Engine::Sync {
+        return Err("--engine sync reads plain files only".into());
+    }
+    let paths = if args.paths.is_empty() && !table {
         vec![ensure_demo()?.to_string_lossy().into_owned()]
     } else {
         args.paths.clone()
@@ -373,22 +399,53 @@ fn run_scan(args: ScanArgs) -> CliResult<()> {
     report(&args, &stats)
 }
 
-fn scan_rayquet(paths: &[String], args: &ScanArgs) -> CliResult<Stats> {
-    let start = Instant::now();
-    let mut scan = rayquet::Scan::from_urls(paths.to_vec())?
-        .batch_size(args.batch_size)
-        .ordered(!args.unordered);
+/// The scan of the table or files named on the command line, with its columns and filter.
+fn source_scan(paths: &[String], args: &ScanArgs) -> CliResult<rayquet::Scan> {
+    #[cfg(feature = "iceberg")]
+    if let Some(table) = &args.iceberg {
+        let table = rayquet::iceberg::load_table(table, &args.options)?;
+        let mut scan = rayquet::iceberg::TableScan::new(table);
+        if let Some(id) = args.snapshot {
+            scan = scan.snapshot_id(id);
+        }
+        if let Some(r) = &args.reference {
+            scan = scan.reference(r.clone());
+        }
+        if let Some(columns) = &args.columns {
+            scan = scan.select(columns.clone());
+        }
+        if let Some(filter) = &args.filter {
+            scan = scan.filter(filter.clone());
+        }
+        return Ok(scan.to_scan()?);
+    }
+    #[cfg(not(feature = "iceberg"))]
+    if args.iceberg.is_some() {
+        return Err("--iceberg needs the `iceberg` feature".into());
+    }
+    if args.delta.is_some() {
+        return Err("--delta needs the `delta` feature".into());
+    }
+    let mut scan = rayquet::Scan::from_urls(paths.to_vec())?;
     if let Some(columns) = &args.columns {
         scan = scan.columns(columns.clone());
-    }
-    if let Some(limit) = args.limit {
-        scan = scan.limit(limit);
     }
     if let Some(filter) = &args.filter {
         scan = scan.filter(filter.clone());
     }
     if let Some(name) = &args.row_index {
         scan = scan.row_index(name.clone());
+    }
+    Ok(scan)
+}
+
+fn scan_rayquet(paths: &[String], args: &ScanArgs) -> CliResult<Stats> {
+    let start = Instant::now();
+    let mut scan = source_scan(paths, args)?
+        .batch_size(args.batch_size)
+        .ordered(!args.unordered);
+    if let Some(limit) = args.limit {
+        scan = scan.limit(limit);
     }
     if let Some(budget) = args.budget {
         scan = scan.memory_budget(budget);
