@@ -99,6 +99,8 @@ pub(crate) async fn fetch_slot(
                 sh.send(Event::SlotDone { slot, batches: 0 });
                 return Ok(());
             }
+            // Pages the decoders must not touch: left out by the plan, or by this round.
+            let mut left_out = plan.page_level;
             let chunk = if single {
                 first
             } else {
@@ -111,6 +113,7 @@ pub(crate) async fn fetch_slot(
                     if !stage.leaves.contains(leaf) {
                         Metrics::add(&sh.metrics.pages_pruned, skipped);
                         after += r.iter().map(|r| r.end - r.start).sum::<u64>();
+                        left_out |= skipped > 0;
                     }
                     ranges.extend(r.into_iter().filter(|r| !first.covers(r)));
                 }
@@ -121,12 +124,7 @@ pub(crate) async fn fetch_slot(
                 chunk.merge(&second);
                 chunk
             };
-            // Were pages skipped (so the decoders must read by selectors)?
-            let page_level = if single {
-                plan.page_level
-            } else {
-                plan::has_offset_index(&meta, rg)
-            };
+            let page_level = left_out;
             // Every row matched: decode without a selection (cheaper than one long run).
             let exact = (exact.skipped_row_count() > 0).then_some(exact);
             (exact, page_level, chunk)

@@ -165,7 +165,9 @@ pub(crate) struct SlotPlan {
     /// Rows to read (the caller's selection and the pages the filter may match), `None`:
     /// all. Never empty: a row group with nothing to read is not planned.
     pub selection: Option<RowSelection>,
-    /// The offset index is known: parts fetch and read only the pages of selected rows.
+    /// Pages holding no selected row are left out of the fetch (with an offset index), so
+    /// decoders must read by selectors, which never touch them; otherwise every page is
+    /// fetched and parquet picks how to apply the selection (a bitmask when it is fragmented).
     pub page_level: bool,
     /// The filter still has to run on this row group (statistics could not decide).
     pub filter: Option<FilterStage>,
@@ -350,7 +352,10 @@ pub(crate) fn plan_file(
             }
             continue;
         }
-        let page_level = selection.is_some() && has_offset_index(meta, rg_idx);
+        // With an offset index, fetch only the pages holding selected rows; whether any page
+        // is actually left out decides how the decoders read (below).
+        let offsets = selection.is_some() && has_offset_index(meta, rg_idx);
+        let mut left_out = false;
         let fraction = selection
             .as_ref()
             .map_or(1.0, |s| s.row_count() as f64 / rows.max(1) as f64);
@@ -359,9 +364,10 @@ pub(crate) fn plan_file(
             true => {
                 let mut ranges = Vec::new();
                 for &leaf in &prune.stage_leaves {
-                    let (r, n) = chunk_ranges(meta, rg_idx, leaf, selection.as_ref(), page_level)?;
+                    let (r, n) = chunk_ranges(meta, rg_idx, leaf, selection.as_ref(), offsets)?;
                     ranges.extend(r);
                     skipped.pages += n;
+                    left_out |= n > 0;
                 }
                 let compressed = ranges.iter().map(|r| r.end - r.start).sum();
                 Some(FilterStage {
@@ -378,9 +384,10 @@ pub(crate) fn plan_file(
             let mut ranges = Vec::with_capacity(leaves.len());
             let (mut comp, mut uncomp) = (0u64, 0u64);
             for &leaf in leaves {
-                let (r, n) = chunk_ranges(meta, rg_idx, leaf, selection.as_ref(), page_level)?;
+                let (r, n) = chunk_ranges(meta, rg_idx, leaf, selection.as_ref(), offsets)?;
                 comp += r.iter().map(|r| r.end - r.start).sum::<u64>();
                 ranges.extend(r);
+                left_out |= n > 0;
                 // With a filter stage, the pages parts skip are known (and counted) only once
                 // the filter has run (`pipeline`).
                 if filter.is_none() {
@@ -430,7 +437,7 @@ pub(crate) fn plan_file(
             rows,
             first_row: row_group_start,
             selection,
-            page_level,
+            page_level: offsets && left_out,
             filter,
             parts,
         });

@@ -325,6 +325,7 @@ pub fn run_one(args: BenchOneArgs) -> CliResult<()> {
         budget: w.budget,
         cores: cores(),
         filter: workloads::filter(w, &dir)?,
+        rows_per_file: w.data.rows_per_file(c.scale),
     };
     let (user0, sys0) = cpu_times();
     let start = Instant::now();

@@ -57,6 +57,10 @@ pub enum ReaderId {
     /// rayquet, ordered, ignoring the workload's filter (the plain scan filters compare to).
     #[value(name = "rayquet-no-filter")]
     RayquetNoFilter,
+    /// rayquet reading each file as a task (`Scan::from_tasks`, columns by name) with every
+    /// tenth row deleted (positions 0, 10, 20...).
+    #[value(name = "rayquet-tasks")]
+    RayquetTasks,
 }
 
 impl ReaderId {
@@ -71,6 +75,7 @@ impl ReaderId {
             ReaderId::RayquetUnordered => "rayquet-unordered",
             ReaderId::RayquetUnbounded => "rayquet-unbounded",
             ReaderId::RayquetNoFilter => "rayquet-no-filter",
+            ReaderId::RayquetTasks => "rayquet-tasks",
         }
     }
 }
@@ -109,6 +114,8 @@ pub struct Input {
     pub cores: usize,
     /// The workload's filter (rayquet readers only).
     pub filter: Option<rayquet::Expr>,
+    /// Rows of each file (every file of a generated dataset has as many).
+    pub rows_per_file: u64,
 }
 
 /// Read every file with `reader`; the clock starts at `start`.
@@ -126,6 +133,7 @@ pub fn run(reader: ReaderId, input: &Input, start: Instant) -> CliResult<Outcome
         ReaderId::RayquetUnordered => rayquet(input, false, input.budget, true, &mut obs)?,
         ReaderId::RayquetUnbounded => rayquet(input, true, Some(UNBOUNDED), true, &mut obs)?,
         ReaderId::RayquetNoFilter => rayquet(input, true, input.budget, false, &mut obs)?,
+        ReaderId::RayquetTasks => rayquet_tasks(input, &mut obs)?,
     }
     Ok(obs.out)
 }
@@ -298,6 +306,41 @@ fn rayquet(
     }
     if let (Some(filter), true) = (&input.filter, filtered) {
         scan = scan.filter(filter.clone());
+    }
+    for batch in scan.build()? {
+        obs.see(&batch?);
+    }
+    Ok(())
+}
+
+/// Positions `rayquet-tasks` deletes in a file of `rows` rows: every tenth.
+pub fn deleted_positions(rows: u64) -> impl Iterator<Item = u64> {
+    (0..rows).step_by(10)
+}
+
+/// rayquet over the same objects as tasks, a tenth of each file's rows deleted.
+fn rayquet_tasks(input: &Input, obs: &mut Observer) -> CliResult<()> {
+    let mut schema = rayquet::gen::schema();
+    if let Some(columns) = &input.columns {
+        let idx = columns
+            .iter()
+            .map(|c| schema.index_of(c))
+            .collect::<Result<Vec<_>, _>>()?;
+        schema = Arc::new(schema.project(&idx)?);
+    }
+    let deleted: rayquet::task::RoaringTreemap = deleted_positions(input.rows_per_file).collect();
+    let tasks: Vec<rayquet::FileTask> = input
+        .files
+        .iter()
+        .map(|m| {
+            rayquet::FileTask::in_store(input.store.clone(), m.location.clone())
+                .size(m.size)
+                .deletes(deleted.clone())
+        })
+        .collect();
+    let mut scan = rayquet::Scan::from_tasks(schema, tasks).batch_size(BATCH_SIZE);
+    if let Some(budget) = input.budget {
+        scan = scan.memory_budget(budget);
     }
     for batch in scan.build()? {
         obs.see(&batch?);

@@ -83,6 +83,19 @@ const LINEITEM_SNAPPY: Dataset = Dataset {
     wide: false,
 };
 
+/// 1,000 files of 2,000 rows (~0.1 MB each): many small tasks.
+const SMALL_1000: Dataset = Dataset {
+    name: "small-1000x1",
+    files: 1000,
+    row_groups: 1,
+    rows_per_row_group: 2_000,
+    compression: Compression::Snappy,
+    wide: false,
+};
+
+/// Plain files vs the same files as tasks with deleted rows.
+const TASKS: &[ReaderId] = &[Rayquet, RayquetTasks];
+
 /// Every workload, in report order.
 pub const WORKLOADS: &[Workload] = &[
     Workload {
@@ -200,6 +213,26 @@ pub const WORKLOADS: &[Workload] = &[
         readers: FILTERED,
         filter: Some(FilterSpec::Sql("l_quantity >= 2")),
     },
+    Workload {
+        id: "T1",
+        about: "tasks: 1,000 small files, plain vs as tasks with 10% of rows deleted, local",
+        data: SMALL_1000,
+        latency: false,
+        columns: None,
+        budget: None,
+        readers: TASKS,
+        filter: None,
+    },
+    Workload {
+        id: "T2",
+        about: "tasks: T1's files under latency",
+        data: SMALL_1000,
+        latency: true,
+        columns: None,
+        budget: None,
+        readers: TASKS,
+        filter: None,
+    },
 ];
 
 /// The workload named `id` (case-insensitive).
@@ -222,6 +255,12 @@ impl Dataset {
             compression: self.compression,
             seed: 0,
         }
+    }
+
+    /// Rows of each file at `scale`.
+    pub fn rows_per_file(&self, scale: f64) -> u64 {
+        let o = self.options(scale);
+        (o.rows_per_row_group * o.row_groups) as u64
     }
 
     /// The dataset's directory under `data_dir` at `scale`.
@@ -317,6 +356,10 @@ impl Layout {
     pub fn expected_rows(&self, reader: ReaderId) -> u64 {
         match reader {
             ReaderId::RayquetNoFilter => self.rows,
+            ReaderId::RayquetTasks => {
+                let per_file = self.rows / self.files.max(1);
+                self.rows - self.files * super::readers::deleted_positions(per_file).count() as u64
+            }
             _ => self.matching_rows.unwrap_or(self.rows),
         }
     }
