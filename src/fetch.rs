@@ -28,7 +28,7 @@ pub(crate) struct Fetcher {
 impl Fetcher {
     async fn timed<T>(
         &self,
-        file: &FileRef,
+        (file, what): (&FileRef, &str),
         fut: impl std::future::Future<Output = object_store::Result<T>>,
         len: impl Fn(&T) -> usize,
     ) -> Result<T> {
@@ -39,7 +39,11 @@ impl Fetcher {
             .expect("semaphore never closed");
         let t = Instant::now();
         Metrics::add(&self.metrics.requests, 1);
-        let out = fut.await.map_err(|e| Error::from_store(e, &file.name));
+        let out = fut.await.map_err(|e| {
+            let e = Error::from_store(e, &file.name);
+            let msg = format!("reading {what}: {}", e.message());
+            Error::new(e.kind(), msg).with_path(&*file.name)
+        });
         Metrics::add_time(&self.metrics.io_nanos, t.elapsed());
         if let Ok(v) = &out {
             Metrics::add(&self.metrics.bytes_fetched, len(v) as u64);
@@ -47,11 +51,13 @@ impl Fetcher {
         out
     }
 
-    /// GET `range` of `file`.
-    pub async fn range(&self, file: &FileRef, range: Range<u64>) -> Result<Bytes> {
+    /// GET `range` of `file` (`what` it holds, for errors).
+    pub async fn range(&self, file: &FileRef, range: Range<u64>, what: &str) -> Result<Bytes> {
         let store: &Arc<dyn ObjectStore> = &file.store;
-        self.timed(file, store.get_range(&file.path, range), |b| b.len())
-            .await
+        self.timed((file, what), store.get_range(&file.path, range), |b| {
+            b.len()
+        })
+        .await
     }
 
     /// GET the last `n` bytes of `file`; returns (file size, offset of the bytes, bytes).
@@ -61,7 +67,7 @@ impl Fetcher {
             if size == 0 {
                 return Ok((0, 0, Bytes::new()));
             }
-            let b = self.range(file, start..size).await?;
+            let b = self.range(file, start..size, "the footer").await?;
             return Ok((size, start, b));
         }
         let opts = GetOptions {
@@ -74,14 +80,16 @@ impl Fetcher {
             let b = r.bytes().await?;
             Ok((size, start, b))
         };
-        self.timed(file, fut, |(_, _, b)| b.len()).await
+        self.timed((file, "the footer"), fut, |(_, _, b)| b.len())
+            .await
     }
 
-    /// Fetch `ranges` of `file` into a [`SparseChunk`], serving what `cached` already covers.
-    /// Also returns the bytes actually requested.
+    /// Fetch `ranges` of `file` (`what` they hold, for errors) into a [`SparseChunk`],
+    /// serving what `cached` already covers. Also returns the bytes actually requested.
+    #[allow(clippy::too_many_arguments)]
     pub async fn ranges(
         &self,
-        file: &FileRef,
+        (file, what): (&FileRef, &str),
         size: u64,
         ranges: &[Range<u64>],
         cached: &SparseChunk,
@@ -101,7 +109,8 @@ impl Fetcher {
             }
         }
         let got =
-            futures::future::try_join_all(todo.iter().map(|r| self.range(file, r.clone()))).await?;
+            futures::future::try_join_all(todo.iter().map(|r| self.range(file, r.clone(), what)))
+                .await?;
         let requested = todo.iter().map(|r| r.end - r.start).sum();
         for (r, b) in todo.into_iter().zip(got) {
             if b.len() as u64 != r.end - r.start {

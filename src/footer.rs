@@ -214,7 +214,10 @@ pub(crate) async fn load(
         } => (metadata, prefix, prefix_start),
         Footer::NeedMore { range } => {
             // The metadata is larger than the hint: one more request for the rest of it.
-            let head = shared.fetcher.range(&file, range.clone()).await?;
+            let head = shared
+                .fetcher
+                .range(&file, range.clone(), "the footer")
+                .await?;
             Metrics::add(meta_bytes, head.len() as u64);
             let mut all = Vec::with_capacity(head.len() + bytes.len());
             all.extend_from_slice(&head);
@@ -240,9 +243,14 @@ pub(crate) async fn load(
         } else {
             let request = opts.request_size as u64;
             let ranges = [range];
-            let f = shared
-                .fetcher
-                .ranges(&meta.file, size, &ranges, &meta.cached, 0, request);
+            let f = shared.fetcher.ranges(
+                (&meta.file, "the page index"),
+                size,
+                &ranges,
+                &meta.cached,
+                0,
+                request,
+            );
             let (c, fetched) = f.await?;
             Metrics::add(meta_bytes, fetched);
             c

@@ -48,6 +48,7 @@ mod options;
 mod panic;
 mod plan;
 mod prune;
+mod retry;
 pub mod runtime;
 mod scan;
 mod select;

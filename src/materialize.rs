@@ -59,7 +59,7 @@ pub(crate) async fn fetch_slot(
             if single {
                 wanted.extend(plan.parts.iter().flat_map(|p| p.ranges.iter().cloned()));
             }
-            let first = fetch_ranges(sh, &meta, &wanted, plan.page_level).await?;
+            let first = fetch_ranges(sh, &meta, &wanted, plan.page_level, rg).await?;
             held.fetched(first.bytes());
             let (r, c, pre) = (Arc::clone(&run), first.clone(), plan.selection.clone());
             let (page_level, batch, first_row) = (plan.page_level, opts.batch_size, plan.first_row);
@@ -118,7 +118,7 @@ pub(crate) async fn fetch_slot(
                     ranges.extend(r.into_iter().filter(|r| !first.covers(r)));
                 }
                 sh.late.record(late_bytes(&meta, &plan, stage)?, after);
-                let second = fetch_ranges(sh, &meta, &ranges, offsets).await?;
+                let second = fetch_ranges(sh, &meta, &ranges, offsets, rg).await?;
                 held.fetched(second.bytes());
                 let mut chunk = first;
                 chunk.merge(&second);
@@ -131,7 +131,7 @@ pub(crate) async fn fetch_slot(
         }
         None => {
             let ranges: Vec<_> = plan.parts.iter().flat_map(|p| p.ranges.clone()).collect();
-            let chunk = fetch_ranges(sh, &meta, &ranges, plan.page_level).await?;
+            let chunk = fetch_ranges(sh, &meta, &ranges, plan.page_level, rg).await?;
             held.fetched(chunk.bytes());
             (plan.selection.clone(), plan.page_level, chunk)
         }
@@ -193,6 +193,7 @@ async fn fetch_ranges(
     meta: &crate::footer::FileMeta,
     ranges: &[std::ops::Range<u64>],
     page_level: bool,
+    rg: usize,
 ) -> Result<SparseChunk> {
     let gap = sh.opts.coalesce_gap as u64;
     // Page-level plans skip data between pages: coalescing across large gaps would fetch it.
@@ -204,7 +205,14 @@ async fn fetch_ranges(
     let request = sh.opts.request_size as u64;
     let (chunk, _) = sh
         .fetcher
-        .ranges(&meta.file, meta.size, ranges, &meta.cached, gap, request)
+        .ranges(
+            (&meta.file, &format!("row group {rg}'s column chunks")),
+            meta.size,
+            ranges,
+            &meta.cached,
+            gap,
+            request,
+        )
         .await?;
     Ok(chunk)
 }

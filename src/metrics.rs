@@ -31,6 +31,8 @@ pub struct Metrics {
     pub(crate) rows_filtered: AtomicU64,
     pub(crate) metadata_bytes: AtomicU64,
     pub(crate) rows_deleted: AtomicU64,
+    pub(crate) http_requests: AtomicU64,
+    pub(crate) retries: AtomicU64,
 }
 
 /// A point-in-time copy of a scan's [`Metrics`].
@@ -81,6 +83,12 @@ pub struct MetricsSnapshot {
     /// Rows of the row groups read that a task's deleted positions removed (never decoded
     /// where the page index let the reader skip them).
     pub rows_deleted: u64,
+    /// HTTP requests the scan's S3/GCS/Azure stores sent, retries included (0 for local
+    /// files and stores the caller built).
+    pub http_requests: u64,
+    /// Requests repeated after a transient failure (HTTP retries by object_store, listings
+    /// started again).
+    pub retries: u64,
 }
 
 impl Metrics {
@@ -107,6 +115,8 @@ impl Metrics {
             rows_filtered: self.rows_filtered.load(Relaxed),
             metadata_bytes: self.metadata_bytes.load(Relaxed),
             rows_deleted: self.rows_deleted.load(Relaxed),
+            http_requests: self.http_requests.load(Relaxed),
+            retries: self.retries.load(Relaxed),
         }
     }
 

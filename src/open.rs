@@ -427,7 +427,7 @@ async fn check_blooms(shared: &Arc<Shared>, run: &mut FileRun, blooms: Blooms) -
     let (chunk, fetched) = shared
         .fetcher
         .ranges(
-            &meta.file,
+            (&meta.file, "bloom filters"),
             meta.size,
             &ranges,
             &meta.cached,

@@ -60,6 +60,12 @@ pub(crate) struct Options {
     /// The caller's row selections, by file name or object path.
     pub selections: Vec<(String, RowSelection)>,
     pub row_index: Option<String>,
+    /// How requests to cloud stores are retried (`None`: object_store's default).
+    #[cfg(feature = "cloud")]
+    pub retry: Option<object_store::RetryConfig>,
+    /// HTTP client options of cloud stores (timeouts, proxies...).
+    #[cfg(feature = "cloud")]
+    pub client_options: Option<object_store::ClientOptions>,
 }
 
 impl Default for Options {
@@ -82,6 +88,10 @@ impl Default for Options {
             filter_exact: true,
             selections: Vec::new(),
             row_index: None,
+            #[cfg(feature = "cloud")]
+            retry: None,
+            #[cfg(feature = "cloud")]
+            client_options: None,
         }
     }
 }

@@ -336,6 +336,25 @@ impl Scan {
         self
     }
 
+    /// How requests to S3, GCS and Azure stores that the scan builds (from URLs) are retried
+    /// after transient failures (5xx, throttling, connection errors, timeouts): object_store's
+    /// `RetryConfig` (default: 10 retries within 3 minutes, exponential backoff from 100 ms).
+    /// A permanent failure (not found, access denied) is never retried. Retries are counted
+    /// in [`crate::MetricsSnapshot::retries`].
+    #[cfg(feature = "cloud")]
+    pub fn retry(mut self, config: object_store::RetryConfig) -> Self {
+        self.options.retry = Some(config);
+        self
+    }
+
+    /// HTTP client options of the cloud stores the scan builds: request and connect timeouts,
+    /// proxies, HTTP/2... (object_store's `ClientOptions`).
+    #[cfg(feature = "cloud")]
+    pub fn client_options(mut self, options: object_store::ClientOptions) -> Self {
+        self.options.client_options = Some(options);
+        self
+    }
+
     /// Run IO on this tokio runtime instead of the shared one the library owns. It must be a
     /// multi-thread runtime: the scan's tasks run on it while the caller blocks in `next()`.
     pub fn io_runtime(mut self, handle: tokio::runtime::Handle) -> Self {
@@ -403,6 +422,13 @@ impl Scan {
         let metrics = Arc::new(Metrics::default());
         let (tx, rx) = crossbeam_channel::unbounded();
         let mut stores = Stores::new(self.store_options, self.stores);
+        stores.http = crate::retry::Http {
+            #[cfg(feature = "cloud")]
+            retry: self.options.retry.clone(),
+            #[cfg(feature = "cloud")]
+            client: self.options.client_options.clone(),
+            metrics: Some(Arc::clone(&metrics)),
+        };
         let (mode, files, tasks) = match self.source {
             Source::Files(inputs) => {
                 let (resolved, back) = wait(&io, async move {

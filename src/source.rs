@@ -78,19 +78,32 @@ fn is_parquet(p: &Path) -> bool {
     p.filename().is_some_and(|f| f.ends_with(".parquet"))
 }
 
-/// List `prefix` in `store`, keep `*.parquet`, sort lexically.
+/// List `prefix` in `store`, keep `*.parquet`, sort lexically. A listing that fails part way
+/// for a reason that may pass (a body cut off, a connection reset: object_store retries
+/// status codes, not a page whose body breaks) starts again, with backoff, within `retry`'s
+/// bounds.
 async fn list_parquet(
     store: &Arc<dyn ObjectStore>,
     prefix: &Path,
     base: &str,
     name: impl Fn(&Path) -> String,
+    retry: &crate::retry::Http,
 ) -> Result<Vec<FileRef>> {
-    let mut metas: Vec<_> = store
-        .list(Some(prefix))
-        .try_filter(|m| futures::future::ready(is_parquet(&m.location)))
-        .try_collect()
+    let list = || async {
+        store
+            .list(Some(prefix))
+            .try_filter(|m| futures::future::ready(is_parquet(&m.location)))
+            .try_collect::<Vec<_>>()
+            .await
+    };
+    let mut metas = retry
+        .again(list, crate::retry::transient)
         .await
-        .map_err(|e| Error::from_store(e, base))?;
+        .map_err(|e| {
+            let e = Error::from_store(e, base);
+            let msg = format!("listing: {}", e.message());
+            Error::new(e.kind(), msg).with_path(base)
+        })?;
     metas.sort_by(|a, b| a.location.cmp(&b.location));
     if metas.is_empty() {
         return Err(Error::new(ErrorKind::NotFound, "no *.parquet objects found").with_path(base));
@@ -130,6 +143,8 @@ pub(crate) struct Stores {
     cache: HashMap<String, Arc<dyn ObjectStore>>,
     options: Vec<(String, String)>,
     local: Option<Arc<dyn ObjectStore>>,
+    /// How the stores built here retry, and their HTTP client options.
+    pub(crate) http: crate::retry::Http,
 }
 
 impl std::fmt::Debug for Stores {
@@ -150,6 +165,7 @@ impl Stores {
                 .collect(),
             options,
             local: None,
+            http: Default::default(),
         }
     }
 
@@ -218,39 +234,52 @@ impl Stores {
         }
         let (scheme, path) = parsed.map_err(|e| bad(&e))?;
         let path = Path::parse(path).map_err(|e| bad(&e))?;
+        #[cfg(feature = "cloud")]
+        let http = &self.http;
         let store: Arc<dyn ObjectStore> = match scheme {
             ObjectStoreScheme::Memory => Arc::new(InMemory::new()),
             ObjectStoreScheme::Local => Arc::new(LocalFileSystem::new()),
             #[cfg(feature = "cloud")]
-            ObjectStoreScheme::AmazonS3 => Arc::new(
-                configure(
-                    object_store::aws::AmazonS3Builder::from_env().with_url(url.as_str()),
-                    options,
-                    |b, k, v| b.with_config(k, v),
-                )
-                .build()
-                .map_err(|e| bad(&e))?,
-            ),
+            ObjectStoreScheme::AmazonS3 => {
+                let b = object_store::aws::AmazonS3Builder::from_env().with_url(url.as_str());
+                let b = configure(b, options, |b, k, v| b.with_config(k, v));
+                let b = b
+                    .with_retry(http.retry())
+                    .with_http_connector(http.connector());
+                let b = match http.client_options() {
+                    Some(c) => b.with_client_options(c),
+                    None => b,
+                };
+                Arc::new(b.build().map_err(|e| bad(&e))?)
+            }
             #[cfg(feature = "cloud")]
-            ObjectStoreScheme::GoogleCloudStorage => Arc::new(
-                configure(
-                    object_store::gcp::GoogleCloudStorageBuilder::from_env().with_url(url.as_str()),
-                    options,
-                    |b, k, v| b.with_config(k, v),
-                )
-                .build()
-                .map_err(|e| bad(&e))?,
-            ),
+            ObjectStoreScheme::GoogleCloudStorage => {
+                let b =
+                    object_store::gcp::GoogleCloudStorageBuilder::from_env().with_url(url.as_str());
+                let b = configure(b, options, |b, k, v| b.with_config(k, v));
+                let b = b
+                    .with_retry(http.retry())
+                    .with_http_connector(http.connector());
+                let b = match http.client_options() {
+                    Some(c) => b.with_client_options(c),
+                    None => b,
+                };
+                Arc::new(b.build().map_err(|e| bad(&e))?)
+            }
             #[cfg(feature = "cloud")]
-            ObjectStoreScheme::MicrosoftAzure => Arc::new(
-                configure(
-                    object_store::azure::MicrosoftAzureBuilder::from_env().with_url(url.as_str()),
-                    options,
-                    |b, k, v| b.with_config(k, v),
-                )
-                .build()
-                .map_err(|e| bad(&e))?,
-            ),
+            ObjectStoreScheme::MicrosoftAzure => {
+                let b =
+                    object_store::azure::MicrosoftAzureBuilder::from_env().with_url(url.as_str());
+                let b = configure(b, options, |b, k, v| b.with_config(k, v));
+                let b = b
+                    .with_retry(http.retry())
+                    .with_http_connector(http.connector());
+                let b = match http.client_options() {
+                    Some(c) => b.with_client_options(c),
+                    None => b,
+                };
+                Arc::new(b.build().map_err(|e| bad(&e))?)
+            }
             other => {
                 let _ = options;
                 return Err(Error::new(
@@ -296,7 +325,8 @@ pub(crate) async fn resolve(inputs: Vec<Input>, stores: &mut Stores) -> Result<V
                     Error::new(ErrorKind::InvalidArgument, e.to_string()).with_path(&shown)
                 })?;
                 if meta.is_dir() {
-                    files.extend(list_parquet(&store, &path, &shown, |l| format!("/{l}")).await?);
+                    let name = |l: &Path| format!("/{l}");
+                    files.extend(list_parquet(&store, &path, &shown, name, &stores.http).await?);
                 } else {
                     files.push(FileRef {
                         store,
@@ -312,7 +342,7 @@ pub(crate) async fn resolve(inputs: Vec<Input>, stores: &mut Stores) -> Result<V
                 let name = |l: &Path| format!("{root}/{l}");
                 let shown = url.as_str();
                 if url.path().ends_with('/') || path.as_ref().is_empty() {
-                    files.extend(list_parquet(&store, &path, shown, name).await?);
+                    files.extend(list_parquet(&store, &path, shown, name, &stores.http).await?);
                 } else if is_parquet(&path) {
                     files.push(FileRef {
                         store,
@@ -328,9 +358,8 @@ pub(crate) async fn resolve(inputs: Vec<Input>, stores: &mut Stores) -> Result<V
                             path,
                             size: Some(meta.size),
                         }),
-                        Err(object_store::Error::NotFound { .. }) => {
-                            files.extend(list_parquet(&store, &path, shown, name).await?)
-                        }
+                        Err(object_store::Error::NotFound { .. }) => files
+                            .extend(list_parquet(&store, &path, shown, name, &stores.http).await?),
                         Err(e) => return Err(Error::from_store(e, shown)),
                     }
                 }
