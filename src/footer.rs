@@ -264,3 +264,52 @@ pub(crate) async fn load(
     Metrics::add(&shared.metrics.files, 1);
     Ok(meta)
 }
+
+/// Read the metadata of the Parquet object at `path` in `store` (of `size` bytes when known:
+/// no HEAD): one suffix request, two when the metadata is larger than 64 KiB. Blocks this
+/// thread; the requests run on the shared IO runtime and the metadata is decoded here.
+///
+/// Table readers use it where a footer alone is wanted (e.g. a checkpoint's schema).
+pub fn read_metadata(
+    store: std::sync::Arc<dyn object_store::ObjectStore>,
+    path: object_store::path::Path,
+    size: Option<u64>,
+) -> Result<Arc<parquet::file::metadata::ParquetMetaData>> {
+    let file = FileRef {
+        store,
+        name: path.to_string().into(),
+        path,
+        size,
+    };
+    let fetcher = crate::fetch::Fetcher {
+        permits: Arc::new(tokio::sync::Semaphore::new(4)),
+        metrics: Arc::default(),
+    };
+    let name = file.name.clone();
+    let io = crate::runtime::io_handle();
+    let metadata = crate::runtime::wait(&io, async move {
+        let hint = crate::options::NARROW_FOOTER_SIZE_HINT as u64;
+        let (size, start, bytes) = fetcher.suffix(&file, hint).await?;
+        match parse_suffix(&file, size, start, bytes.clone())? {
+            Footer::Complete { metadata, .. } => Ok(metadata),
+            Footer::NeedMore { range } => {
+                let head = fetcher.range(&file, range.clone(), "the footer").await?;
+                let mut all = Vec::with_capacity(head.len() + bytes.len());
+                all.extend_from_slice(&head);
+                all.extend_from_slice(&bytes);
+                match parse_suffix(&file, size, range.start, all.into())? {
+                    Footer::Complete { metadata, .. } => Ok(metadata),
+                    Footer::NeedMore { .. } => {
+                        Err(Error::new(ErrorKind::CorruptFooter, "inconsistent footer")
+                            .with_path(&*file.name))
+                    }
+                }
+            }
+        }
+    })
+    .unwrap_or_else(|| Err(Error::new(ErrorKind::Io, "the IO runtime stopped")))?;
+    let md = crate::panic::catch(|| ParquetMetaDataReader::decode_metadata(&metadata))
+        .map_err(|msg| Error::new(ErrorKind::Panic, msg).with_path(&*name))?
+        .map_err(|e| Error::footer(e, &name))?;
+    Ok(Arc::new(md))
+}

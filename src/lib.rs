@@ -30,6 +30,8 @@ mod budget;
 mod chunk;
 mod decode;
 mod deliver;
+#[cfg(feature = "delta")]
+pub mod delta;
 mod driver;
 mod error;
 pub mod expr;
@@ -61,6 +63,7 @@ pub mod task;
 pub use deliver::{ScanReader, TaggedReader};
 pub use error::{Error, ErrorKind, Result};
 pub use expr::{col, Expr};
+pub use footer::read_metadata;
 pub use metrics::{Metrics, MetricsSnapshot};
 pub use options::{
     DEFAULT_BATCH_SIZE, DEFAULT_COALESCE_GAP, DEFAULT_DECODE_AHEAD, DEFAULT_FOOTERS_AHEAD,

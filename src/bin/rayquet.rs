@@ -423,6 +423,21 @@ fn source_scan(paths: &[String], args: &ScanArgs) -> CliResult<rayquet::Scan> {
     if args.iceberg.is_some() {
         return Err("--iceberg needs the `iceberg` feature".into());
     }
+    #[cfg(feature = "delta")]
+    if let Some(table) = &args.delta {
+        let mut scan = rayquet::delta::TableScan::new(table.as_str()).options(args.options.clone());
+        if let Some(v) = args.version {
+            scan = scan.version(v);
+        }
+        if let Some(columns) = &args.columns {
+            scan = scan.select(columns.clone());
+        }
+        if let Some(filter) = &args.filter {
+            scan = scan.filter(filter.clone());
+        }
+        return Ok(scan.to_scan()?);
+    }
+    #[cfg(not(feature = "delta"))]
     if args.delta.is_some() {
         return Err("--delta needs the `delta` feature".into());
     }
