@@ -17,7 +17,7 @@ use std::sync::Arc;
 
 use arrow::array::{Array, AsArray, Int32Array, Int64Array, RecordBatch, StringArray};
 use arrow::datatypes::{DataType as ArrowType, Field, Int64Type, Schema};
-use delta_kernel::schema::ColumnMetadataKey;
+use delta_kernel::schema::{ColumnMetadataKey, MetadataColumnSpec};
 use delta_kernel::{Engine, Expression, Predicate, Snapshot};
 
 use delta_tables::*;
@@ -844,6 +844,59 @@ fn scan_predicate_skips_files_not_rows() {
     // Scan::execute does not filter rows: ids 401..=405 come back too.
     let read = read_table(&f.url, &opts).unwrap();
     assert_eq!(ids_of(&read.batches), (401..419).collect::<Vec<_>>());
+}
+
+#[test]
+fn metadata_columns_row_index_and_file() {
+    // Row indexes are positions in the file, counted across row groups and DVs; `_file` is the
+    // file URL. Expected from the model: every non-deleted position of every live file.
+    let dir = tempfile::tempdir().unwrap();
+    let f = dv_fixture(&dir.path().join("dv"));
+    let opts = ReadOptions {
+        columns: Some(vec!["id".to_string()]),
+        metadata_columns: vec![
+            (
+                "_metadata.row_index".to_string(),
+                MetadataColumnSpec::RowIndex,
+            ),
+            ("_file".to_string(), MetadataColumnSpec::FilePath),
+        ],
+        ..ReadOptions::default()
+    };
+    let read = read_table(&f.url, &opts).unwrap();
+    let names: Vec<&str> = read
+        .schema
+        .fields()
+        .iter()
+        .map(|f| f.name().as_str())
+        .collect();
+    assert_eq!(names, ["id", "_metadata.row_index", "_file"]);
+    let mut got: Vec<(String, i64, i64)> = Vec::new();
+    for b in &read.batches {
+        let ids = b.column(0).as_primitive::<Int64Type>();
+        let rows = b.column(1).as_primitive::<Int64Type>();
+        let files = b.column(2).as_string::<i32>();
+        for i in 0..b.num_rows() {
+            got.push((files.value(i).to_string(), rows.value(i), ids.value(i)));
+        }
+    }
+    got.sort();
+    let mut want: Vec<(String, i64, i64)> = Vec::new();
+    for (path, m) in &f.files {
+        let ids = m
+            .rows
+            .column_by_name("id")
+            .unwrap()
+            .as_primitive::<Int64Type>();
+        let url = f.url.join(path).unwrap().to_string();
+        for r in 0..m.rows.num_rows() {
+            if !m.deleted.contains(&(r as u64)) {
+                want.push((url.clone(), r as i64, ids.value(r)));
+            }
+        }
+    }
+    want.sort();
+    assert_eq!(got, want);
 }
 
 #[test]

@@ -45,7 +45,7 @@ use delta_kernel::engine::writer_options;
 use delta_kernel::expressions::Scalar;
 use delta_kernel::scan::state::{DvInfo, ScanFile};
 use delta_kernel::scan::ScanMetadata;
-use delta_kernel::schema::{DataType, SchemaRef, StructField, StructType};
+use delta_kernel::schema::{DataType, MetadataColumnSpec, SchemaRef, StructField, StructType};
 use delta_kernel::transaction::create_table::create_table;
 use delta_kernel::transaction::data_layout::DataLayout;
 use delta_kernel::transaction::{BoundWriteContext, Transaction};
@@ -593,13 +593,16 @@ impl ParquetHandler for RecordingParquetHandler {
 // Reference reader
 // ---------------------------------------------------------------------------------------------
 
-/// What to read: a version (latest when `None`), top-level columns (all when `None`) and a
-/// predicate (data skipping only: `Scan::execute` does not filter rows).
+/// What to read: a version (latest when `None`), top-level columns (all when `None`), a
+/// predicate (data skipping only: `Scan::execute` does not filter rows), and metadata columns
+/// appended to the logical schema (`StructType::add_metadata_column`), e.g.
+/// `("_metadata.row_index", MetadataColumnSpec::RowIndex)` or `("_file", FilePath)`.
 #[derive(Debug, Clone, Default)]
 pub struct ReadOptions {
     pub version: Option<u64>,
     pub columns: Option<Vec<String>>,
     pub predicate: Option<PredicateRef>,
+    pub metadata_columns: Vec<(String, MetadataColumnSpec)>,
 }
 
 impl ReadOptions {
@@ -638,8 +641,15 @@ fn build_scan(
     }
     let snapshot = builder.build(engine)?;
     let mut scan = snapshot.clone().scan_builder();
-    if let Some(cols) = &opts.columns {
-        scan = scan.with_schema(snapshot.schema().project(cols)?);
+    if opts.columns.is_some() || !opts.metadata_columns.is_empty() {
+        let mut schema = match &opts.columns {
+            Some(cols) => snapshot.schema().project_as_struct(cols)?,
+            None => snapshot.schema().as_ref().clone(),
+        };
+        for (name, spec) in &opts.metadata_columns {
+            schema = schema.add_metadata_column(name.clone(), *spec)?;
+        }
+        scan = scan.with_schema(Arc::new(schema));
     }
     if let Some(p) = &opts.predicate {
         scan = scan.with_predicate(p.clone());
