@@ -1551,3 +1551,54 @@ fn object_store_backed_storage_plans_and_reads() {
     assert_eq!(json, r#"{"type":"OsFactory"}"#);
     let _back: Box<dyn iceberg::io::StorageFactory> = serde_json::from_str(&json).unwrap();
 }
+
+// ---------------------------------------------------------------------------------------------
+// Byte-range splits (the planner never splits; ArrowReader honours hand-made splits)
+// ---------------------------------------------------------------------------------------------
+
+#[test]
+fn byte_range_splits_select_whole_row_groups() {
+    // 120 rows in 4 row groups of 30, split at the first byte of row group 2 (read from the
+    // footer). ArrowReader keeps a row group iff its midpoint (running sum of compressed sizes
+    // from byte 4) falls in [start, start + length): the two splits read row groups 0-1 and
+    // 2-3. (Half the file size would not do: the footer with page indexes is most of it.)
+    let fx = primitives(1, 120, 30);
+    let task = plan_tasks(&fx.table, None, None, None, true).remove(0);
+    assert_eq!((task.start, task.length), (0, task.file_size_in_bytes));
+    let reader = parquet::file::reader::SerializedFileReader::new(
+        std::fs::File::open(&fx.data_files[0].local_path).unwrap(),
+    )
+    .unwrap();
+    let md = parquet::file::reader::FileReader::metadata(&reader);
+    assert_eq!(md.num_row_groups(), 4);
+    let rg2 = md.row_group(2).column(0);
+    let mid = rg2
+        .dictionary_page_offset()
+        .unwrap_or(rg2.data_page_offset()) as u64;
+    let mut a = task.clone();
+    a.length = mid;
+    let mut b = task.clone();
+    b.start = mid;
+    b.length = task.file_size_in_bytes - mid;
+    let ra = read_tasks(&fx.table, vec![a]);
+    let rb = read_tasks(&fx.table, vec![b]);
+    let (na, nb) = (
+        ra.iter().map(|x| x.num_rows()).sum::<usize>(),
+        rb.iter().map(|x| x.num_rows()).sum::<usize>(),
+    );
+    assert_eq!((na, nb), (60, 60));
+    let mut both = ra;
+    both.extend(rb);
+    assert_eq!(sorted_rows(&both), rows(&fx.expected_current()));
+    // A split that holds no row-group midpoint reads nothing.
+    let mut none = task.clone();
+    none.start = 4;
+    none.length = 1;
+    assert_eq!(
+        read_tasks(&fx.table, vec![none])
+            .iter()
+            .map(|x| x.num_rows())
+            .sum::<usize>(),
+        0
+    );
+}
