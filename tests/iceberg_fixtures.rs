@@ -244,7 +244,9 @@ fn primitives_predicates_against_an_independent_filter() {
             Box::new(|r| i_col.is_null(r)),
         ),
         (
-            // NULL `i` does not satisfy `i != 5` (SQL semantics).
+            // iceberg-rust: NULL `i` does not satisfy `i != v` (SQL/Kleene semantics). Iceberg
+            // Java's expression `Evaluator` instead treats notEqual as true for NULL (see
+            // apache/iceberg#18605); row-level filter semantics are engine-defined.
             Reference::new("i").not_equal_to(Datum::int(-465)),
             Box::new(|r| i_col.is_valid(r) && i_col.value(r) != -465),
         ),

@@ -2193,8 +2193,8 @@ pub const EQ_DELETE_K1_K2: &[(Option<i32>, Option<&str>)] =
     &[(Some(5), Some("x")), (None, Some("y"))];
 
 /// Does the spec delete this row (`k1`, `k2`) through the equality deletes of [`deletes`]?
-/// A NULL in an equality-delete row matches a NULL in the data (spec: "equality delete ...
-/// null values match null").
+/// Per the spec each delete row is an AND of `column = value` predicates, where a NULL delete
+/// value stands for `column IS NULL`; a NULL data value never equals a non-null delete value.
 pub fn spec_eq_deleted(k1: Option<i32>, k2: Option<&str>) -> bool {
     EQ_DELETE_K1.iter().any(|d| k1 == Some(*d))
         || EQ_DELETE_K1_K2
