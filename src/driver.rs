@@ -1,5 +1,6 @@
 //! The driver: one async task per scan, on the IO runtime, that pulls the scan's tasks in
-//! order, opens their files ahead of need (at most `footers_ahead` at once), plans each
+//! order, opens their files ahead of need (`footers_ahead` at least, more while the bytes
+//! they bring stay under a quarter of the budget: [`Lookahead`]), plans each
 //! file's slots, admits them under the budget in delivery order and starts their fetches.
 //!
 //! Threads: this task and the tasks it spawns run on tokio and only wait on IO; a task
@@ -93,6 +94,46 @@ impl<T> Future for AbortOnDrop<T> {
     }
 }
 
+/// Most files opened ahead of the one being planned (see [`Lookahead`]).
+pub(crate) const MAX_FILES_AHEAD: usize = 256;
+
+/// How many files are opened ahead of the one being planned: always `footers_ahead`, and
+/// more (up to [`MAX_FILES_AHEAD`]) while the bytes their footer reads bring (whole small
+/// files, or suffixes) stay under a quarter of the memory budget. Under object-store latency
+/// many small files are then in flight at once; a 100k-file scan still opens only what the
+/// bound allows. Bytes are reserved in KiB per file before it is opened and given back once
+/// its slots are admitted (their bytes then count in the budget).
+struct Lookahead {
+    permits: Arc<tokio::sync::Semaphore>,
+    /// Largest reservation of one file, so `footers_ahead` files always fit.
+    max_kib: u32,
+}
+
+impl Lookahead {
+    fn new(opts: &Options) -> Self {
+        let limit_kib = ((opts.memory_budget / 4) >> 10).clamp(1, u32::MAX as usize / 2);
+        let max_kib = (limit_kib / opts.footers_ahead.max(1)).max(1);
+        Lookahead {
+            permits: Arc::new(tokio::sync::Semaphore::new(limit_kib)),
+            max_kib: max_kib as u32,
+        }
+    }
+
+    /// Reserve what opening `task` brings into memory.
+    async fn reserve(&self, opts: &Options, task: &FileTask) -> tokio::sync::OwnedSemaphorePermit {
+        let bytes = match (opts.footer_size_hint, task.size) {
+            (Some(h), _) => h as u64,
+            (None, Some(size)) if size <= crate::options::WHOLE_FILE_BYTES => size,
+            (None, _) => crate::options::DEFAULT_FOOTER_SIZE_HINT as u64,
+        };
+        let kib = ((bytes >> 10) as u32).clamp(1, self.max_kib);
+        Arc::clone(&self.permits)
+            .acquire_many_owned(kib)
+            .await
+            .expect("lookahead semaphore never closed")
+    }
+}
+
 /// Fetched bytes waiting for the decoders (or two slots, if larger) above which no slot is
 /// admitted: enough to keep every decode thread fed, small enough not to touch fresh memory
 /// for bytes the decoders cannot reach yet.
@@ -170,13 +211,18 @@ async fn drive(
     let limit = opts.limit.map(|l| l as u64);
     let mut rows_planned = 0u64;
     let sh = Arc::clone(shared);
+    let ahead = Arc::new(Lookahead::new(opts));
+    let lookahead = Arc::clone(&ahead);
     let opened = tasks.enumerate().map(move |(i, task)| {
         let sh = Arc::clone(&sh);
+        let ahead = Arc::clone(&lookahead);
         async move {
             let task = task?;
+            // Wait for room: bytes of files opened ahead stay bounded.
+            let permit = ahead.reserve(&sh.opts, &task).await;
             let index = first_index + i as u64;
             match AbortOnDrop(tokio::spawn(open::open(sh, index, task))).await {
-                Ok(r) => r,
+                Ok(r) => r.map(|run| (run, permit)),
                 Err(e) => Err(Error::new(
                     ErrorKind::Panic,
                     format!("opening a file failed: {e}"),
@@ -184,17 +230,22 @@ async fn drive(
             }
         }
     });
-    let mut opened = opened.buffered(opts.footers_ahead);
-    let mut current = first;
+    let mut opened = opened.buffered(MAX_FILES_AHEAD.max(opts.footers_ahead));
+    let mut current = first.map(|run| (run, None));
     loop {
         if limit.is_some_and(|l| rows_planned >= l) {
             return Ok(());
         }
-        let run = match current.take() {
+        // The permit is held until the file's slots are admitted (their bytes then count
+        // in the budget).
+        let (run, _permit) = match current.take() {
             Some(run) => run,
             None => match opened.next().await {
                 None => return Ok(()),
-                Some(r) => r?,
+                Some(r) => {
+                    let (run, permit) = r?;
+                    (run, Some(permit))
+                }
             },
         };
         let prune = &run.prune;
