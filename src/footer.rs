@@ -101,6 +101,39 @@ pub(crate) struct FileMeta {
     pub cached: SparseChunk,
     /// Offset where the metadata starts: no column chunk may extend past it.
     pub data_end: u64,
+    /// Strings and binaries decode to Arrow's view types.
+    pub views: bool,
+}
+
+/// The Arrow view of a file's metadata; with `views`, string and binary columns (top-level,
+/// and inside structs) decode to `Utf8View`/`BinaryView`.
+fn arrow_metadata(
+    md: Arc<parquet::file::metadata::ParquetMetaData>,
+    views: bool,
+) -> parquet::errors::Result<ArrowReaderMetadata> {
+    let plain = ArrowReaderMetadata::try_new(Arc::clone(&md), ArrowReaderOptions::new())?;
+    if !views {
+        return Ok(plain);
+    }
+    use arrow::datatypes::{DataType, Field};
+    fn view(f: &Field) -> Field {
+        let t = match f.data_type() {
+            DataType::Utf8 | DataType::LargeUtf8 => DataType::Utf8View,
+            DataType::Binary | DataType::LargeBinary => DataType::BinaryView,
+            DataType::Struct(fs) => DataType::Struct(fs.iter().map(|c| view(c)).collect()),
+            other => other.clone(),
+        };
+        f.clone().with_data_type(t)
+    }
+    let schema = plain.schema();
+    let hinted = arrow::datatypes::Schema::new_with_metadata(
+        schema.fields().iter().map(|f| view(f)).collect::<Vec<_>>(),
+        schema.metadata().clone(),
+    );
+    if &hinted == schema.as_ref() {
+        return Ok(plain);
+    }
+    ArrowReaderMetadata::try_new(md, ArrowReaderOptions::new().with_schema(Arc::new(hinted)))
 }
 
 /// Decode the thrift metadata. CPU work: call on the decode pool.
@@ -108,8 +141,8 @@ pub(crate) fn decode_footer(
     file: FileRef,
     size: u64,
     metadata: Bytes,
-    prefix: Bytes,
-    prefix_start: u64,
+    (prefix, prefix_start): (Bytes, u64),
+    views: bool,
 ) -> Result<FileMeta> {
     let name = file.name.clone();
     let md =
@@ -126,8 +159,7 @@ pub(crate) fn decode_footer(
         )
         .with_path(&*name));
     }
-    let reader = ArrowReaderMetadata::try_new(Arc::new(md), ArrowReaderOptions::new())
-        .map_err(|e| Error::footer(e, &name))?;
+    let reader = arrow_metadata(Arc::new(md), views).map_err(|e| Error::footer(e, &name))?;
     let data_end = size - FOOTER_TAIL - metadata.len() as u64;
     let mut cached = SparseChunk::new(size);
     if !prefix.is_empty() {
@@ -139,6 +171,7 @@ pub(crate) fn decode_footer(
         reader,
         cached,
         data_end,
+        views,
     })
 }
 
@@ -180,7 +213,7 @@ pub(crate) fn with_page_index(meta: FileMeta, chunk: &SparseChunk) -> FileMeta {
         reader.finish()
     });
     let Ok(Ok(md)) = parsed else { return meta };
-    match ArrowReaderMetadata::try_new(Arc::new(md), ArrowReaderOptions::new()) {
+    match arrow_metadata(Arc::new(md), meta.views) {
         Ok(reader) => FileMeta { reader, ..meta },
         Err(_) => meta,
     }
@@ -232,9 +265,10 @@ pub(crate) async fn load(
         }
     };
     let name = file.name.clone();
+    let views = opts.string_views;
     let mut meta = shared
         .on_pool((&name, "footer decoding"), move || {
-            decode_footer(file, size, metadata, prefix, prefix_start)
+            decode_footer(file, size, metadata, (prefix, prefix_start), views)
         })
         .await?;
     if let Some(range) = want_index.then(|| page_index_range(&meta)).flatten() {

@@ -60,6 +60,8 @@ pub(crate) struct Options {
     /// The caller's row selections, by file name or object path.
     pub selections: Vec<(String, RowSelection)>,
     pub row_index: Option<String>,
+    /// Decode strings and binaries to Arrow's view types.
+    pub string_views: bool,
     /// How requests to cloud stores are retried (`None`: object_store's default).
     #[cfg(feature = "cloud")]
     pub retry: Option<object_store::RetryConfig>,
@@ -88,6 +90,7 @@ impl Default for Options {
             filter_exact: true,
             selections: Vec::new(),
             row_index: None,
+            string_views: false,
             #[cfg(feature = "cloud")]
             retry: None,
             #[cfg(feature = "cloud")]

@@ -253,6 +253,16 @@ impl Scan {
         self
     }
 
+    /// Decode string and binary columns (top-level and inside structs) to Arrow's view types,
+    /// `Utf8View` and `BinaryView` (default: the file's own Arrow schema hint, else `Utf8` /
+    /// `Binary`). Views skip copying each value into one contiguous buffer: short strings are
+    /// kept inline, long ones point into the decoded page. For task scans the output schema
+    /// decides, so only a `Utf8View` output field avoids the cast.
+    pub fn string_views(mut self, yes: bool) -> Self {
+        self.options.string_views = yes;
+        self
+    }
+
     /// Rows per batch (default 8192). A row group's last batch may be shorter.
     pub fn batch_size(mut self, rows: usize) -> Self {
         self.options.batch_size = rows;

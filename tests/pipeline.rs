@@ -91,6 +91,45 @@ fn ordered_equals_reference() {
     }
 }
 
+/// `string_views(true)`: string columns come back as `Utf8View` holding the same values.
+#[test]
+fn string_views_hold_the_same_strings() {
+    let dir = tempfile::tempdir().unwrap();
+    let paths = dataset(dir.path(), 2, 3, 3000);
+    let (schema, expected) = reference_all(&paths, 1024);
+    let reader = Scan::new(dir.path().to_str().unwrap())
+        .unwrap()
+        .string_views(true)
+        .split_bytes(1)
+        .build()
+        .unwrap();
+    let got_schema = reader.schema();
+    let mut views = 0;
+    for (a, b) in got_schema.fields().iter().zip(schema.fields()) {
+        match b.data_type() {
+            arrow::datatypes::DataType::Utf8 => {
+                assert_eq!(a.data_type(), &arrow::datatypes::DataType::Utf8View);
+                views += 1;
+            }
+            t => assert_eq!(a.data_type(), t),
+        }
+    }
+    assert!(views > 0, "the dataset has string columns");
+    let got: Vec<RecordBatch> = reader
+        .map(|b| {
+            let b = b.unwrap();
+            let cols = b
+                .columns()
+                .iter()
+                .zip(schema.fields())
+                .map(|(c, f)| arrow::compute::cast(c, f.data_type()).unwrap())
+                .collect();
+            RecordBatch::try_new(Arc::clone(&schema), cols).unwrap()
+        })
+        .collect();
+    common::assert_same_rows(&schema, &expected, &got, "string views");
+}
+
 /// With a small budget, peak buffered bytes stay within budget plus one slot, and the scan
 /// still completes; a slot larger than the whole budget is admitted alone.
 #[test]

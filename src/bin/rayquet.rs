@@ -128,6 +128,11 @@ struct ScanArgs {
     /// Print one JSON object with the results on stdout (and no human summary).
     #[arg(long)]
     json: bool,
+    /// Decode strings and binaries to Arrow's view types (Utf8View, BinaryView): measurably
+    /// faster (no copy of every value into one buffer). `--string-views false` gives Utf8 and
+    /// Binary (unless the file's embedded Arrow schema asks for views).
+    #[arg(long, value_name = "BOOL", default_value_t = true, action = clap::ArgAction::Set)]
+    string_views: bool,
     /// Reader to use. `sync` ignores --unordered, --budget and --option.
     #[arg(long, value_enum, default_value_t = Engine::Rayquet)]
     engine: Engine,
@@ -458,7 +463,8 @@ fn scan_rayquet(paths: &[String], args: &ScanArgs) -> CliResult<Stats> {
     let start = Instant::now();
     let mut scan = source_scan(paths, args)?
         .batch_size(args.batch_size)
-        .ordered(!args.unordered);
+        .ordered(!args.unordered)
+        .string_views(args.string_views);
     if let Some(limit) = args.limit {
         scan = scan.limit(limit);
     }
