@@ -28,10 +28,21 @@ pub(crate) struct Assembler {
     run: Arc<FileRun>,
     slot: usize,
     row_group: usize,
-    /// For each root the mapping reads: (part, column of the part's batches).
-    layout: Vec<(usize, usize)>,
+    /// For each root the mapping reads: where its column is.
+    layout: Vec<Source>,
+    /// Columns the filter stage decoded (the slot's delivered rows), by position.
+    stage: Vec<ArrayRef>,
     positions: Option<RowPositions>,
     state: Mutex<State>,
+}
+
+/// Where a root's column comes from.
+#[derive(Debug, Clone, Copy)]
+enum Source {
+    /// Column `.1` of part `.0`'s batches.
+    Part(usize, usize),
+    /// Column `.0` of the filter stage's output, sliced to the batch's rows.
+    Stage(usize),
 }
 
 #[derive(Default)]
@@ -49,13 +60,14 @@ struct State {
 
 impl Assembler {
     /// The assembler of `slot` (row group `row_group` of `run`'s file), whose parts read the
-    /// file roots `part_roots`; `positions`: file positions of the slot's delivered rows,
+    /// file roots `part_roots` and whose filter stage handed over `stage` (root, column of
+    /// the slot's delivered rows); `positions`: file positions of the slot's delivered rows,
     /// needed when the mapping has a row index.
     pub fn new(
         shared: Arc<Shared>,
         run: Arc<FileRun>,
         (slot, row_group): (usize, usize),
-        part_roots: &[Vec<usize>],
+        (part_roots, stage): (&[Vec<usize>], Vec<(usize, ArrayRef)>),
         positions: Option<RowPositions>,
     ) -> Self {
         let layout = run
@@ -63,13 +75,22 @@ impl Assembler {
             .roots
             .iter()
             .map(|(root, _)| {
+                if let Some(k) = stage.iter().position(|(r, _)| r == root) {
+                    return Source::Stage(k);
+                }
                 part_roots
                     .iter()
                     .enumerate()
-                    .find_map(|(p, roots)| roots.iter().position(|r| r == root).map(|c| (p, c)))
-                    .expect("every root read is in one part")
+                    .find_map(|(p, roots)| {
+                        roots
+                            .iter()
+                            .position(|r| r == root)
+                            .map(|c| Source::Part(p, c))
+                    })
+                    .expect("every root read is in one part or the stage")
             })
             .collect();
+        let stage = stage.into_iter().map(|(_, a)| a).collect();
         let parts = part_roots.len();
         Assembler {
             shared,
@@ -77,6 +98,7 @@ impl Assembler {
             slot,
             row_group,
             layout,
+            stage,
             positions,
             state: Mutex::new(State {
                 queues: vec![VecDeque::new(); parts],
@@ -125,7 +147,14 @@ impl Assembler {
                 if st.done.iter().all(|d| *d) && st.joining == 0 {
                     st.finished = true;
                     let batches = st.next_seq;
+                    let short = self.stage.iter().any(|a| a.len() as u64 != st.rows_before);
                     drop(st);
+                    if short {
+                        return self.fail(Error::new(
+                            ErrorKind::CorruptData,
+                            "the filter stage and the column parts decoded different row counts",
+                        ));
+                    }
                     self.shared.send(Event::SlotDone {
                         slot: self.slot,
                         batches,
@@ -191,11 +220,24 @@ impl Assembler {
                 "the column parts of a row group decoded to different row counts",
             ));
         }
-        let decoded: Vec<ArrayRef> = self
+        let decoded = self
             .layout
             .iter()
-            .map(|&(p, c)| Arc::clone(batches[p].0.column(c)))
-            .collect();
+            .map(|src| match *src {
+                Source::Part(p, c) => Ok(Arc::clone(batches[p].0.column(c))),
+                Source::Stage(k) => {
+                    let a = &self.stage[k];
+                    if before as usize + rows > a.len() {
+                        return Err(Error::decode(
+                            "the filter stage's columns hold fewer rows than the parts",
+                            name,
+                            rg,
+                        ));
+                    }
+                    Ok(a.slice(before as usize, rows))
+                }
+            })
+            .collect::<Result<Vec<ArrayRef>>>()?;
         let bytes = batches.iter().map(|(_, b)| *b).collect();
         let positions = || match &self.positions {
             Some(p) => p.range(before, rows),

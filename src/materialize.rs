@@ -43,7 +43,11 @@ pub(crate) async fn fetch_slot(
     let opts = &sh.opts;
     let rg = plan.row_group;
     let meta = Arc::clone(&run.meta);
-    let (selection, page_level, chunk) = match &plan.filter {
+    let mut plan = plan;
+    // Decoded columns the filter stage hands over, by file root.
+    let mut stage_cols: Vec<(usize, arrow::array::ArrayRef)> = Vec::new();
+    let filter_stage = plan.filter.clone();
+    let (selection, page_level, chunk) = match &filter_stage {
         Some(stage) => {
             // Late materialization costs a round trip; it pays only when many pages of the
             // other columns hold no match. Fetch everything at once when the page index (or
@@ -64,6 +68,9 @@ pub(crate) async fn fetch_slot(
             let (r, c, pre) = (Arc::clone(&run), first.clone(), plan.selection.clone());
             let (page_level, batch, first_row) = (plan.page_level, opts.batch_size, plan.first_row);
             let leaves = stage.leaves.clone();
+            // Output columns the stage decodes whole: kept from it, not decoded again.
+            let reused = reusable(&run, &stage.leaves);
+            let keep: Vec<usize> = reused.iter().map(|(_, k)| *k).collect();
             let metrics = Arc::clone(&sh.metrics);
             let work = move || {
                 let t = std::time::Instant::now();
@@ -82,14 +89,27 @@ pub(crate) async fn fetch_slot(
                     pre.as_ref(),
                     page_level,
                     c,
-                    batch,
+                    (batch, &keep),
                 );
                 Metrics::add_time(&metrics.decode_nanos, t.elapsed());
                 res
             };
-            let (exact, read) = sh
+            let out = sh
                 .on_pool((&meta.file.name, "filter evaluation"), work)
                 .await?;
+            let (exact, read) = (out.exact, out.read);
+            if exact.selects_any() {
+                stage_cols = reused
+                    .iter()
+                    .zip(out.kept)
+                    .filter_map(|((root, _), a)| Some((*root, a?)))
+                    .collect();
+                let taken = |root: usize| stage_cols.iter().any(|(x, _)| *x == root);
+                for part in plan.parts.iter_mut() {
+                    part.roots.retain(|&r| !taken(r));
+                    part.leaves.retain(|&l| !taken(root_of(&run, l)));
+                }
+            }
             Metrics::add(&sh.metrics.rows_filtered, read - exact.row_count() as u64);
             if !exact.selects_any() {
                 if !single {
@@ -146,7 +166,7 @@ pub(crate) async fn fetch_slot(
         Arc::clone(sh),
         Arc::clone(&run),
         (slot, rg),
-        &roots,
+        (&roots, stage_cols),
         positions,
     ));
     let rows = PartRows {
@@ -219,3 +239,35 @@ async fn fetch_ranges(
 
 /// Largest gap coalesced between the pages of a page-level fetch plan.
 const PAGE_COALESCE_GAP: u64 = 64 << 10;
+
+/// The file root of leaf `leaf`.
+fn root_of(run: &FileRun, leaf: usize) -> usize {
+    run.meta.reader.parquet_schema().get_column_root_idx(leaf)
+}
+
+/// The roots the mapping reads whose leaves are exactly the filter stage's leaves of that
+/// root (so the stage decodes them as the parts would), with their column in the stage's
+/// batches.
+fn reusable(run: &FileRun, stage_leaves: &[usize]) -> Vec<(usize, usize)> {
+    let mut stage_roots: Vec<usize> = stage_leaves.iter().map(|&l| root_of(run, l)).collect();
+    stage_roots.dedup();
+    run.mapping
+        .roots
+        .iter()
+        .filter_map(|(root, leaves)| {
+            let in_stage: Vec<usize> = stage_leaves
+                .iter()
+                .copied()
+                .filter(|&l| root_of(run, l) == *root)
+                .collect();
+            (in_stage == *leaves)
+                .then(|| {
+                    stage_roots
+                        .iter()
+                        .position(|r| r == root)
+                        .map(|k| (*root, k))
+                })
+                .flatten()
+        })
+        .collect()
+}

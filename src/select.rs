@@ -49,9 +49,19 @@ pub(crate) struct Stage<'a> {
     pub leaves: &'a [usize],
 }
 
-/// Decode the stage's columns of row group `rg` (rows of `pre`, or all) from `chunk` and
-/// return the exact selection of rows to deliver (spanning the whole row group) and the
-/// number of rows read. `first_row`: the row group's first row in the file.
+/// What a filter stage found: the exact selection of rows to deliver (spanning the whole row
+/// group), the number of rows read, and the decoded columns asked to be kept (the rows
+/// delivered only, in order), so that they need not be decoded a second time.
+pub(crate) struct StageOutput {
+    pub exact: RowSelection,
+    pub read: u64,
+    /// `None` when no row was read.
+    pub kept: Vec<Option<ArrayRef>>,
+}
+
+/// Decode the stage's columns of row group `rg` (rows of `pre`, or all) from `chunk` and find
+/// the rows to deliver; keep the decoded columns at positions `keep` of the stage's batches.
+/// `first_row`: the row group's first row in the file.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn filter_rows(
     meta: &FileMeta,
@@ -61,8 +71,8 @@ pub(crate) fn filter_rows(
     pre: Option<&RowSelection>,
     page_level: bool,
     chunk: SparseChunk,
-    batch_size: usize,
-) -> Result<(RowSelection, u64)> {
+    (batch_size, keep): (usize, &[usize]),
+) -> Result<StageOutput> {
     let name = &*meta.file.name;
     let mask = ProjectionMask::leaves(meta.reader.parquet_schema(), stage.leaves.iter().copied());
     let mut builder =
@@ -82,12 +92,13 @@ pub(crate) fn filter_rows(
     let rows = meta.reader.metadata().row_group(rg).num_rows().max(0) as usize;
     let positions = RowPositions::new(first_row, rows as u64, pre);
     let mut masks = Vec::new();
+    let mut kept: Vec<Vec<ArrayRef>> = vec![Vec::new(); keep.len()];
     let mut read = 0u64;
     for batch in reader {
         let batch = batch.map_err(|e| Error::decode(e, name, rg))?;
         let n = batch.num_rows();
         let at = |e: Error| e.with_path(name).with_row_group(rg);
-        let mut keep: Option<BooleanArray> = match stage.filter {
+        let mut keep_rows: Option<BooleanArray> = match stage.filter {
             Some(f) => Some(f.evaluate(&batch).map_err(at)?),
             None => None,
         };
@@ -109,16 +120,20 @@ pub(crate) fn filter_rows(
                     rg,
                 ));
             }
-            keep = Some(match keep {
+            keep_rows = Some(match keep_rows {
                 Some(prev) => arrow::compute::and_kleene(&prev, &k)?,
                 None => k,
             });
         }
-        let keep = keep.unwrap_or_else(|| BooleanArray::from(vec![true; n]));
-        masks.push(match keep.null_count() {
-            0 => keep,
-            _ => prep_null_mask_filter(&keep),
-        });
+        let mask = keep_rows.unwrap_or_else(|| BooleanArray::from(vec![true; n]));
+        let mask = match mask.null_count() {
+            0 => mask,
+            _ => prep_null_mask_filter(&mask),
+        };
+        for (out, &k) in kept.iter_mut().zip(keep) {
+            out.push(arrow::compute::filter(batch.column(k), &mask)?);
+        }
+        masks.push(mask);
         read += n as u64;
     }
     let matched = RowSelection::from_filters(&masks);
@@ -147,7 +162,22 @@ pub(crate) fn filter_rows(
             matched
         }
     };
-    Ok((pad(exact, rows), read))
+    let kept = kept
+        .into_iter()
+        .map(|parts| {
+            let refs: Vec<&dyn Array> = parts.iter().map(|a| a.as_ref()).collect();
+            match refs.len() {
+                0 => Ok(None),
+                1 => Ok(Some(Arc::clone(&parts[0]))),
+                _ => arrow::compute::concat(&refs).map(Some),
+            }
+        })
+        .collect::<std::result::Result<Vec<_>, _>>()?;
+    Ok(StageOutput {
+        exact: pad(exact, rows),
+        read,
+        kept,
+    })
 }
 
 /// `sel` extended with skipped rows (or cut) to span exactly `rows` rows.
