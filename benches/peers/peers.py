@@ -860,7 +860,8 @@ def markdown(result):
             if not s:
                 err = next((r.get("error", "") for r in result["runs"]
                             if r["workload"] == w["id"] and r["reader"] == reader and r.get("error")), "")
-                lines.append(f"| {w['id']} | {reader} | FAILED | {err[:80].replace('|', '/')} | | | | | | | |")
+                last = (err.strip().splitlines() or [""])[-1]
+                lines.append(f"| {w['id']} | {reader} | FAILED | {last[:100].replace('|', '/')} | | | | | | | |")
                 continue
             ratio = f"{s['median'] / rq['median']:.2f}x" if rq else "–"
             reqs = f"{s['requests_median']:.0f}" if "requests_median" in s else "–"
