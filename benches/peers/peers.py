@@ -146,12 +146,16 @@ def json_from_output(text):
     return None
 
 
+RUNNING = set()  # pids of children started by spawn() and not yet reaped (killed on signals)
+
+
 def spawn(cmd, env, timeout):
     """Run `cmd` to completion in a fresh process. Returns rc, stdout, stderr, the process wall
     time, and the child's own rusage from wait4 (user/sys CPU, ru_maxrss)."""
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         start = time.perf_counter()
         p = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=out, stderr=err, env=env)
+        RUNNING.add(p.pid)
         res = {}
 
         def waiter():
@@ -168,6 +172,7 @@ def spawn(cmd, env, timeout):
             except ProcessLookupError:
                 pass
             t.join()
+        RUNNING.discard(p.pid)
         _, status, ru = res["wait"]
         p.returncode = os.waitstatus_to_exitcode(status)  # reaped by wait4 already
         out.seek(0)
@@ -1040,6 +1045,11 @@ def main(argv):
     servers = Servers(args.pid_file)
 
     def on_signal(signum, _frame):
+        for pid in list(RUNNING):
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
         servers.stop()
         log(f"interrupted (signal {signum}); servers stopped")
         os._exit(128 + signum)

@@ -67,6 +67,19 @@ cleanup() {
     rm -f "$pid_file"
 }
 trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
-"$venv/bin/python" "$here/peers.py" --rayquet-bin "$bin" --rayquet-commit "$commit" --pid-file "$pid_file" "$@"
+# peers.py runs in the background so that INT/TERM reach this shell at once; they are passed on
+# as TERM (peers.py then stops its servers and exits), and the EXIT trap cleans up after it.
+"$venv/bin/python" "$here/peers.py" --rayquet-bin "$bin" --rayquet-commit "$commit" --pid-file "$pid_file" "$@" &
+child=$!
+stop_child() {
+    kill -TERM "$child" 2>/dev/null || true
+    wait "$child" 2>/dev/null || true
+    exit "$1"
+}
+trap 'stop_child 130' INT
+trap 'stop_child 143' TERM
+set +e
+wait "$child"
+rc=$?
+set -e
+exit "$rc"
