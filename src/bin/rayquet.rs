@@ -623,6 +623,7 @@ fn report(args: &ScanArgs, s: &Stats) -> CliResult<()> {
             "bytes_fetched": s.bytes_fetched,
             "bytes_decoded": s.bytes_decoded,
             "peak_buffered_bytes": s.peak_buffered_bytes,
+            "peak_rss_bytes": peak_rss(),
             "seconds": s.elapsed.as_secs_f64(),
             "rows_per_sec": rows_per_sec,
             "mib_per_sec": mib_per_sec,
@@ -814,4 +815,16 @@ mod tests {
         use clap::CommandFactory;
         Cli::command().debug_assert();
     }
+}
+
+/// Peak resident set of this process (`VmHWM` of /proc/self/status; 0 where unknown).
+fn peak_rss() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("VmHWM:"))
+                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+        })
+        .map_or(0, |kib| kib * 1024)
 }
