@@ -817,7 +817,8 @@ mod tests {
     }
 }
 
-/// Peak resident set of this process (`VmHWM` of /proc/self/status; 0 where unknown).
+/// Peak resident set of this process: `VmHWM` of /proc/self/status (0 where unknown). Not
+/// getrusage's `ru_maxrss`, which Linux carries over from the parent across fork and exec.
 fn peak_rss() -> u64 {
     std::fs::read_to_string("/proc/self/status")
         .ok()

@@ -261,19 +261,6 @@ fn cpu_times() -> (Duration, Duration) {
     (tv(ru.ru_utime), tv(ru.ru_stime))
 }
 
-/// Peak resident set of this process: `VmHWM` from /proc/self/status. Not getrusage's
-/// `ru_maxrss`, which Linux carries over from the parent across fork and exec (every child
-/// would report at least the parent's RSS at spawn time).
-fn peak_rss() -> u64 {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find_map(|l| l.strip_prefix("VmHWM:"))
-                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
-        })
-        .map_or(0, |kib| kib * 1024)
-}
 
 /// The store a child reads from: the dataset directory, or its prefix in the S3 bucket.
 fn inner_store(
@@ -332,7 +319,7 @@ pub fn run_one(args: BenchOneArgs) -> CliResult<()> {
     let outcome = readers::run(args.reader, &input, start)?;
     let seconds = start.elapsed().as_secs_f64();
     let (user1, sys1) = cpu_times();
-    let peak_rss = peak_rss();
+    let peak_rss = crate::peak_rss();
     let counters = store.counters();
     let line = json!({
         "workload": w.id,
