@@ -61,6 +61,11 @@ fn delete_error(path: &str, what: &str, e: impl std::fmt::Display) -> Error {
     Error::new(ErrorKind::Io, format!("reading {what} delete file: {e}")).with_path(path)
 }
 
+/// A delete file that was read but cannot be decoded.
+fn corrupt(path: &str, what: &str, e: impl std::fmt::Display) -> Error {
+    Error::new(ErrorKind::CorruptData, format!("{what} delete file: {e}")).with_path(path)
+}
+
 impl DeleteFiles {
     pub fn new(file_io: FileIO) -> Self {
         DeleteFiles {
@@ -133,7 +138,7 @@ fn find_column(schema: &arrow::datatypes::Schema, id: i32, name: &str) -> Option
 }
 
 fn read_positions(bytes: Bytes, path: &str) -> Result<Positions> {
-    let bad = |e: &dyn std::fmt::Display| delete_error(path, "position", e);
+    let bad = |e: &dyn std::fmt::Display| corrupt(path, "position", e);
     let builder = ParquetRecordBatchReaderBuilder::try_new(bytes).map_err(|e| bad(&e))?;
     let schema = Arc::clone(builder.schema());
     let file_col = find_column(&schema, RESERVED_FIELD_ID_DELETE_FILE_PATH, "file_path")
@@ -184,7 +189,7 @@ pub(crate) struct KeySet {
 }
 
 fn read_keys(bytes: Bytes, path: &str, fields: &[(i32, FieldRef)]) -> Result<KeySet> {
-    let bad = |e: &dyn std::fmt::Display| delete_error(path, "equality", e);
+    let bad = |e: &dyn std::fmt::Display| corrupt(path, "equality", e);
     let builder = ParquetRecordBatchReaderBuilder::try_new(bytes).map_err(|e| bad(&e))?;
     let schema = Arc::clone(builder.schema());
     let cols: Vec<usize> = fields
@@ -232,8 +237,10 @@ fn read_keys(bytes: Bytes, path: &str, fields: &[(i32, FieldRef)]) -> Result<Key
 /// A data file's equality deletes: rows whose key is in any of its delete files' sets are
 /// dropped.
 pub(crate) struct EqualityDeletes {
-    /// The key columns, by field id, as the table types them.
+    /// The key columns, by field id, as the table types them, and how the data file
+    /// produces each (a partition constant, a default...).
     columns: Vec<(i32, FieldRef)>,
+    sources: Vec<ColumnSource>,
     /// Per delete file: its key columns (indices into `columns`) and path.
     files: Vec<(Vec<usize>, String)>,
     sets: OnceLock<Vec<Arc<KeySet>>>,
@@ -249,9 +256,15 @@ impl std::fmt::Debug for EqualityDeletes {
 
 impl EqualityDeletes {
     /// Equality deletes from `files` (path and equality field ids) over the fields of
-    /// `schema` (the table's, as of the scanned snapshot).
-    pub fn new(files: Vec<(String, Vec<i32>)>, schema: &Schema) -> Result<Self> {
+    /// `schema` (the table's, as of the scanned snapshot), each produced from the data file
+    /// as `source` says.
+    pub fn new(
+        files: Vec<(String, Vec<i32>)>,
+        schema: &Schema,
+        source: &dyn Fn(i32) -> ColumnSource,
+    ) -> Result<Self> {
         let mut columns: Vec<(i32, FieldRef)> = Vec::new();
+        let mut sources = Vec::new();
         let mut out = Vec::new();
         for (path, ids) in files {
             let mut idx = Vec::new();
@@ -271,6 +284,7 @@ impl EqualityDeletes {
                         let f = Field::new(&field.name, ty, true)
                             .with_metadata([(FIELD_ID_KEY.to_string(), id.to_string())].into());
                         columns.push((id, Arc::new(f)));
+                        sources.push(source(id));
                         columns.len() - 1
                     }
                 };
@@ -280,6 +294,7 @@ impl EqualityDeletes {
         }
         Ok(EqualityDeletes {
             columns,
+            sources,
             files: out,
             sets: OnceLock::new(),
         })
@@ -290,7 +305,8 @@ impl RowFilter for EqualityDeletes {
     fn columns(&self) -> Vec<(FieldRef, ColumnSource)> {
         self.columns
             .iter()
-            .map(|(id, f)| (Arc::clone(f), ColumnSource::field_id(*id)))
+            .zip(&self.sources)
+            .map(|((_, f), s)| (Arc::clone(f), s.clone()))
             .collect()
     }
 
