@@ -52,8 +52,8 @@
 //!   with the new type's literal and drops those files; rayquet prunes them itself, with the
 //!   statistics cast to the new type.
 //! * **Equality deletes** delete a row iff its key equals a delete row's key on every
-//!   equality column, a NULL delete value matching only NULL (a hash set of arrow row-format
-//!   keys, O(rows + deletes)). iceberg-rust drops every row whose key has a NULL compared
+//!   equality column, a NULL delete value matching only NULL (a hash set of the keys,
+//!   O(rows + deletes)). iceberg-rust drops every row whose key has a NULL compared
 //!   with a non-null delete value (Kleene logic in a row filter).
 //! * **Case-insensitive** scans resolve selections, predicates and filters without regard to
 //!   case (iceberg-rust ignores the flag for selections and filters); output columns keep the
