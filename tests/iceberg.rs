@@ -266,6 +266,55 @@ fn empty_table_and_empty_snapshot() {
     assert_eq!(s1.rows(), 10);
 }
 
+#[test]
+fn planning_runs_on_rayquets_runtime_whatever_the_tables() {
+    // A table loaded on a runtime that has since stopped: iceberg-rust plans nothing (a
+    // silently empty scan, ICEBERG_NOTES §4); rayquet plans on its own IO runtime.
+    let fx = primitives(2, 30, 10);
+    let tmp = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    let table = tmp
+        .block_on(iceberg::table::StaticTable::from_metadata_file(
+            &fx.metadata_location,
+            fx.table.identifier().clone(),
+            iceberg::io::FileIO::new_with_fs(),
+        ))
+        .unwrap()
+        .into_table();
+    drop(tmp);
+    let got = rq(TableScan::new(table));
+    assert_eq!(got.sorted(), rows(&fx.expected_current()));
+}
+
+#[test]
+fn empty_selection_counts_rows() {
+    let fx = deletes(40, 10);
+    for s in &fx.snapshot_ids {
+        let got = rq(TableScan::new(fx.table.clone())
+            .snapshot_id(*s)
+            .select(Vec::<String>::new()));
+        assert_eq!(got.schema.fields().len(), 0);
+        assert_eq!(got.rows(), fx.expected_at(*s).num_rows(), "snapshot {s}");
+    }
+    let got = rq(TableScan::new(fx.table.clone())
+        .select(Vec::<String>::new())
+        .filter(col("id").lt(10)));
+    assert_eq!(
+        got.rows(),
+        filter_rows(&fx.expected_current(), |r| {
+            fx.expected_current()
+                .column(0)
+                .as_primitive::<Int64Type>()
+                .value(r)
+                < 10
+        })
+        .num_rows()
+    );
+}
+
 // ---------------------------------------------------------------------------------------------
 // Columns: selection, order, metadata columns
 // ---------------------------------------------------------------------------------------------
