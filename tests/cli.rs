@@ -226,7 +226,10 @@ fn bench_smoke_every_reader_reads_the_same_rows() {
         .iter()
         .map(|w| w["id"].as_str().unwrap())
         .collect();
-    assert_eq!(ids, ["W1", "W1z", "W2", "W3", "W4", "W5", "W6", "W7", "W8"]);
+    assert_eq!(
+        ids,
+        ["W1", "W1z", "W2", "W3", "W4", "W5", "W6", "W7", "W8", "T1", "T2", "I1", "I2"]
+    );
     for w in workloads {
         let readers: Vec<&str> = w["readers"]
             .as_array()
@@ -235,8 +238,19 @@ fn bench_smoke_every_reader_reads_the_same_rows() {
             .map(|r| r["reader"].as_str().unwrap())
             .collect();
         let filtered = w["filter"].is_string();
-        let expected: &[&str] = if w["id"] == "W6" {
+        let id = w["id"].as_str().unwrap();
+        let expected: &[&str] = if id == "W6" {
             &["b0-sync", "rayquet", "rayquet-unbounded"]
+        } else if id.starts_with('T') {
+            &["rayquet", "rayquet-tasks"]
+        } else if id.starts_with('I') {
+            &[
+                "iceberg-c1",
+                "iceberg-default",
+                "iceberg-spawned",
+                "rayquet-iceberg",
+                "rayquet-iceberg-no-deletes",
+            ]
         } else if filtered {
             &["rayquet", "rayquet-unordered", "rayquet-no-filter"]
         } else {
@@ -254,12 +268,18 @@ fn bench_smoke_every_reader_reads_the_same_rows() {
         assert!(rows > 0);
         // Filtered readers deliver the rows parquet's reader and the filter agree on.
         let matching = w["matching_rows"].as_u64();
-        if filtered {
+        // Iceberg: rows left after the table's deletes.
+        if filtered || id.starts_with('I') {
             assert!(matching.is_some_and(|m| m > 0 && m < rows), "{}", w["id"]);
         }
         for reader in w["readers"].as_array().unwrap() {
             let expected = match reader["reader"].as_str() {
-                Some("rayquet-no-filter") => rows,
+                Some("rayquet-no-filter" | "rayquet-iceberg-no-deletes") => rows,
+                // Every tenth row of each file deleted.
+                Some("rayquet-tasks") => {
+                    let files = w["files"].as_u64().unwrap();
+                    rows - files * (rows / files).div_ceil(10)
+                }
                 _ => matching.unwrap_or(rows),
             };
             assert_eq!(reader["rows"], expected, "{} {}", w["id"], reader["reader"]);
