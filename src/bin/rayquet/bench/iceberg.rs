@@ -13,7 +13,7 @@
 //!
 //! Without the `iceberg` feature the workloads exist but their readers fail.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use super::readers::ReaderId;
 use super::workloads::{Dataset, Layout};
@@ -38,10 +38,6 @@ pub const READERS: &[ReaderId] = &[
     ReaderId::RayquetIcebergNoDeletes,
 ];
 
-/// Where the table's files are, as its metadata names them.
-const ROOT: &str = "rayquet-bench://table";
-/// The table's metadata file (one, final: the snapshot before deletes and the delete one).
-const METADATA: &str = "metadata/final.metadata.json";
 /// Rows left after deletes, written next to the table.
 const LIVE_ROWS: &str = "live-rows.txt";
 
@@ -128,12 +124,6 @@ pub fn targets(r: &super::report::WorkloadResult) -> Option<Vec<super::report::T
     Some(t)
 }
 
-/// The dataset's directory (as `Dataset::dir`).
-#[allow(dead_code)]
-pub fn dir(data_dir: &Path, scale: f64) -> PathBuf {
-    MOR.dir(data_dir, scale)
-}
-
 #[cfg(not(feature = "iceberg"))]
 mod imp {
     use super::*;
@@ -187,6 +177,11 @@ mod imp {
 
     use super::super::readers::{Input, BATCH_SIZE};
     use super::*;
+
+    /// Where the table's files are, as its metadata names them.
+    const ROOT: &str = "rayquet-bench://table";
+    /// The table's metadata file (one, final: the snapshot before deletes and the delete one).
+    const METADATA: &str = "metadata/final.metadata.json";
 
     // --- an iceberg Storage over the bench's object store ------------------------------------
 
