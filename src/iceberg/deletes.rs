@@ -6,9 +6,11 @@
 //! decoded where the page index lets the reader skip them.
 //!
 //! *Equality deletes* become a [`RowFilter`] ([`EqualityDeletes`]): the delete rows' key
-//! columns (evolved to the table's types) are encoded with arrow's row format into a hash
-//! set, and each data row is looked up once: O(N + M), not a predicate per deleted row. A
-//! null key matches a null (the Iceberg spec's equality). Which delete files apply to which
+//! columns (evolved to the table's types) go into a hash set (of `i64` for one integer-like
+//! key column, else of arrow row-format encodings), and each data row is looked up once:
+//! O(N + M), not a predicate per deleted row. A null key matches a null, and only a null (the
+//! Iceberg spec's equality). The key columns of a data file are produced like its output
+//! columns: a partition constant, or the initial default when the file lacks the column. Which delete files apply to which
 //! data file, by partition and sequence number, is the planner's decision.
 //!
 //! Invariant: each delete file is read once per scan, however many data files it applies
@@ -16,6 +18,7 @@
 //! never silently no deletes.
 
 use std::collections::{HashMap, HashSet};
+use std::hash::BuildHasherDefault;
 use std::sync::{Arc, Mutex, OnceLock};
 
 use arrow::array::{Array, ArrayRef, AsArray, BooleanArray, RecordBatch};
@@ -59,6 +62,11 @@ impl std::fmt::Debug for DeleteFiles {
 
 fn delete_error(path: &str, what: &str, e: impl std::fmt::Display) -> Error {
     Error::new(ErrorKind::Io, format!("reading {what} delete file: {e}")).with_path(path)
+}
+
+/// A delete file that was read but cannot be decoded.
+fn corrupt(path: &str, what: &str, e: impl std::fmt::Display) -> Error {
+    Error::new(ErrorKind::CorruptData, format!("{what} delete file: {e}")).with_path(path)
 }
 
 impl DeleteFiles {
@@ -133,7 +141,7 @@ fn find_column(schema: &arrow::datatypes::Schema, id: i32, name: &str) -> Option
 }
 
 fn read_positions(bytes: Bytes, path: &str) -> Result<Positions> {
-    let bad = |e: &dyn std::fmt::Display| delete_error(path, "position", e);
+    let bad = |e: &dyn std::fmt::Display| corrupt(path, "position", e);
     let builder = ParquetRecordBatchReaderBuilder::try_new(bytes).map_err(|e| bad(&e))?;
     let schema = Arc::clone(builder.schema());
     let file_col = find_column(&schema, RESERVED_FIELD_ID_DELETE_FILE_PATH, "file_path")
@@ -177,14 +185,166 @@ fn read_positions(bytes: Bytes, path: &str) -> Result<Positions> {
     Ok(out)
 }
 
-/// The keys of an equality-delete file, encoded with arrow's row format.
-pub(crate) struct KeySet {
-    converter: RowConverter,
-    keys: HashSet<Box<[u8]>>,
+/// The keys of an equality-delete file: integers (one integer-like key column: the common
+/// case of an `id`), or arrow row-format encodings (anything else). A NULL key is a key like
+/// any other: it matches NULL, and only NULL.
+pub(crate) enum KeySet {
+    /// One key column of an integer-like type (int, long, date, time, timestamp), as `i64`.
+    Ints {
+        keys: HashSet<i64, BuildHasherDefault<IntHasher>>,
+        null: bool,
+    },
+    /// Any key columns, encoded with arrow's row format.
+    Rows {
+        converter: RowConverter,
+        keys: HashSet<Box<[u8]>>,
+    },
+}
+
+/// A multiplicative hasher for `i64` keys (SipHash costs more than the lookup itself).
+#[derive(Default)]
+pub(crate) struct IntHasher(u64);
+
+impl std::hash::Hasher for IntHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for b in bytes {
+            self.write_u64(*b as u64);
+        }
+    }
+    fn write_i64(&mut self, v: i64) {
+        self.write_u64(v as u64);
+    }
+    fn write_u64(&mut self, v: u64) {
+        self.0 = (self.0.rotate_left(5) ^ v).wrapping_mul(0x517c_c1b7_2722_0a95);
+    }
+}
+
+/// Whether a key column of this type is read as `i64` ([`KeySet::Ints`]).
+fn int_like(t: &DataType) -> bool {
+    matches!(
+        t,
+        DataType::Int8
+            | DataType::Int16
+            | DataType::Int32
+            | DataType::Int64
+            | DataType::Date32
+            | DataType::Time64(_)
+            | DataType::Timestamp(..)
+    )
+}
+
+/// `a` (an integer-like column) as `Int64` values.
+fn as_i64(a: &ArrayRef) -> std::result::Result<ArrayRef, arrow::error::ArrowError> {
+    match a.data_type() {
+        DataType::Int64 => Ok(Arc::clone(a)),
+        DataType::Timestamp(..) | DataType::Time64(_) => {
+            // Same width: reinterpret.
+            let d = a
+                .to_data()
+                .into_builder()
+                .data_type(DataType::Int64)
+                .build()?;
+            Ok(arrow::array::make_array(d))
+        }
+        _ => arrow::compute::cast(a, &DataType::Int64),
+    }
+}
+
+impl KeySet {
+    fn new(fields: &[(i32, FieldRef)]) -> std::result::Result<KeySet, arrow::error::ArrowError> {
+        if let [(_, f)] = fields {
+            if int_like(f.data_type()) {
+                return Ok(KeySet::Ints {
+                    keys: HashSet::default(),
+                    null: false,
+                });
+            }
+        }
+        Ok(KeySet::Rows {
+            converter: RowConverter::new(
+                fields
+                    .iter()
+                    .map(|(_, f)| SortField::new(f.data_type().clone()))
+                    .collect(),
+            )?,
+            keys: HashSet::new(),
+        })
+    }
+
+    /// Add the keys of these columns (typed like the key fields).
+    fn insert(
+        &mut self,
+        columns: &[ArrayRef],
+    ) -> std::result::Result<(), arrow::error::ArrowError> {
+        match self {
+            KeySet::Ints { keys, null } => {
+                let a = as_i64(&columns[0])?;
+                let a = a.as_primitive::<arrow::datatypes::Int64Type>();
+                for v in a.iter() {
+                    match v {
+                        Some(v) => {
+                            keys.insert(v);
+                        }
+                        None => *null = true,
+                    }
+                }
+            }
+            KeySet::Rows { converter, keys } => {
+                let rows = converter.convert_columns(columns)?;
+                for r in rows.iter() {
+                    keys.insert(Box::from(r.as_ref()));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn len(&self) -> usize {
+        match self {
+            KeySet::Ints { keys, null } => keys.len() + usize::from(*null),
+            KeySet::Rows { keys, .. } => keys.len(),
+        }
+    }
+
+    /// Clear `keep[i]` for each row whose key is in the set.
+    fn apply(
+        &self,
+        columns: &[ArrayRef],
+        keep: &mut [bool],
+    ) -> std::result::Result<(), arrow::error::ArrowError> {
+        match self {
+            KeySet::Ints { keys, null } => {
+                let a = as_i64(&columns[0])?;
+                let a = a.as_primitive::<arrow::datatypes::Int64Type>();
+                if a.null_count() == 0 {
+                    for (k, v) in keep.iter_mut().zip(a.values()) {
+                        *k &= !keys.contains(v);
+                    }
+                } else {
+                    for (k, v) in keep.iter_mut().zip(a.iter()) {
+                        *k &= !match v {
+                            Some(v) => keys.contains(&v),
+                            None => *null,
+                        };
+                    }
+                }
+            }
+            KeySet::Rows { converter, keys } => {
+                let rows = converter.convert_columns(columns)?;
+                for (k, r) in keep.iter_mut().zip(rows.iter()) {
+                    *k &= !keys.contains(r.as_ref());
+                }
+            }
+        }
+        Ok(())
+    }
 }
 
 fn read_keys(bytes: Bytes, path: &str, fields: &[(i32, FieldRef)]) -> Result<KeySet> {
-    let bad = |e: &dyn std::fmt::Display| delete_error(path, "equality", e);
+    let bad = |e: &dyn std::fmt::Display| corrupt(path, "equality", e);
     let builder = ParquetRecordBatchReaderBuilder::try_new(bytes).map_err(|e| bad(&e))?;
     let schema = Arc::clone(builder.schema());
     let cols: Vec<usize> = fields
@@ -203,14 +363,7 @@ fn read_keys(bytes: Bytes, path: &str, fields: &[(i32, FieldRef)]) -> Result<Key
         .with_batch_size(64 * 1024)
         .build()
         .map_err(|e| bad(&e))?;
-    let converter = RowConverter::new(
-        fields
-            .iter()
-            .map(|(_, f)| SortField::new(f.data_type().clone()))
-            .collect(),
-    )
-    .map_err(|e| bad(&e))?;
-    let mut keys = HashSet::new();
+    let mut keys = KeySet::new(fields).map_err(|e| bad(&e))?;
     for batch in reader {
         let batch: RecordBatch = batch.map_err(|e| bad(&e))?;
         let arrays: Vec<ArrayRef> = cols
@@ -221,19 +374,18 @@ fn read_keys(bytes: Bytes, path: &str, fields: &[(i32, FieldRef)]) -> Result<Key
                 arrow::compute::cast(batch.column(k), f.data_type()).map_err(|e| bad(&e))
             })
             .collect::<Result<_>>()?;
-        let rows = converter.convert_columns(&arrays).map_err(|e| bad(&e))?;
-        for r in rows.iter() {
-            keys.insert(Box::from(r.as_ref()));
-        }
+        keys.insert(&arrays).map_err(|e| bad(&e))?;
     }
-    Ok(KeySet { converter, keys })
+    Ok(keys)
 }
 
 /// A data file's equality deletes: rows whose key is in any of its delete files' sets are
 /// dropped.
 pub(crate) struct EqualityDeletes {
-    /// The key columns, by field id, as the table types them.
+    /// The key columns, by field id, as the table types them, and how the data file
+    /// produces each (a partition constant, a default...).
     columns: Vec<(i32, FieldRef)>,
+    sources: Vec<ColumnSource>,
     /// Per delete file: its key columns (indices into `columns`) and path.
     files: Vec<(Vec<usize>, String)>,
     sets: OnceLock<Vec<Arc<KeySet>>>,
@@ -249,9 +401,15 @@ impl std::fmt::Debug for EqualityDeletes {
 
 impl EqualityDeletes {
     /// Equality deletes from `files` (path and equality field ids) over the fields of
-    /// `schema` (the table's, as of the scanned snapshot).
-    pub fn new(files: Vec<(String, Vec<i32>)>, schema: &Schema) -> Result<Self> {
+    /// `schema` (the table's, as of the scanned snapshot), each produced from the data file
+    /// as `source` says.
+    pub fn new(
+        files: Vec<(String, Vec<i32>)>,
+        schema: &Schema,
+        source: &dyn Fn(i32) -> ColumnSource,
+    ) -> Result<Self> {
         let mut columns: Vec<(i32, FieldRef)> = Vec::new();
+        let mut sources = Vec::new();
         let mut out = Vec::new();
         for (path, ids) in files {
             let mut idx = Vec::new();
@@ -271,6 +429,7 @@ impl EqualityDeletes {
                         let f = Field::new(&field.name, ty, true)
                             .with_metadata([(FIELD_ID_KEY.to_string(), id.to_string())].into());
                         columns.push((id, Arc::new(f)));
+                        sources.push(source(id));
                         columns.len() - 1
                     }
                 };
@@ -280,6 +439,7 @@ impl EqualityDeletes {
         }
         Ok(EqualityDeletes {
             columns,
+            sources,
             files: out,
             sets: OnceLock::new(),
         })
@@ -290,7 +450,8 @@ impl RowFilter for EqualityDeletes {
     fn columns(&self) -> Vec<(FieldRef, ColumnSource)> {
         self.columns
             .iter()
-            .map(|(id, f)| (Arc::clone(f), ColumnSource::field_id(*id)))
+            .zip(&self.sources)
+            .map(|((_, f), s)| (Arc::clone(f), s.clone()))
             .collect()
     }
 
@@ -301,16 +462,12 @@ impl RowFilter for EqualityDeletes {
         let n = columns.first().map_or(0, |c| c.len());
         let mut keep = vec![true; n];
         for ((idx, path), set) in self.files.iter().zip(sets) {
-            let arrays: Vec<ArrayRef> = idx.iter().map(|&k| Arc::clone(&columns[k])).collect();
-            let rows = set
-                .converter
-                .convert_columns(&arrays)
-                .map_err(|e| delete_error(path, "equality", e))?;
-            for (i, r) in rows.iter().enumerate() {
-                if keep[i] && set.keys.contains(r.as_ref()) {
-                    keep[i] = false;
-                }
+            if set.len() == 0 {
+                continue;
             }
+            let arrays: Vec<ArrayRef> = idx.iter().map(|&k| Arc::clone(&columns[k])).collect();
+            set.apply(&arrays, &mut keep)
+                .map_err(|e| delete_error(path, "equality", e))?;
         }
         Ok(BooleanArray::from(keep))
     }
@@ -367,5 +524,64 @@ impl DeleteLoader for TaskDeletes {
             Ok(out)
         }
         .boxed()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use arrow::array::{Int32Array, StringArray};
+
+    fn field(t: DataType) -> (i32, FieldRef) {
+        (1, Arc::new(Field::new("k", t, true)))
+    }
+
+    /// Rows kept by a set built from `deletes` (one column per key field).
+    fn kept(fields: &[(i32, FieldRef)], deletes: &[ArrayRef], data: &[ArrayRef]) -> Vec<bool> {
+        let mut set = KeySet::new(fields).unwrap();
+        set.insert(deletes).unwrap();
+        let mut keep = vec![true; data[0].len()];
+        set.apply(data, &mut keep).unwrap();
+        keep
+    }
+
+    #[test]
+    fn null_keys_match_null_only() {
+        // One integer key: the i64 set.
+        let f = [field(DataType::Int32)];
+        let deletes: ArrayRef = Arc::new(Int32Array::from(vec![Some(3), None]));
+        let data: ArrayRef = Arc::new(Int32Array::from(vec![Some(3), None, Some(4), Some(3)]));
+        assert!(matches!(KeySet::new(&f).unwrap(), KeySet::Ints { .. }));
+        assert_eq!(
+            kept(&f, &[deletes], std::slice::from_ref(&data)),
+            [false, false, true, false]
+        );
+        let no_null: ArrayRef = Arc::new(Int32Array::from(vec![3]));
+        assert_eq!(kept(&f, &[no_null], &[data]), [false, true, true, false]);
+        // Two keys (row format): (NULL, 'y') deletes only rows whose first key is NULL.
+        let f = [
+            field(DataType::Int32),
+            (2, Arc::new(Field::new("s", DataType::Utf8, true))),
+        ];
+        let k1: ArrayRef = Arc::new(Int32Array::from(vec![None, Some(5)]));
+        let k2: ArrayRef = Arc::new(StringArray::from(vec![Some("y"), Some("x")]));
+        let d1: ArrayRef = Arc::new(Int32Array::from(vec![
+            None,
+            Some(1),
+            Some(5),
+            None,
+            Some(5),
+        ]));
+        let d2: ArrayRef = Arc::new(StringArray::from(vec![
+            Some("y"),
+            Some("y"),
+            None,
+            Some("z"),
+            Some("x"),
+        ]));
+        assert_eq!(
+            kept(&f, &[k1, k2], &[d1, d2]),
+            [false, true, true, true, false]
+        );
     }
 }

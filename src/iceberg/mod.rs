@@ -24,11 +24,54 @@
 //! ```
 //!
 //! Output schema and field metadata are what iceberg-rust's `to_arrow()` gives: the table's
-//! schema as of the snapshot (`schema_to_arrow_schema`, with `PARQUET:field_id` metadata),
-//! `_file` run-end encoded, `_pos` an `Int64`. Where iceberg-rust 0.10.1's reader departs
-//! from the Iceberg spec, rayquet follows the spec: identity-partition values come from the
-//! partition metadata (iceberg-rust's planner leaves the spec unset and reads the data file,
-//! which fails for files that do not hold the partition column).
+//! schema as of the snapshot (`schema_to_arrow_schema`, with `PARQUET:field_id` metadata on
+//! every field, nested ones included), the selected columns in selection order, `_file` run-end
+//! encoded (non-null, id `i32::MAX - 1`), and `_pos` (which iceberg-rust does not support) a
+//! non-null `Int64` with id `i32::MAX - 2`: the row's position in its data file, counting
+//! every row, deleted ones included.
+//!
+//! # Semantics, and where rayquet departs from iceberg-rust 0.10.1
+//!
+//! Rows are those the Iceberg spec gives. Where iceberg-rust's `to_arrow()` departs from the
+//! spec (each case is pinned by `tests/iceberg_fixtures.rs` and checked against rayquet in
+//! `tests/iceberg.rs`), rayquet follows the spec:
+//!
+//! * **Identity-partition columns** come from the partition tuple, with the partition spec
+//!   the data file was written with (looked up in the table metadata by the file's spec id:
+//!   iceberg-rust's planner leaves `partition_spec` unset and reads the column from the file,
+//!   so files that lack it read NULL and filters on it find nothing).
+//! * **Nested fields added later** read NULL (or are cast when promoted) inside old files'
+//!   structs; iceberg-rust fails the scan.
+//! * **Name mapping** applies at every level (iceberg-rust maps top-level columns only, so
+//!   mapped structs read NULL). Files without field ids and without a table name mapping
+//!   resolve no column (spec rules 2-4: NULL, or the initial default); iceberg-rust (and Java)
+//!   assign ids by position instead.
+//! * **Filters on columns missing from a file** see the column's initial default (or the
+//!   partition value), not NULL; **filters on promoted columns** (`int` → `long`...) are left
+//!   out of the planner's predicate, whose metrics evaluator compares the old type's bounds
+//!   with the new type's literal and drops those files; rayquet prunes them itself, with the
+//!   statistics cast to the new type.
+//! * **Equality deletes** delete a row iff its key equals a delete row's key on every
+//!   equality column, a NULL delete value matching only NULL (a hash set of the keys,
+//!   O(rows + deletes)). iceberg-rust drops every row whose key has a NULL compared
+//!   with a non-null delete value (Kleene logic in a row filter).
+//! * **Case-insensitive** scans resolve selections, predicates and filters without regard to
+//!   case (iceberg-rust ignores the flag for selections and filters); output columns keep the
+//!   table's spelling.
+//! * **Filters** use SQL's three-valued logic, as rayquet's filters always do and as
+//!   iceberg-rust's reader does: a row whose filter is NULL is dropped, so `c != 5` and
+//!   `NOT starts_with(c, 'p')` drop rows where `c` is NULL. (Iceberg Java's row-level
+//!   `Evaluator` keeps them for `notEqual`/`notStartsWith`; the spec leaves row filtering to
+//!   the engine.) Filters may name columns that are not selected, and nested fields by dotted
+//!   path.
+//!
+//! Sequence numbers (which deletes apply to which data file) are the planner's, as are
+//! partition and metrics pruning of manifests and files. Each delete file is read once per
+//! scan, however many data files it applies to; a data file, delete file or manifest that is
+//! missing or cannot be read fails the scan with an error naming it (rows of a data file are
+//! never delivered without its deletes). Not supported: ORC/Avro data files, deletion vectors
+//! (format v3 Puffin), predicates with binary/fixed/uuid literals, initial defaults of nested
+//! fields (they read NULL).
 //!
 //! Metadata, manifests and delete files go through [`storage`], an object_store-backed
 //! FileIO configured like the data stores, when rayquet loads the table ([`load_table`]); a
@@ -38,7 +81,7 @@ mod deletes;
 pub mod predicate;
 pub mod storage;
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use arrow::datatypes::{Field, Schema as ArrowSchema, SchemaRef};
@@ -159,6 +202,10 @@ async fn metadata_file(location: &str, options: &[(String, String)]) -> Result<S
 
 /// A scan of an Iceberg table: a snapshot (or branch/tag), columns, a filter. Ends in
 /// [`TableScan::to_scan`], a rayquet [`Scan`] to configure and build.
+///
+/// Files come in the order iceberg's planner emits them, which varies from run to run (it
+/// reads manifests concurrently); within a file rows keep their order. A scan whose order
+/// matters should sort, or plan the tasks itself and use [`scan_tasks`].
 pub struct TableScan {
     table: Table,
     snapshot: Option<i64>,
@@ -194,20 +241,23 @@ impl TableScan {
         }
     }
 
-    /// Read this snapshot (time travel).
+    /// Read this snapshot (time travel), in the schema it was written with.
     pub fn snapshot_id(mut self, id: i64) -> Self {
         self.snapshot = Some(id);
         self
     }
 
-    /// Read the snapshot a branch or tag points to.
+    /// Read the snapshot a branch or tag points to (takes precedence over
+    /// [`TableScan::snapshot_id`]).
     pub fn reference(mut self, name: impl Into<String>) -> Self {
         self.reference = Some(name.into());
         self
     }
 
-    /// Read only these top-level columns, in this order (`_file` and `_pos` are the
-    /// metadata columns: the data file's path and the row's position in it).
+    /// Read only these top-level columns, in this order (a column may be named twice;
+    /// `_file` and `_pos` are the metadata columns: the data file's path and the row's
+    /// position in it, counting every row of the file, deleted ones included). Filters may
+    /// name columns that are not selected.
     pub fn select<I, S>(mut self, columns: I) -> Self
     where
         I: IntoIterator<Item = S>,
@@ -218,20 +268,24 @@ impl TableScan {
     }
 
     /// Only rows where this iceberg predicate holds: used by iceberg's planner (manifests,
-    /// data files) and by rayquet (row groups, pages, bloom filters, then exactly per row).
+    /// data files) and by rayquet (row groups, pages, bloom filters, then exactly per row,
+    /// with SQL's three-valued logic: see the module docs). Combined with
+    /// [`TableScan::filter`] by AND.
     pub fn predicate(mut self, predicate: Predicate) -> Self {
         self.predicate = Some(predicate);
         self
     }
 
-    /// Only rows where this rayquet filter holds (column names of the table, e.g. from
-    /// [`Expr::parse_sql`]): also handed to iceberg's planner to skip files.
+    /// Only rows where this rayquet filter holds (column names of the table, dotted paths
+    /// into structs, e.g. from [`Expr::parse_sql`]): also handed to iceberg's planner to skip
+    /// files.
     pub fn filter(mut self, filter: Expr) -> Self {
         self.filter = Some(filter);
         self
     }
 
-    /// Match column names case-sensitively (the default) or not.
+    /// Match column names (selection, predicate, filter) case-sensitively (the default) or
+    /// not. Output columns are named as the table names them.
     pub fn case_sensitive(mut self, yes: bool) -> Self {
         self.case_sensitive = yes;
         self
@@ -268,43 +322,18 @@ impl TableScan {
         };
         cols.iter()
             .map(|c| {
-                let eq = |a: &str, b: &str| {
-                    if self.case_sensitive {
-                        a == b
-                    } else {
-                        a.eq_ignore_ascii_case(b)
-                    }
+                let (name, top) = resolve_column(schema, c, self.case_sensitive)?;
+                let top_name = match schema.as_struct().field_by_id(top) {
+                    Some(f) => f.name.as_str(),
+                    None => name.as_str(), // _file, _pos
                 };
-                if eq(c, RESERVED_COL_NAME_FILE) {
-                    return Ok(RESERVED_FIELD_ID_FILE);
-                }
-                if eq(c, RESERVED_COL_NAME_POS) {
-                    return Ok(RESERVED_FIELD_ID_POS);
-                }
-                let f = if self.case_sensitive {
-                    schema.field_by_name(c)
-                } else {
-                    schema.field_by_name_case_insensitive(c)
-                };
-                match f {
-                    Some(f) if schema.as_struct().field_by_id(f.id).is_some() => Ok(f.id),
-                    Some(_) => Err(Error::new(
+                if name != top_name {
+                    return Err(Error::new(
                         ErrorKind::InvalidArgument,
                         format!("{c:?} is a nested field: select top-level columns"),
-                    )),
-                    None => {
-                        let names: Vec<_> = schema
-                            .as_struct()
-                            .fields()
-                            .iter()
-                            .map(|f| &f.name)
-                            .collect();
-                        Err(Error::new(
-                            ErrorKind::InvalidArgument,
-                            format!("no column {c:?}; columns are {names:?}"),
-                        ))
-                    }
+                    ));
                 }
+                Ok(top)
             })
             .collect()
     }
@@ -320,25 +349,32 @@ impl TableScan {
     pub fn to_scan(self) -> Result<Scan> {
         let (snapshot, schema) = self.snapshot()?;
         let ids = self.field_ids(&schema)?;
-        let out = output_schema(&schema, &ids)?;
-        // Column names of the filter, as the table spells them.
-        let mut filter = match (&self.predicate, &self.filter) {
+        let filter = match (&self.predicate, &self.filter) {
             (Some(p), Some(f)) => Some(predicate::to_expr(p)?.and(f.clone())),
             (Some(p), None) => Some(predicate::to_expr(p)?),
             (None, Some(f)) => Some(f.clone()),
             (None, None) => None,
         };
-        if !self.case_sensitive {
-            filter = filter.map(|f| respell(f, &schema));
-        }
-        let plan_predicate = match (&self.predicate, &self.filter) {
-            (Some(p), Some(f)) => Some(p.clone().and(predicate::to_predicate(f, &schema))),
-            (Some(p), None) => Some(p.clone()),
-            (None, Some(f)) => Some(predicate::to_predicate(f, &schema)),
-            (None, None) => None,
-        };
-        let table = self.table.clone();
-        let names: Vec<String> = ids
+        // Column names as the table spells them (unknown names fail here).
+        let case_sensitive = self.case_sensitive;
+        let filter = filter
+            .map(|f| {
+                rename_columns(f, &mut |c| {
+                    resolve_column(&schema, &c, case_sensitive).map(|(n, _)| n)
+                })
+            })
+            .transpose()?;
+        let layout = Layout::new(&schema, ids, filter.as_ref())?;
+        // The planner only skips files: columns whose type was promoted are left out of its
+        // predicate (iceberg-rust 0.10.1 compares the old type's bounds with the new type's
+        // literal and wrongly skips those files).
+        let promoted = promoted_ids(&self.table, &schema);
+        let plan_predicate = filter
+            .as_ref()
+            .map(|f| predicate::to_predicate(f, &schema, &promoted));
+        let table = on_io_runtime(&self.table)?;
+        let names: Vec<String> = layout
+            .out_ids()
             .iter()
             .map(|id| match *id {
                 RESERVED_FIELD_ID_FILE => RESERVED_COL_NAME_FILE.to_string(),
@@ -346,8 +382,8 @@ impl TableScan {
                 id => schema.name_by_field_id(id).unwrap_or_default().to_string(),
             })
             .collect();
-        let case_sensitive = self.case_sensitive;
-        let context = Context::new(Some(&table), table.file_io().clone(), Arc::clone(&out));
+        let (read, out) = (Arc::clone(&layout.read), Arc::clone(&layout.out));
+        let context = Context::new(Some(&table), table.file_io().clone(), layout);
         let tasks = async move {
             let Some(snapshot) = snapshot else {
                 return Ok::<_, Error>(futures::stream::empty().boxed());
@@ -367,7 +403,10 @@ impl TableScan {
             Ok(stream.map(move |t| context.task(t.map_err(ice)?)).boxed())
         };
         let stream = futures::stream::once(tasks).try_flatten();
-        let mut scan = Scan::from_task_stream(out, stream);
+        let mut scan = Scan::from_task_stream(Arc::clone(&read), stream);
+        if read != out {
+            scan = scan.transformed_schema(out);
+        }
         for (k, v) in storage::store_options(self.table.file_io().config().props()) {
             scan = scan.store_option(k, v);
         }
@@ -378,15 +417,103 @@ impl TableScan {
     }
 }
 
-/// Spell the filter's column names as the table does (case-insensitive scans).
-fn respell(e: Expr, schema: &Schema) -> Expr {
-    let fix = |c: String| match schema.field_by_name_case_insensitive(&c) {
-        Some(f) => f.name.clone(),
-        None => c,
+/// `table` bound to rayquet's IO runtime, so iceberg plans (and spawns) there, whatever
+/// runtime the caller's catalog used (a table whose runtime has stopped plans nothing).
+fn on_io_runtime(table: &Table) -> Result<Table> {
+    let io = crate::runtime::io_handle();
+    let runtime = {
+        let _guard = io.enter();
+        iceberg::Runtime::try_current().map_err(ice)?
     };
-    match e {
+    let mut b = Table::builder()
+        .metadata(table.metadata_ref())
+        .identifier(table.identifier().clone())
+        .file_io(table.file_io().clone())
+        .runtime(runtime)
+        .readonly(true);
+    if let Some(loc) = table.metadata_location() {
+        b = b.metadata_location(loc);
+    }
+    b.build().map_err(ice)
+}
+
+/// Field ids of `schema` (at any depth) whose primitive type differs in another schema of the
+/// table: columns promoted by schema evolution (int → long, float → double, wider decimals).
+fn promoted_ids(table: &Table, schema: &Schema) -> HashSet<i32> {
+    let mut out = HashSet::new();
+    for other in table.metadata().schemas_iter() {
+        for (id, f) in schema.field_id_to_fields() {
+            if let Some(g) = other.field_by_id(*id) {
+                if let (Type::Primitive(a), Type::Primitive(b)) =
+                    (f.field_type.as_ref(), g.field_type.as_ref())
+                {
+                    if a != b {
+                        out.insert(*id);
+                    }
+                }
+            }
+        }
+    }
+    out
+}
+
+/// A column named in a selection or filter, as `schema` spells it (a top-level name or a
+/// dotted path through structs; `_file`, `_pos`), and the id of its top-level field.
+fn resolve_column(schema: &Schema, name: &str, case_sensitive: bool) -> Result<(String, i32)> {
+    let eq = |a: &str, b: &str| {
+        if case_sensitive {
+            a == b
+        } else {
+            a.eq_ignore_ascii_case(b) || a.to_lowercase() == b.to_lowercase()
+        }
+    };
+    if eq(name, RESERVED_COL_NAME_FILE) {
+        return Ok((RESERVED_COL_NAME_FILE.to_string(), RESERVED_FIELD_ID_FILE));
+    }
+    if eq(name, RESERVED_COL_NAME_POS) {
+        return Ok((RESERVED_COL_NAME_POS.to_string(), RESERVED_FIELD_ID_POS));
+    }
+    let top = schema.as_struct().fields();
+    if let Some(f) = top.iter().find(|f| f.name == name) {
+        return Ok((f.name.clone(), f.id));
+    }
+    let found = top.iter().filter(|f| eq(&f.name, name)).collect::<Vec<_>>();
+    if let [f] = found.as_slice() {
+        return Ok((f.name.clone(), f.id));
+    }
+    // A path into structs.
+    let first = name.split('.').next().unwrap_or_default();
+    let walk = || -> Option<(String, i32)> {
+        let root = top.iter().find(|f| eq(&f.name, first))?;
+        let mut path = root.name.clone();
+        let mut field = root;
+        for p in name.split('.').skip(1) {
+            let Type::Struct(st) = field.field_type.as_ref() else {
+                return None;
+            };
+            field = st.fields().iter().find(|f| eq(&f.name, p))?;
+            path.push('.');
+            path.push_str(&field.name);
+        }
+        Some((path, root.id))
+    };
+    if name.contains('.') {
+        if let Some(found) = walk() {
+            return Ok(found);
+        }
+    }
+    let names: Vec<_> = top.iter().map(|f| &f.name).collect();
+    Err(Error::new(
+        ErrorKind::InvalidArgument,
+        format!("no column {name:?}; columns are {names:?}"),
+    ))
+}
+
+/// `e` with every column name replaced by `f`'s answer.
+fn rename_columns(e: Expr, f: &mut dyn FnMut(String) -> Result<String>) -> Result<Expr> {
+    Ok(match e {
         Expr::Compare { column, op, value } => Expr::Compare {
-            column: fix(column),
+            column: f(column)?,
             op,
             value,
         },
@@ -395,12 +522,12 @@ fn respell(e: Expr, schema: &Schema) -> Expr {
             values,
             negated,
         } => Expr::InList {
-            column: fix(column),
+            column: f(column)?,
             values,
             negated,
         },
         Expr::IsNull { column, negated } => Expr::IsNull {
-            column: fix(column),
+            column: f(column)?,
             negated,
         },
         Expr::Between {
@@ -409,15 +536,84 @@ fn respell(e: Expr, schema: &Schema) -> Expr {
             high,
             negated,
         } => Expr::Between {
-            column: fix(column),
+            column: f(column)?,
             low,
             high,
             negated,
         },
-        Expr::And(a, b) => respell(*a, schema).and(respell(*b, schema)),
-        Expr::Or(a, b) => respell(*a, schema).or(respell(*b, schema)),
-        Expr::Not(a) => respell(*a, schema).negate(),
+        Expr::And(a, b) => rename_columns(*a, f)?.and(rename_columns(*b, f)?),
+        Expr::Or(a, b) => rename_columns(*a, f)?.or(rename_columns(*b, f)?),
+        Expr::Not(a) => rename_columns(*a, f)?.negate(),
         Expr::Literal(b) => Expr::Literal(b),
+    })
+}
+
+/// The columns a scan reads: the output's, then the top-level columns only its filter
+/// needs (dropped again by a transform once the filter ran).
+struct Layout {
+    /// Field ids read, in order: the output's, then the filter's.
+    read_ids: Vec<i32>,
+    /// How many of them are output columns.
+    n_out: usize,
+    read: SchemaRef,
+    out: SchemaRef,
+}
+
+impl Layout {
+    fn new(schema: &Schema, ids: Vec<i32>, filter: Option<&Expr>) -> Result<Layout> {
+        let out = output_schema(schema, &ids)?;
+        let n_out = ids.len();
+        let mut read_ids = ids;
+        if let Some(f) = filter {
+            for c in f.columns() {
+                if out.fields().iter().any(|o| o.name() == c) {
+                    continue;
+                }
+                let (_, top) = resolve_column(schema, c, true)?;
+                if !read_ids.contains(&top) {
+                    read_ids.push(top);
+                }
+            }
+        }
+        if read_ids.is_empty() {
+            // No column selected: read one to count rows (the output keeps none).
+            if let Some(f) = schema.as_struct().fields().first() {
+                read_ids.push(f.id);
+            }
+        }
+        let read = if read_ids.len() == n_out {
+            Arc::clone(&out)
+        } else {
+            output_schema(schema, &read_ids)?
+        };
+        Ok(Layout {
+            read_ids,
+            n_out,
+            read,
+            out,
+        })
+    }
+
+    fn out_ids(&self) -> &[i32] {
+        &self.read_ids[..self.n_out]
+    }
+
+    /// The transform from the read columns to the output's, when they differ.
+    fn projection(&self) -> Option<crate::task::BatchTransform> {
+        if self.read_ids.len() == self.n_out {
+            return None;
+        }
+        let (out, n) = (Arc::clone(&self.out), self.n_out);
+        Some(Arc::new(move |b: arrow::array::RecordBatch| {
+            let options =
+                arrow::array::RecordBatchOptions::new().with_row_count(Some(b.num_rows()));
+            arrow::array::RecordBatch::try_new_with_options(
+                Arc::clone(&out),
+                b.columns()[..n].to_vec(),
+                &options,
+            )
+            .map_err(|e| Error::new(ErrorKind::SchemaMismatch, e.to_string()))
+        }))
     }
 }
 
@@ -493,15 +689,18 @@ async fn spec_of_files(table: &Table, snapshot: i64) -> Result<Option<Arc<HashMa
 
 /// What turning `FileScanTask`s into rayquet tasks needs, shared by a scan's tasks.
 struct Context {
-    schema: SchemaRef,
+    layout: Layout,
+    project: Option<crate::task::BatchTransform>,
     specs: HashMap<i32, PartitionSpecRef>,
     spec_of: Option<Arc<HashMap<String, i32>>>,
     deletes: Arc<DeleteFiles>,
     mappings: std::sync::Mutex<Option<(IcebergNameMapping, Arc<NameMapping>)>>,
+    /// The mapping of tables without one: it maps nothing.
+    no_mapping: Arc<NameMapping>,
 }
 
 impl Context {
-    fn new(table: Option<&Table>, file_io: FileIO, schema: SchemaRef) -> Self {
+    fn new(table: Option<&Table>, file_io: FileIO, layout: Layout) -> Self {
         let specs = table
             .map(|t| {
                 t.metadata()
@@ -511,11 +710,13 @@ impl Context {
             })
             .unwrap_or_default();
         Context {
-            schema,
+            project: layout.projection(),
+            layout,
             specs,
             spec_of: None,
             deletes: Arc::new(DeleteFiles::new(file_io)),
             mappings: Default::default(),
+            no_mapping: Arc::default(),
         }
     }
 
@@ -603,52 +804,59 @@ impl Context {
                 }
             }
         }
-        let columns: Vec<ColumnSource> = t
-            .project_field_ids
-            .iter()
-            .map(|&id| match id {
-                RESERVED_FIELD_ID_FILE => ColumnSource::FilePath,
-                RESERVED_FIELD_ID_POS => ColumnSource::RowIndex,
-                id => match constants.get(&id) {
-                    Some(Some(v)) => ColumnSource::Constant(v.clone()),
-                    Some(None) => ColumnSource::Null,
-                    None => {
-                        let src = ColumnSource::field_id(id);
-                        let default = schema.field_by_id(id).and_then(|f| {
-                            let Type::Primitive(ty) = f.field_type.as_ref() else {
-                                return None;
-                            };
-                            match f.initial_default.as_ref()? {
-                                Literal::Primitive(p) => predicate::literal_value(p, ty),
-                                _ => None,
-                            }
-                        });
-                        match default {
-                            Some(d) => src.or_default(d),
-                            None => src,
-                        }
-                    }
-                },
-            })
-            .collect();
-        if columns.len() != self.schema.fields().len() {
+        if t.project_field_ids != self.layout.out_ids() {
             return Err(Error::new(
                 ErrorKind::InvalidArgument,
                 format!(
-                    "the task projects {} fields, the scan {}",
-                    columns.len(),
-                    self.schema.fields().len()
+                    "the task projects the fields {:?}, the scan {:?}: every task of a scan \
+                     must project the same fields",
+                    t.project_field_ids,
+                    self.layout.out_ids()
                 ),
             )
             .with_path(path));
         }
+        // How a field of the table is produced in this file: a partition constant, else the
+        // file's column by field id (or its initial default when the file lacks it).
+        let source = |id: i32| match id {
+            RESERVED_FIELD_ID_FILE => ColumnSource::FilePath,
+            RESERVED_FIELD_ID_POS => ColumnSource::RowIndex,
+            id => match constants.get(&id) {
+                Some(Some(v)) => ColumnSource::Constant(v.clone()),
+                Some(None) => ColumnSource::Null,
+                None => {
+                    let src = ColumnSource::field_id(id);
+                    let default = schema.field_by_id(id).and_then(|f| {
+                        let Type::Primitive(ty) = f.field_type.as_ref() else {
+                            return None;
+                        };
+                        match f.initial_default.as_ref()? {
+                            Literal::Primitive(p) => predicate::literal_value(p, ty),
+                            _ => None,
+                        }
+                    });
+                    match default {
+                        Some(d) => src.or_default(d),
+                        None => src,
+                    }
+                }
+            },
+        };
+        let columns: Vec<ColumnSource> =
+            self.layout.read_ids.iter().map(|&id| source(id)).collect();
         let mut task = FileTask::new(path.clone())
             .size(t.file_size_in_bytes)
             .columns(columns)
-            .strict_field_ids(true)
-            .positional_field_ids(t.name_mapping.is_none());
-        if let Some(m) = &t.name_mapping {
-            task = task.name_mapping(self.name_mapping(m));
+            .strict_field_ids(true);
+        // Files without field ids resolve columns through the table's name mapping only: with
+        // none, no column (the spec's rules 2-4; Java and iceberg-rust fall back to ids by
+        // position, which the spec does not have).
+        task = task.name_mapping(match &t.name_mapping {
+            Some(m) => self.name_mapping(m),
+            None => Arc::clone(&self.no_mapping),
+        });
+        if let Some(p) = &self.project {
+            task = task.transform(Arc::clone(p));
         }
         if t.start != 0 || t.length != t.file_size_in_bytes {
             task = task.byte_range(t.start..t.start + t.length);
@@ -671,7 +879,7 @@ impl Context {
         let equality = if equality.is_empty() {
             None
         } else {
-            let eq = Arc::new(EqualityDeletes::new(equality, schema)?);
+            let eq = Arc::new(EqualityDeletes::new(equality, schema, &source)?);
             task = task.row_filter(Arc::clone(&eq) as Arc<dyn crate::task::RowFilter>);
             Some(eq)
         };
@@ -688,10 +896,15 @@ impl Context {
 }
 
 /// A scan of `FileScanTask`s the caller planned (an engine that plans and shards them
-/// itself). Every task must project the same fields; `table` (when given) supplies the
-/// partition specs for identity-partition constants and the FileIO for delete files
-/// (otherwise the tasks' own specs and an object_store FileIO from the environment).
-/// The output schema is the first task's; an empty list gives an error.
+/// itself, splits files by byte range...). Every task must project the same fields and
+/// carry the same predicate (as iceberg's planner makes them); the predicate filters rows
+/// exactly. `table` (when given) supplies the partition specs for identity-partition
+/// constants and the FileIO for delete files (otherwise the tasks' own `partition_spec` and
+/// an object_store FileIO from the environment). The output schema is the first task's; an
+/// empty list gives an error.
+///
+/// Tasks are pulled lazily, as the scan needs them, in their order (ordered scans deliver
+/// them in that order).
 pub fn scan_tasks<I>(tasks: I, table: Option<&Table>) -> Result<Scan>
 where
     I: IntoIterator<Item = FileScanTask>,
@@ -701,17 +914,42 @@ where
     let first = tasks
         .peek()
         .ok_or_else(|| Error::new(ErrorKind::InvalidArgument, "no tasks to scan"))?;
-    let out = output_schema(first.schema(), &first.project_field_ids)?;
+    let schema = first.schema_ref();
+    let bound = first.predicate.clone();
+    let filter = bound
+        .as_ref()
+        .map(|p| predicate::bound_to_expr(p, &schema))
+        .transpose()?;
+    let layout = Layout::new(&schema, first.project_field_ids.clone(), filter.as_ref())?;
+    let (read, out) = (Arc::clone(&layout.read), Arc::clone(&layout.out));
     let file_io = match table {
         Some(t) => t.file_io().clone(),
         None => storage::file_io(Vec::<(String, String)>::new()),
     };
-    let context = Arc::new(Context::new(table, file_io, Arc::clone(&out)));
-    let mut scan = Scan::from_tasks(out, tasks.map(move |t| context.task(t)));
+    let context = Arc::new(Context::new(table, file_io, layout));
+    let mut scan = Scan::from_tasks(
+        Arc::clone(&read),
+        tasks.map(move |t| {
+            if t.predicate != bound {
+                return Err(Error::new(
+                    ErrorKind::InvalidArgument,
+                    "every task of a scan must carry the same predicate",
+                )
+                .with_path(t.data_file_path.clone()));
+            }
+            context.task(t)
+        }),
+    );
+    if read != out {
+        scan = scan.transformed_schema(out);
+    }
     if let Some(t) = table {
         for (k, v) in storage::store_options(t.file_io().config().props()) {
             scan = scan.store_option(k, v);
         }
+    }
+    if let Some(f) = filter {
+        scan = scan.filter(f);
     }
     Ok(scan)
 }

@@ -11,8 +11,10 @@
 //! express becomes `AlwaysTrue` (after `NOT` is pushed to the leaves), so planning never
 //! skips a file that holds a match, and rayquet's exact filter does the rest.
 
-use iceberg::expr::{Predicate, PredicateOperator, Reference};
-use iceberg::spec::{Datum, PrimitiveLiteral, PrimitiveType, Schema, Type};
+use std::collections::HashSet;
+
+use iceberg::expr::{BoundPredicate, BoundReference, Predicate, PredicateOperator, Reference};
+use iceberg::spec::{Datum, NestedFieldRef, PrimitiveLiteral, PrimitiveType, Schema, Type};
 
 use crate::expr::{CmpOp, Expr, Value};
 use crate::{Error, ErrorKind, Result};
@@ -103,70 +105,119 @@ pub fn to_expr(p: &Predicate) -> Result<Expr> {
             let [a] = l.inputs();
             to_expr(a)?.negate()
         }
-        Predicate::Unary(u) => {
-            let c = crate::col(u.term().name());
-            match u.op() {
-                PredicateOperator::IsNull => c.is_null(),
-                PredicateOperator::NotNull => c.is_not_null(),
-                PredicateOperator::IsNan => c.eq("NaN"),
-                PredicateOperator::NotNan => c.not_eq("NaN"),
-                op => return Err(unsupported(op)),
+        Predicate::Unary(u) => unary(u.term().name(), u.op(), p)?,
+        Predicate::Binary(b) => binary(b.term().name(), b.op(), b.literal(), p)?,
+        Predicate::Set(s) => set(s.term().name(), s.op(), s.literals().iter(), p)?,
+    })
+}
+
+/// A bound iceberg predicate (a planned task's) as a rayquet filter over the column names of
+/// `schema` (dotted paths for nested fields).
+pub fn bound_to_expr(p: &BoundPredicate, schema: &Schema) -> Result<Expr> {
+    let name = |r: &BoundReference| -> Result<String> {
+        let id = r.field().id;
+        schema
+            .name_by_field_id(id)
+            .map(str::to_string)
+            .ok_or_else(|| unsupported(format!("{p} (field id {id} is not in the schema)")))
+    };
+    Ok(match p {
+        BoundPredicate::AlwaysTrue => Expr::Literal(true),
+        BoundPredicate::AlwaysFalse => Expr::Literal(false),
+        BoundPredicate::And(l) => {
+            let [a, b] = l.inputs();
+            bound_to_expr(a, schema)?.and(bound_to_expr(b, schema)?)
+        }
+        BoundPredicate::Or(l) => {
+            let [a, b] = l.inputs();
+            bound_to_expr(a, schema)?.or(bound_to_expr(b, schema)?)
+        }
+        BoundPredicate::Not(l) => {
+            let [a] = l.inputs();
+            bound_to_expr(a, schema)?.negate()
+        }
+        BoundPredicate::Unary(u) => unary(&name(u.term())?, u.op(), p)?,
+        BoundPredicate::Binary(b) => binary(&name(b.term())?, b.op(), b.literal(), p)?,
+        BoundPredicate::Set(s) => set(&name(s.term())?, s.op(), s.literals().iter(), p)?,
+    })
+}
+
+fn unary(name: &str, op: PredicateOperator, p: &dyn std::fmt::Display) -> Result<Expr> {
+    let c = crate::col(name);
+    Ok(match op {
+        PredicateOperator::IsNull => c.is_null(),
+        PredicateOperator::NotNull => c.is_not_null(),
+        PredicateOperator::IsNan => c.eq("NaN"),
+        PredicateOperator::NotNan => c.not_eq("NaN"),
+        _ => return Err(unsupported(p)),
+    })
+}
+
+fn binary(
+    name: &str,
+    op: PredicateOperator,
+    literal: &Datum,
+    p: &dyn std::fmt::Display,
+) -> Result<Expr> {
+    let v = datum_value(literal).ok_or_else(|| unsupported(p))?;
+    let c = || crate::col(name);
+    Ok(match op {
+        PredicateOperator::LessThan => c().lt(v),
+        PredicateOperator::LessThanOrEq => c().lt_eq(v),
+        PredicateOperator::GreaterThan => c().gt(v),
+        PredicateOperator::GreaterThanOrEq => c().gt_eq(v),
+        PredicateOperator::Eq => c().eq(v),
+        PredicateOperator::NotEq => c().not_eq(v),
+        PredicateOperator::StartsWith | PredicateOperator::NotStartsWith => {
+            let Value::Str(prefix) = &v else {
+                return Err(unsupported(p));
+            };
+            let inside = match prefix_end(prefix) {
+                Some(end) => c().gt_eq(v.clone()).and(c().lt(end)),
+                None => c().gt_eq(v.clone()),
+            };
+            // Null rows match neither (three-valued logic).
+            if op == PredicateOperator::StartsWith {
+                inside
+            } else {
+                inside.negate()
             }
         }
-        Predicate::Binary(b) => {
-            let name = b.term().name();
-            let v = datum_value(b.literal()).ok_or_else(|| unsupported(p))?;
-            let c = || crate::col(name);
-            match b.op() {
-                PredicateOperator::LessThan => c().lt(v),
-                PredicateOperator::LessThanOrEq => c().lt_eq(v),
-                PredicateOperator::GreaterThan => c().gt(v),
-                PredicateOperator::GreaterThanOrEq => c().gt_eq(v),
-                PredicateOperator::Eq => c().eq(v),
-                PredicateOperator::NotEq => c().not_eq(v),
-                PredicateOperator::StartsWith | PredicateOperator::NotStartsWith => {
-                    let Value::Str(prefix) = &v else {
-                        return Err(unsupported(p));
-                    };
-                    let inside = match prefix_end(prefix) {
-                        Some(end) => c().gt_eq(v.clone()).and(c().lt(end)),
-                        None => c().gt_eq(v.clone()),
-                    };
-                    // Null rows match neither (three-valued logic).
-                    if b.op() == PredicateOperator::StartsWith {
-                        inside
-                    } else {
-                        inside.negate()
-                    }
-                }
-                op => return Err(unsupported(op)),
-            }
-        }
-        Predicate::Set(s) => {
-            let values = s
-                .literals()
-                .iter()
-                .map(|d| datum_value(d).ok_or_else(|| unsupported(p)))
-                .collect::<Result<Vec<_>>>()?;
-            let c = crate::col(s.term().name());
-            match s.op() {
-                PredicateOperator::In => c.in_list(values),
-                PredicateOperator::NotIn => c.in_list(values).negate(),
-                op => return Err(unsupported(op)),
-            }
-        }
+        _ => return Err(unsupported(p)),
+    })
+}
+
+fn set<'a>(
+    name: &str,
+    op: PredicateOperator,
+    literals: impl Iterator<Item = &'a Datum>,
+    p: &dyn std::fmt::Display,
+) -> Result<Expr> {
+    let values = literals
+        .map(|d| datum_value(d).ok_or_else(|| unsupported(p)))
+        .collect::<Result<Vec<_>>>()?;
+    let c = crate::col(name);
+    Ok(match op {
+        PredicateOperator::In => c.in_list(values),
+        PredicateOperator::NotIn => c.in_list(values).negate(),
+        _ => return Err(unsupported(p)),
     })
 }
 
 /// A rayquet filter as a predicate for iceberg's planner over `schema` (see the module docs:
-/// what cannot be expressed becomes `AlwaysTrue`).
-pub fn to_predicate(e: &Expr, schema: &Schema) -> Predicate {
-    predicate(&e.clone().negation_normal_form(), schema)
+/// what cannot be expressed becomes `AlwaysTrue`), leaving out the columns with field ids in
+/// `skip` (and columns `schema` does not have, such as `_file`).
+pub fn to_predicate(e: &Expr, schema: &Schema, skip: &HashSet<i32>) -> Predicate {
+    predicate(&e.clone().negation_normal_form(), schema, skip)
 }
 
-fn predicate(e: &Expr, schema: &Schema) -> Predicate {
-    let datum = |column: &str, v: &Value| -> Option<Datum> {
+fn predicate(e: &Expr, schema: &Schema, skip: &HashSet<i32>) -> Predicate {
+    let usable = |column: &str| -> Option<&NestedFieldRef> {
         let field = schema.field_by_name(column)?;
+        (!skip.contains(&field.id)).then_some(field)
+    };
+    let datum = |column: &str, v: &Value| -> Option<Datum> {
+        let field = usable(column)?;
         let Type::Primitive(ty) = field.field_type.as_ref() else {
             return None;
         };
@@ -175,9 +226,10 @@ fn predicate(e: &Expr, schema: &Schema) -> Predicate {
     match e {
         Expr::Literal(true) => Predicate::AlwaysTrue,
         Expr::Literal(false) => Predicate::AlwaysFalse,
-        Expr::And(a, b) => predicate(a, schema).and(predicate(b, schema)),
-        Expr::Or(a, b) => predicate(a, schema).or(predicate(b, schema)),
+        Expr::And(a, b) => predicate(a, schema, skip).and(predicate(b, schema, skip)),
+        Expr::Or(a, b) => predicate(a, schema, skip).or(predicate(b, schema, skip)),
         Expr::Not(_) => Predicate::AlwaysTrue,
+        Expr::IsNull { column, .. } if usable(column).is_none() => Predicate::AlwaysTrue,
         Expr::IsNull { column, negated } => {
             let r = Reference::new(column.as_str());
             if *negated {

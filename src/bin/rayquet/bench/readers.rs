@@ -61,6 +61,22 @@ pub enum ReaderId {
     /// tenth row deleted (positions 0, 10, 20...).
     #[value(name = "rayquet-tasks")]
     RayquetTasks,
+    /// iceberg-rust's `to_arrow()` with data-file concurrency 1 (Iceberg workloads).
+    #[value(name = "iceberg-c1")]
+    IcebergSerial,
+    /// iceberg-rust's `to_arrow()` with its default concurrency (the CPU count).
+    #[value(name = "iceberg-default")]
+    IcebergConcurrent,
+    /// iceberg-rust's `ArrowReader`, one tokio task per planned file (PR #2342's pattern).
+    #[value(name = "iceberg-spawned")]
+    IcebergSpawned,
+    /// rayquet's Iceberg `TableScan`.
+    #[value(name = "rayquet-iceberg")]
+    RayquetIceberg,
+    /// rayquet's Iceberg `TableScan` of the snapshot before the deletes (the same table
+    /// without deletes).
+    #[value(name = "rayquet-iceberg-no-deletes")]
+    RayquetIcebergNoDeletes,
 }
 
 impl ReaderId {
@@ -76,6 +92,11 @@ impl ReaderId {
             ReaderId::RayquetUnbounded => "rayquet-unbounded",
             ReaderId::RayquetNoFilter => "rayquet-no-filter",
             ReaderId::RayquetTasks => "rayquet-tasks",
+            ReaderId::IcebergSerial => "iceberg-c1",
+            ReaderId::IcebergConcurrent => "iceberg-default",
+            ReaderId::IcebergSpawned => "iceberg-spawned",
+            ReaderId::RayquetIceberg => "rayquet-iceberg",
+            ReaderId::RayquetIcebergNoDeletes => "rayquet-iceberg-no-deletes",
         }
     }
 }
@@ -134,6 +155,11 @@ pub fn run(reader: ReaderId, input: &Input, start: Instant) -> CliResult<Outcome
         ReaderId::RayquetUnbounded => rayquet(input, true, Some(UNBOUNDED), true, &mut obs)?,
         ReaderId::RayquetNoFilter => rayquet(input, true, input.budget, false, &mut obs)?,
         ReaderId::RayquetTasks => rayquet_tasks(input, &mut obs)?,
+        r @ (ReaderId::IcebergSerial
+        | ReaderId::IcebergConcurrent
+        | ReaderId::IcebergSpawned
+        | ReaderId::RayquetIceberg
+        | ReaderId::RayquetIcebergNoDeletes) => super::iceberg::run(r, input, &mut |b| obs.see(b))?,
     }
     Ok(obs.out)
 }

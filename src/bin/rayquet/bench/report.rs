@@ -139,6 +139,9 @@ impl WorkloadResult {
 
     /// The targets that apply to this workload.
     pub fn targets(&self, c: &Config) -> Vec<Target> {
+        if let Some(t) = super::iceberg::targets(self) {
+            return t;
+        }
         let mut t = Vec::new();
         let Some(rq) = self.get(ReaderId::Rayquet) else {
             return t;

@@ -233,6 +233,26 @@ pub const WORKLOADS: &[Workload] = &[
         readers: TASKS,
         filter: None,
     },
+    Workload {
+        id: "I1",
+        about: "Iceberg merge-on-read, local: 32 files, 10% of rows position-, 1% equality-deleted",
+        data: super::iceberg::MOR,
+        latency: false,
+        columns: None,
+        budget: None,
+        readers: super::iceberg::READERS,
+        filter: None,
+    },
+    Workload {
+        id: "I2",
+        about: "Iceberg merge-on-read: I1's table under latency (metadata, deletes and data)",
+        data: super::iceberg::MOR,
+        latency: true,
+        columns: None,
+        budget: None,
+        readers: super::iceberg::READERS,
+        filter: None,
+    },
 ];
 
 /// The workload named `id` (case-insensitive).
@@ -287,7 +307,9 @@ impl Dataset {
         );
         let tmp = data_dir.join(format!("{}.tmp-{}", self.name, std::process::id()));
         let _ = std::fs::remove_dir_all(&tmp);
-        if self.wide {
+        if super::iceberg::write(self, &tmp, scale)? {
+            // An Iceberg table.
+        } else if self.wide {
             write_wide(&tmp, &opts)?;
         } else {
             gen::generate(&tmp, &opts).map_err(|e| format!("{}: {e}", tmp.display()))?;
@@ -354,6 +376,9 @@ pub struct Layout {
 impl Layout {
     /// The rows `reader` must deliver.
     pub fn expected_rows(&self, reader: ReaderId) -> u64 {
+        if let Some(rows) = super::iceberg::expected_rows(reader, self) {
+            return rows;
+        }
         match reader {
             ReaderId::RayquetNoFilter => self.rows,
             ReaderId::RayquetTasks => {
@@ -454,6 +479,9 @@ pub fn layout(
     columns: Option<&[&str]>,
     filter: Option<&rayquet::Expr>,
 ) -> CliResult<Layout> {
+    if let Some(l) = super::iceberg::layout(dir, columns)? {
+        return Ok(l);
+    }
     let mut l = Layout::default();
     for path in parquet_files(dir)? {
         if let Some(f) = filter {
