@@ -135,6 +135,24 @@ fn configure<B, K: std::str::FromStr>(
     })
 }
 
+/// A cloud store from its builder type: the environment, the URL, the scan's options, its
+/// retry configuration, client options and counting connector. (The three builders share
+/// these methods but no trait.)
+#[cfg(feature = "cloud")]
+macro_rules! cloud {
+    ($builder:ty, $url:expr, $options:expr, $http:expr, $bad:expr) => {{
+        let b = <$builder>::from_env().with_url($url.as_str());
+        let b = configure(b, $options, |b, k, v| b.with_config(k, v))
+            .with_retry($http.retry())
+            .with_http_connector($http.connector());
+        let b = match $http.client_options() {
+            Some(c) => b.with_client_options(c),
+            None => b,
+        };
+        Arc::new(b.build().map_err(|e| $bad(&e))?)
+    }};
+}
+
 /// Builds one store per (scheme, bucket/account), taking credentials from the environment and
 /// the scan's store options, or takes the caller's store for a URL prefix
 /// (`Scan::object_store`).
@@ -241,44 +259,27 @@ impl Stores {
             ObjectStoreScheme::Local => Arc::new(LocalFileSystem::new()),
             #[cfg(feature = "cloud")]
             ObjectStoreScheme::AmazonS3 => {
-                let b = object_store::aws::AmazonS3Builder::from_env().with_url(url.as_str());
-                let b = configure(b, options, |b, k, v| b.with_config(k, v));
-                let b = b
-                    .with_retry(http.retry())
-                    .with_http_connector(http.connector());
-                let b = match http.client_options() {
-                    Some(c) => b.with_client_options(c),
-                    None => b,
-                };
-                Arc::new(b.build().map_err(|e| bad(&e))?)
+                cloud!(object_store::aws::AmazonS3Builder, url, options, http, bad)
             }
             #[cfg(feature = "cloud")]
             ObjectStoreScheme::GoogleCloudStorage => {
-                let b =
-                    object_store::gcp::GoogleCloudStorageBuilder::from_env().with_url(url.as_str());
-                let b = configure(b, options, |b, k, v| b.with_config(k, v));
-                let b = b
-                    .with_retry(http.retry())
-                    .with_http_connector(http.connector());
-                let b = match http.client_options() {
-                    Some(c) => b.with_client_options(c),
-                    None => b,
-                };
-                Arc::new(b.build().map_err(|e| bad(&e))?)
+                cloud!(
+                    object_store::gcp::GoogleCloudStorageBuilder,
+                    url,
+                    options,
+                    http,
+                    bad
+                )
             }
             #[cfg(feature = "cloud")]
             ObjectStoreScheme::MicrosoftAzure => {
-                let b =
-                    object_store::azure::MicrosoftAzureBuilder::from_env().with_url(url.as_str());
-                let b = configure(b, options, |b, k, v| b.with_config(k, v));
-                let b = b
-                    .with_retry(http.retry())
-                    .with_http_connector(http.connector());
-                let b = match http.client_options() {
-                    Some(c) => b.with_client_options(c),
-                    None => b,
-                };
-                Arc::new(b.build().map_err(|e| bad(&e))?)
+                cloud!(
+                    object_store::azure::MicrosoftAzureBuilder,
+                    url,
+                    options,
+                    http,
+                    bad
+                )
             }
             other => {
                 let _ = options;

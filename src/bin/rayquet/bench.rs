@@ -264,7 +264,6 @@ fn cpu_times() -> (Duration, Duration) {
     (tv(ru.ru_utime), tv(ru.ru_stime))
 }
 
-
 /// The store a child reads from: the dataset directory, or its prefix in the S3 bucket.
 fn inner_store(
     c: &Common,
