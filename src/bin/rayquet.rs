@@ -775,6 +775,19 @@ fn parse_key_value(s: &str) -> Result<(String, String), String> {
     }
 }
 
+/// Peak resident set of this process: `VmHWM` of /proc/self/status (0 where unknown). Not
+/// getrusage's `ru_maxrss`, which Linux carries over from the parent across fork and exec.
+fn peak_rss() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("VmHWM:"))
+                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+        })
+        .map_or(0, |kib| kib * 1024)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -815,17 +828,4 @@ mod tests {
         use clap::CommandFactory;
         Cli::command().debug_assert();
     }
-}
-
-/// Peak resident set of this process: `VmHWM` of /proc/self/status (0 where unknown). Not
-/// getrusage's `ru_maxrss`, which Linux carries over from the parent across fork and exec.
-fn peak_rss() -> u64 {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find_map(|l| l.strip_prefix("VmHWM:"))
-                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
-        })
-        .map_or(0, |kib| kib * 1024)
 }
