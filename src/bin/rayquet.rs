@@ -168,6 +168,14 @@ struct ScanArgs {
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() -> ExitCode {
+    // Transparent huge pages make this workload's fresh memory cost bimodal: most runs are
+    // fast, some spend up to a second in the kernel zeroing and compacting 2 MiB pages, and
+    // RSS counts whole huge pages. Off for this process unless RAYQUET_THP=1.
+    #[cfg(target_os = "linux")]
+    if std::env::var_os("RAYQUET_THP").is_none_or(|v| v == "0") {
+        // SAFETY: prctl with PR_SET_THP_DISABLE only sets a flag of this process.
+        unsafe { libc::prctl(libc::PR_SET_THP_DISABLE, 1, 0, 0, 0) };
+    }
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Gen(args) => run_gen(args),
