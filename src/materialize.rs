@@ -127,9 +127,10 @@ pub(crate) async fn fetch_slot(
                 let offsets = plan::has_offset_index(&meta, rg);
                 let mut ranges = Vec::new();
                 let mut after = 0;
+                let runs = offsets.then(|| plan::SelectedRows::new(&exact));
                 for leaf in plan.parts.iter().flat_map(|p| &p.leaves) {
-                    let exact = Some(&exact);
-                    let (r, skipped) = plan::chunk_ranges(&meta, rg, *leaf, exact, offsets)?;
+                    let (r, skipped) =
+                        plan::chunk_ranges(&meta, rg, *leaf, runs.as_ref(), offsets)?;
                     if !stage.leaves.contains(leaf) {
                         Metrics::add(&sh.metrics.pages_pruned, skipped);
                         after += r.iter().map(|r| r.end - r.start).sum::<u64>();
@@ -198,9 +199,14 @@ fn late_bytes(
     let rg = plan.row_group;
     let offsets = plan::has_offset_index(meta, rg);
     let mut before = 0;
+    let runs = plan
+        .selection
+        .as_ref()
+        .filter(|_| offsets)
+        .map(plan::SelectedRows::new);
     for leaf in plan.parts.iter().flat_map(|p| &p.leaves) {
         if !stage.leaves.contains(leaf) {
-            let (r, _) = plan::chunk_ranges(meta, rg, *leaf, plan.selection.as_ref(), offsets)?;
+            let (r, _) = plan::chunk_ranges(meta, rg, *leaf, runs.as_ref(), offsets)?;
             before += r.iter().map(|r| r.end - r.start).sum::<u64>();
         }
     }

@@ -271,7 +271,7 @@ pub(crate) fn chunk_ranges(
     meta: &FileMeta,
     rg: usize,
     leaf: usize,
-    selection: Option<&RowSelection>,
+    selection: Option<&SelectedRows>,
     page_level: bool,
 ) -> Result<(Vec<Range<u64>>, u64)> {
     let whole = chunk_range(meta, rg, leaf)?;
@@ -297,10 +297,50 @@ pub(crate) fn chunk_ranges(
     if first > whole.start {
         ranges.push(whole.start..first); // dictionary page
     }
-    let data = sel.scan_ranges(locations);
-    let skipped = (pages.len() - data.len().min(pages.len())) as u64;
-    ranges.extend(data);
+    let mut skipped = 0;
+    for (i, page) in pages.into_iter().enumerate() {
+        let from = locations[i].first_row_index.max(0) as usize;
+        let to = locations
+            .get(i + 1)
+            .map_or(usize::MAX, |p| p.first_row_index.max(0) as usize);
+        if sel.any_in(from..to) {
+            ranges.push(page);
+        } else {
+            skipped += 1;
+        }
+    }
     Ok((ranges, skipped))
+}
+
+/// A row selection as its sorted selected row ranges, built once per row group, so that each
+/// column chunk's pages are tested by binary search: O(pages · log runs) per chunk, where
+/// parquet's `RowSelection::scan_ranges` walks every selector for every chunk (a scattered
+/// filter result has tens of thousands of selectors per row group).
+#[derive(Debug, Clone, Default)]
+pub(crate) struct SelectedRows(Vec<Range<usize>>);
+
+impl SelectedRows {
+    pub fn new(selection: &RowSelection) -> Self {
+        let mut runs: Vec<Range<usize>> = Vec::new();
+        let mut row = 0usize;
+        for s in selection.iter() {
+            let end = row + s.row_count;
+            if !s.skip && s.row_count > 0 {
+                match runs.last_mut() {
+                    Some(last) if last.end == row => last.end = end,
+                    _ => runs.push(row..end),
+                }
+            }
+            row = end;
+        }
+        SelectedRows(runs)
+    }
+
+    /// Whether any row of `rows` is selected.
+    pub fn any_in(&self, rows: Range<usize>) -> bool {
+        let i = self.0.partition_point(|r| r.end <= rows.start);
+        self.0.get(i).is_some_and(|r| r.start < rows.end)
+    }
 }
 
 /// Plan the row groups of a file that pruning keeps: byte ranges per projected column chunk
@@ -355,6 +395,10 @@ pub(crate) fn plan_file(
         // With an offset index, fetch only the pages holding selected rows; whether any page
         // is actually left out decides how the decoders read (below).
         let offsets = selection.is_some() && has_offset_index(meta, rg_idx);
+        let runs = selection
+            .as_ref()
+            .filter(|_| offsets)
+            .map(SelectedRows::new);
         let mut left_out = false;
         let fraction = selection
             .as_ref()
@@ -364,7 +408,7 @@ pub(crate) fn plan_file(
             true => {
                 let mut ranges = Vec::new();
                 for &leaf in &prune.stage_leaves {
-                    let (r, n) = chunk_ranges(meta, rg_idx, leaf, selection.as_ref(), offsets)?;
+                    let (r, n) = chunk_ranges(meta, rg_idx, leaf, runs.as_ref(), offsets)?;
                     ranges.extend(r);
                     skipped.pages += n;
                     left_out |= n > 0;
@@ -384,7 +428,7 @@ pub(crate) fn plan_file(
             let mut ranges = Vec::with_capacity(leaves.len());
             let (mut comp, mut uncomp) = (0u64, 0u64);
             for &leaf in leaves {
-                let (r, n) = chunk_ranges(meta, rg_idx, leaf, selection.as_ref(), offsets)?;
+                let (r, n) = chunk_ranges(meta, rg_idx, leaf, runs.as_ref(), offsets)?;
                 comp += r.iter().map(|r| r.end - r.start).sum::<u64>();
                 ranges.extend(r);
                 left_out |= n > 0;
@@ -471,4 +515,65 @@ pub(crate) fn check_schema(
         ),
     )
     .with_path(other_name))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use parquet::arrow::arrow_reader::RowSelector;
+    use parquet::file::page_index::offset_index::PageLocation;
+
+    /// `SelectedRows::any_in` over each page's rows picks exactly the pages parquet's own
+    /// `RowSelection::scan_ranges` picks, on random selections and page layouts.
+    #[test]
+    fn selected_rows_pick_the_pages_scan_ranges_picks() {
+        let mut seed = 0x9E37_79B9_7F4A_7C15u64;
+        let mut next = |n: u64| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed % n
+        };
+        for case in 0..2000 {
+            let rows = 1 + next(3000) as usize;
+            let mut selectors = Vec::new();
+            let mut left = rows;
+            while left > 0 {
+                let run = (1 + next(if case % 2 == 0 { 8 } else { 400 }) as usize).min(left);
+                selectors.push(match next(2) {
+                    0 => RowSelector::skip(run),
+                    _ => RowSelector::select(run),
+                });
+                left -= run;
+            }
+            let selection = RowSelection::from(selectors);
+            let mut locations = Vec::new();
+            let mut first = 0usize;
+            while first < rows {
+                locations.push(PageLocation {
+                    offset: 1000 + 100 * locations.len() as i64,
+                    compressed_page_size: 100,
+                    first_row_index: first as i64,
+                });
+                first += 1 + next(300) as usize;
+            }
+            let expected: Vec<i64> = selection
+                .scan_ranges(&locations)
+                .iter()
+                .map(|r| r.start as i64)
+                .collect();
+            let runs = SelectedRows::new(&selection);
+            let got: Vec<i64> = (0..locations.len())
+                .filter(|&i| {
+                    let from = locations[i].first_row_index as usize;
+                    let to = locations
+                        .get(i + 1)
+                        .map_or(usize::MAX, |p| p.first_row_index as usize);
+                    runs.any_in(from..to)
+                })
+                .map(|i| locations[i].offset)
+                .collect();
+            assert_eq!(got, expected, "case {case}: {selection:?}");
+        }
+    }
 }
