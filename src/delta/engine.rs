@@ -18,6 +18,7 @@ use std::sync::Arc;
 use delta_kernel::{Engine, EvaluationHandler, JsonHandler, ParquetHandler, StorageHandler};
 use delta_kernel_default_engine::executor::tokio::TokioMultiThreadExecutor;
 use delta_kernel_default_engine::{DefaultEngine, DefaultEngineBuilder};
+use object_store::ObjectStore;
 use url::Url;
 
 use super::parquet::RayquetParquetHandler;
@@ -67,6 +68,27 @@ impl RayquetEngine {
     pub fn for_table(location: &str, options: &[(String, String)]) -> Result<Arc<Self>> {
         let url = table_url(location)?;
         let (store, _) = crate::object_store_for(url.as_str(), options)?;
+        Self::build(&url, store, options)
+    }
+
+    /// An engine for the table at `location` reading every URL under its
+    /// `scheme://authority` through `store`, whose paths are the URLs' paths (a store for
+    /// `file://` URLs must be rooted at `/`). Any scheme works, e.g. a test store or one that
+    /// models latency. Other URLs get stores built with `options`.
+    pub fn with_store(
+        location: &str,
+        store: Arc<dyn ObjectStore>,
+        options: &[(String, String)],
+    ) -> Result<Arc<Self>> {
+        let url = table_url(location)?;
+        Self::build(&url, store, options)
+    }
+
+    fn build(
+        url: &Url,
+        store: Arc<dyn ObjectStore>,
+        options: &[(String, String)],
+    ) -> Result<Arc<Self>> {
         let io = crate::runtime::io_handle();
         let executor = Arc::new(TokioMultiThreadExecutor::new(io.clone()));
         let inner = DefaultEngineBuilder::new(Arc::clone(&store))
