@@ -662,6 +662,14 @@ fn parquet_handler_predicate_is_only_a_hint() {
         StructType::try_new([
             StructField::nullable("id", DataType::LONG),
             StructField::nullable("nope", DataType::LONG),
+            StructField::nullable(
+                "st",
+                DataType::try_struct_type([
+                    StructField::nullable("x", DataType::LONG),
+                    StructField::nullable("y", DataType::STRING),
+                ])
+                .unwrap(),
+            ),
         ])
         .unwrap()
         .add_metadata_column("row_index", MetadataColumnSpec::RowIndex)
@@ -673,15 +681,17 @@ fn parquet_handler_predicate_is_only_a_hint() {
         .unwrap()
         .rayquet_parquet_handler();
     let all = rows_by_file(&handler_read(handler.as_ref(), &files, &schema, None));
-    // References to columns a file lacks (missing, nested, like the kernel's checkpoint
-    // predicates) prune nothing and are no error.
+    // What the reader cannot resolve against a file (a column path it does not have, like the
+    // kernel's checkpoint predicates; a whole struct; a literal of another type) prunes
+    // nothing and is no error; a column the file lacks reads as NULL.
     for p in [
-        Predicate::gt(col("nope"), Expression::literal(5i64)),
         Predicate::gt(
             Expression::column(["add", "stats_parsed", "maxValues", "id"]),
             Expression::literal(5i64),
         ),
-        Predicate::is_not_null(col("nope")),
+        Predicate::is_null(col("st")),
+        Predicate::gt(col("id"), Expression::literal("abc")),
+        Predicate::is_null(col("nope")),
     ] {
         let got = rows_by_file(&handler_read(handler.as_ref(), &files, &schema, Some(Arc::new(p.clone()))));
         assert_eq!(got, all, "{p}");
