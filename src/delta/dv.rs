@@ -235,7 +235,7 @@ impl DeleteLoader for DvLoader {
                     storage: Arc::clone(&storage),
                     inner: Arc::clone(&engine),
                 };
-                let (dv, root, file) = (dv.clone(), root.clone(), file.clone());
+                let (dv, root, name) = (dv.clone(), root.clone(), file.clone());
                 let had_file = fetched.is_some();
                 let attempt = ctx
                     .spawn_cpu(move || match dv.get_row_indexes(&dv_engine, &root) {
@@ -248,7 +248,7 @@ impl DeleteLoader for DvLoader {
                                 ErrorKind::CorruptData,
                                 format!("reading its deletion vector: {e}"),
                             )
-                            .with_path(file)),
+                            .with_path(name)),
                         },
                     })
                     .await?;
