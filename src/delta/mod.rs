@@ -35,7 +35,7 @@ pub mod predicate;
 
 use std::sync::Arc;
 
-use arrow::array::RecordBatch;
+use arrow::array::{Array, RecordBatch};
 use arrow::datatypes::{Schema as ArrowSchema, SchemaRef as ArrowSchemaRef};
 use delta_kernel::engine::arrow_conversion::TryIntoArrow;
 use delta_kernel::engine::arrow_data::{ArrowEngineData, EngineDataArrowExt};
@@ -389,7 +389,11 @@ impl Context {
             let logical = match &filter {
                 Some(f) => {
                     let keep_rows = f.evaluate(&logical)?;
-                    let keep_rows = arrow::compute::prep_null_mask_filter(&keep_rows);
+                    // A NULL result drops the row (prep_null_mask_filter needs a null buffer).
+                    let keep_rows = match keep_rows.null_count() {
+                        0 => keep_rows,
+                        _ => arrow::compute::prep_null_mask_filter(&keep_rows),
+                    };
                     arrow::compute::filter_record_batch(&logical, &keep_rows)?
                 }
                 None => logical,
