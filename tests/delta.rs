@@ -188,7 +188,9 @@ fn golden_negative_tables_fail_clearly() {
             Ok(Err(e)) => {
                 let msg = error_message(&e);
                 if !any_wording && !msg.contains(want) {
-                    problems.push(format!("{name}: RayquetEngine error {msg:?} lacks {want:?}"));
+                    problems.push(format!(
+                        "{name}: RayquetEngine error {msg:?} lacks {want:?}"
+                    ));
                 }
                 if msg.trim().is_empty() {
                     problems.push(format!("{name}: RayquetEngine gave an empty error"));
@@ -240,7 +242,13 @@ fn check_fixture(f: &Fixture) {
     // The latest version without asking for one.
     let latest = table_scan(TableScan::new(f.url.as_str())).unwrap();
     let e = f.expected();
-    assert_same_table(f.name, &e.schema, &e.batches, &latest.schema, &latest.batches);
+    assert_same_table(
+        f.name,
+        &e.schema,
+        &e.batches,
+        &latest.schema,
+        &latest.batches,
+    );
 }
 
 #[test]
@@ -277,14 +285,21 @@ fn fixture_checkpoint() {
 fn fixture_time_travel_every_version() {
     let dir = tempfile::tempdir().unwrap();
     let f = time_travel_fixture(&dir.path().join("tt"));
-    assert_eq!(f.versions.len() as u64, f.latest + 1, "every version readable");
+    assert_eq!(
+        f.versions.len() as u64,
+        f.latest + 1,
+        "every version readable"
+    );
     check_fixture(&f);
     // A version past the latest is a clear error naming the table.
     let e = table_scan(TableScan::new(f.url.as_str()).version(f.latest + 5))
         .err()
         .expect("a version that does not exist");
     assert_eq!(e.kind(), rayquet::ErrorKind::NotFound, "{e}");
-    assert!(e.to_string().contains(f.url.path().trim_end_matches('/')), "{e}");
+    assert!(
+        e.to_string().contains(f.url.path().trim_end_matches('/')),
+        "{e}"
+    );
 }
 
 #[test]
@@ -300,7 +315,11 @@ fn deleted_rows_are_never_delivered() {
     let mut deleted_ids = Vec::new();
     let mut deleted = 0;
     for m in f.files.values() {
-        let ids = m.rows.column_by_name("id").unwrap().as_primitive::<Int64Type>();
+        let ids = m
+            .rows
+            .column_by_name("id")
+            .unwrap()
+            .as_primitive::<Int64Type>();
         for &r in &m.deleted {
             deleted_ids.push(ids.value(r as usize));
         }
@@ -425,12 +444,7 @@ fn check_filter(f: &Fixture, sql: &str, reference: &Predicate) -> Read {
     assert_same_table(sql, &all.schema, &expected, &read.schema, &read.batches);
 
     // With a projection that leaves the filter's columns out.
-    let read_id = table_scan(
-        TableScan::new(f.url.as_str())
-            .select(["id"])
-            .filter(filter),
-    )
-    .unwrap();
+    let read_id = table_scan(TableScan::new(f.url.as_str()).select(["id"]).filter(filter)).unwrap();
     assert_eq!(read_id.schema.fields().len(), 1, "{sql}");
     assert_eq!(ids_of(&read_id.batches), ids_of(&expected), "{sql}");
     read
@@ -464,9 +478,9 @@ fn filters_equal_brute_force() {
             "p_int IS NULL OR id IN (3, 104, 208)",
             Predicate::or(
                 Predicate::is_null(col("p_int")),
-                Predicate::or_from([3i64, 104, 208].map(|i| {
-                    Predicate::eq(col("id"), lit(Scalar::Long(i)))
-                })),
+                Predicate::or_from(
+                    [3i64, 104, 208].map(|i| Predicate::eq(col("id"), lit(Scalar::Long(i)))),
+                ),
             ),
         ),
         (
@@ -483,10 +497,7 @@ fn filters_equal_brute_force() {
 
     let dv = dv_fixture(&dir.path().join("dv"));
     for (sql, reference) in [
-        (
-            "name IS NULL",
-            Predicate::is_null(col("name")),
-        ),
+        ("name IS NULL", Predicate::is_null(col("name"))),
         (
             "score > 50 AND id <> 205",
             Predicate::and(
@@ -539,10 +550,15 @@ fn limit_counts_delivered_rows_after_the_transform() {
     let dir = tempfile::tempdir().unwrap();
     let part = partitioned_fixture(&dir.path().join("part"));
     let sql = "p_int = 7 OR id = 305";
-    let all = table_scan(TableScan::new(part.url.as_str()).filter(rayquet::Expr::parse_sql(sql).unwrap()))
-        .unwrap();
+    let all = table_scan(
+        TableScan::new(part.url.as_str()).filter(rayquet::Expr::parse_sql(sql).unwrap()),
+    )
+    .unwrap();
     let matching = all.num_rows();
-    assert_eq!(ids_of(&all.batches), [200, 201, 202, 203, 204, 205, 206, 207, 208, 209, 305]);
+    assert_eq!(
+        ids_of(&all.batches),
+        [200, 201, 202, 203, 204, 205, 206, 207, 208, 209, 305]
+    );
     for limit in [1, 5, matching - 1, matching, matching + 10] {
         let scan = TableScan::new(part.url.as_str())
             .filter(rayquet::Expr::parse_sql(sql).unwrap())
@@ -554,7 +570,10 @@ fn limit_counts_delivered_rows_after_the_transform() {
         assert_eq!(read.num_rows(), limit.min(matching), "limit {limit}");
         let ids = ids_of(&read.batches);
         let all_ids = ids_of(&all.batches);
-        assert!(ids.iter().all(|i| all_ids.contains(i)), "limit {limit}: {ids:?}");
+        assert!(
+            ids.iter().all(|i| all_ids.contains(i)),
+            "limit {limit}: {ids:?}"
+        );
     }
 }
 
@@ -626,10 +645,21 @@ fn parquet_handler_files_in_order_with_metadata_columns() {
         None,
     );
 
-    let names: Vec<_> = got[0].schema().fields().iter().map(|f| f.name().clone()).collect();
-    assert_eq!(names, ["id", "name", "score", "missing", "row_index", "_file"]);
+    let names: Vec<_> = got[0]
+        .schema()
+        .fields()
+        .iter()
+        .map(|f| f.name().clone())
+        .collect();
+    assert_eq!(
+        names,
+        ["id", "name", "score", "missing", "row_index", "_file"]
+    );
     for b in &got {
-        assert_eq!(b.column_by_name("missing").unwrap().null_count(), b.num_rows());
+        assert_eq!(
+            b.column_by_name("missing").unwrap().null_count(),
+            b.num_rows()
+        );
     }
     let rows = rows_by_file(&got);
     assert_eq!(rows, rows_by_file(&reference));
@@ -638,7 +668,11 @@ fn parquet_handler_files_in_order_with_metadata_columns() {
     let mut want = Vec::new();
     for meta in &files {
         let path = meta.location.as_str().strip_prefix(f.url.as_str()).unwrap();
-        let ids = f.files[path].rows.column_by_name("id").unwrap().as_primitive::<Int64Type>();
+        let ids = f.files[path]
+            .rows
+            .column_by_name("id")
+            .unwrap()
+            .as_primitive::<Int64Type>();
         for r in 0..ids.len() {
             want.push((meta.location.to_string(), r as i64, Some(ids.value(r))));
         }
@@ -696,7 +730,12 @@ fn parquet_handler_predicate_is_only_a_hint() {
         Predicate::gt(col("id"), Expression::literal("abc")),
         Predicate::is_null(col("nope")),
     ] {
-        let got = rows_by_file(&handler_read(handler.as_ref(), &files, &schema, Some(Arc::new(p.clone()))));
+        let got = rows_by_file(&handler_read(
+            handler.as_ref(),
+            &files,
+            &schema,
+            Some(Arc::new(p.clone())),
+        ));
         assert_eq!(got, all, "{p}");
     }
     // A predicate on a column it has prunes row groups, and returns the rows read unfiltered:
@@ -705,11 +744,24 @@ fn parquet_handler_predicate_is_only_a_hint() {
         Predicate::ge(col("id"), Expression::literal(500i64)),
         Predicate::lt(col("id"), Expression::literal(520i64)),
     );
-    let got = rows_by_file(&handler_read(handler.as_ref(), &files, &schema, Some(Arc::new(p))));
+    let got = rows_by_file(&handler_read(
+        handler.as_ref(),
+        &files,
+        &schema,
+        Some(Arc::new(p)),
+    ));
     let ids: Vec<i64> = got.iter().filter_map(|(_, _, id)| *id).collect();
     assert!((500..520).all(|i| ids.contains(&i)), "{ids:?}");
-    assert!(ids.iter().any(|i| !(500..520).contains(i)), "rows are not filtered");
-    assert!(got.len() < all.len() / 4, "row groups pruned: {} of {}", got.len(), all.len());
+    assert!(
+        ids.iter().any(|i| !(500..520).contains(i)),
+        "rows are not filtered"
+    );
+    assert!(
+        got.len() < all.len() / 4,
+        "row groups pruned: {} of {}",
+        got.len(),
+        all.len()
+    );
     for (_, r, id) in &got {
         assert!(all.iter().any(|(_, r2, id2)| r2 == r && id2 == id));
     }
@@ -741,9 +793,18 @@ fn parquet_handler_field_ids_and_footers() {
         let want = handler_read(default_handler.as_ref(), one, &physical, None);
         let names: Vec<&str> = physical.fields().map(|f| f.name().as_str()).collect();
         let got_rows = sorted_rows(&names, &got).unwrap();
-        assert_eq!(got_rows, sorted_rows(&names, &want).unwrap(), "{}", meta.location);
+        assert_eq!(
+            got_rows,
+            sorted_rows(&names, &want).unwrap(),
+            "{}",
+            meta.location
+        );
         // Not all NULL: the columns were found (by field id where names do not match).
-        assert!(got_rows.iter().any(|r| !r.starts_with("NULL")), "{}", meta.location);
+        assert!(
+            got_rows.iter().any(|r| !r.starts_with("NULL")),
+            "{}",
+            meta.location
+        );
 
         let footer = handler.read_parquet_footer(meta).unwrap();
         let reference = default_handler.read_parquet_footer(meta).unwrap();
@@ -764,7 +825,10 @@ fn parquet_handler_field_ids_and_footers() {
     }
     // A missing file: an error naming it.
     let bad = FileMeta::new(f.url.join("nope.parquet").unwrap(), 0, 1000);
-    let e = handler.read_parquet_footer(&bad).err().expect("no such file");
+    let e = handler
+        .read_parquet_footer(&bad)
+        .err()
+        .expect("no such file");
     assert!(error_message(&e).contains("nope.parquet"), "{e}");
     let e = handler
         .read_parquet_files(std::slice::from_ref(&bad), physical.clone(), None)
@@ -826,7 +890,12 @@ fn cli_scan_delta() {
     assert_eq!(r["rows"], filtered.len() as u64);
     let reader =
         arrow::ipc::reader::FileReader::try_new(std::fs::File::open(&out).unwrap(), None).unwrap();
-    let names: Vec<String> = reader.schema().fields().iter().map(|f| f.name().clone()).collect();
+    let names: Vec<String> = reader
+        .schema()
+        .fields()
+        .iter()
+        .map(|f| f.name().clone())
+        .collect();
     assert_eq!(names, ["id", "extra"]);
     let batches: Vec<RecordBatch> = reader.map(|b| b.unwrap()).collect();
     assert_eq!(ids_of(&batches), filtered);

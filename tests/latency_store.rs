@@ -136,11 +136,14 @@ fn listings_come_back_in_lexical_order() {
     // it for every scheme but `file://`).
     let rt = rt();
     let dir = tempfile::tempdir().unwrap();
-    let names: Vec<String> = (0..40).map(|i| format!("{:020}.json", (i * 7919) % 40)).collect();
+    let names: Vec<String> = (0..40)
+        .map(|i| format!("{:020}.json", (i * 7919) % 40))
+        .collect();
     for n in &names {
         std::fs::write(dir.path().join(n), b"{}").unwrap();
     }
-    let local = Arc::new(object_store::local::LocalFileSystem::new_with_prefix(dir.path()).unwrap());
+    let local =
+        Arc::new(object_store::local::LocalFileSystem::new_with_prefix(dir.path()).unwrap());
     let s = LatencyStore::new(local)
         .with_first_byte(Duration::from_millis(1))
         .with_bandwidth(0);

@@ -97,9 +97,7 @@ impl DvFiles {
                 }
             }
         };
-        fetch
-            .await
-            .map_err(|e| Error::new(ErrorKind::Io, e))
+        fetch.await.map_err(|e| Error::new(ErrorKind::Io, e))
     }
 }
 
@@ -112,7 +110,10 @@ struct Fetched {
 
 impl Fetched {
     fn missing(&self) -> Option<Url> {
-        self.missing.lock().unwrap_or_else(|e| e.into_inner()).clone()
+        self.missing
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
     }
 
     fn read(&self, url: &Url, range: Option<std::ops::Range<u64>>) -> DeltaResult<Bytes> {
@@ -129,7 +130,9 @@ impl Fetched {
                     .lock()
                     .unwrap_or_else(|e| e.into_inner())
                     .get_or_insert_with(|| url.clone());
-                Err(delta_kernel::Error::generic(format!("{url}: not fetched yet")))
+                Err(delta_kernel::Error::generic(format!(
+                    "{url}: not fetched yet"
+                )))
             }
         }
     }
@@ -260,7 +263,7 @@ impl DeleteLoader for DvLoader {
                                 e.kind(),
                                 format!("reading its deletion vector: {}", e.message()),
                             )
-                                .with_path(file.clone())
+                            .with_path(file.clone())
                         })?;
                         fetched = Some((url, bytes));
                     }

@@ -241,11 +241,7 @@ impl TableScan {
 /// partition columns, or on nested fields of a table with column mapping, become TRUE), and
 /// whether that is the whole filter (no leaf replaced): then it can be evaluated exactly on
 /// the files' columns. `None` when nothing is left.
-fn physical_filter(
-    e: &Expr,
-    table: &StructType,
-    physical: &StructType,
-) -> Option<(Expr, bool)> {
+fn physical_filter(e: &Expr, table: &StructType, physical: &StructType) -> Option<(Expr, bool)> {
     let exact = std::cell::Cell::new(true);
     let walk_exact = |e: Expr| walk(e, table, physical, &exact);
     fn walk(

@@ -267,8 +267,7 @@ mod imp {
             for _ in 0..FILES_PER_COMMIT.min(d.files - written) {
                 let batch = rows(&physical, next_id, rows_per_file, &mut rng)?;
                 next_id += rows_per_file as i64;
-                let stats =
-                    collect_stats(&batch, ctx.stats_columns(), ctx.physical_data_schema())?;
+                let stats = collect_stats(&batch, ctx.stats_columns(), ctx.physical_data_schema())?;
                 let mut bytes = Vec::new();
                 let mut w = ArrowWriter::try_new_with_options(
                     &mut bytes,
@@ -277,7 +276,9 @@ mod imp {
                 )?;
                 w.write(&batch)?;
                 w.close()?;
-                let file_url = ctx.write_dir().join(&format!("part-{written:05}.parquet"))?;
+                let file_url = ctx
+                    .write_dir()
+                    .join(&format!("part-{written:05}.parquet"))?;
                 let path = file_url.to_file_path().map_err(|_| "bench file path")?;
                 std::fs::write(&path, &bytes)?;
                 let meta = FileMeta::new(file_url, 0, bytes.len() as u64);
