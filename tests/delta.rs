@@ -825,10 +825,7 @@ fn parquet_handler_field_ids_and_footers() {
     }
     // A missing file: an error naming it.
     let bad = FileMeta::new(f.url.join("nope.parquet").unwrap(), 0, 1000);
-    let e = handler
-        .read_parquet_footer(&bad)
-        .err()
-        .expect("no such file");
+    let e = handler.read_parquet_footer(&bad).expect_err("no such file");
     assert!(error_message(&e).contains("nope.parquet"), "{e}");
     let e = handler
         .read_parquet_files(std::slice::from_ref(&bad), physical.clone(), None)
