@@ -1,7 +1,8 @@
 //! A delta-kernel [`Engine`] whose Parquet reads go through rayquet, and whose other handlers
 //! (storage, JSON log files, expression evaluation) are the default engine's, running on
 //! rayquet's IO runtime: a sync program can drive any kernel API (`Snapshot`,
-//! `Scan::execute`, checkpoints) with it.
+//! `Scan::execute`, checkpoints) with it. Its log reads keep the (immutable) commit files, so
+//! the kernel's second pass over them costs no request.
 //!
 //! ```no_run
 //! # fn main() -> rayquet::Result<()> {
@@ -21,6 +22,7 @@ use delta_kernel_default_engine::{DefaultEngine, DefaultEngineBuilder};
 use object_store::ObjectStore;
 use url::Url;
 
+use super::log_cache::LogCache;
 use super::parquet::RayquetParquetHandler;
 use crate::{Error, ErrorKind, Result};
 
@@ -91,7 +93,9 @@ impl RayquetEngine {
     ) -> Result<Arc<Self>> {
         let io = crate::runtime::io_handle();
         let executor = Arc::new(TokioMultiThreadExecutor::new(io.clone()));
-        let inner = DefaultEngineBuilder::new(Arc::clone(&store))
+        // Log reads keep the commit files, which the kernel reads twice per scan.
+        let log: Arc<dyn ObjectStore> = Arc::new(LogCache::new(Arc::clone(&store)));
+        let inner = DefaultEngineBuilder::new(log)
             .with_task_executor(executor)
             .build();
         let root = format!("{}://{}", url.scheme(), url.authority());

@@ -30,6 +30,7 @@
 
 mod dv;
 mod engine;
+mod log_cache;
 mod parquet;
 pub mod predicate;
 
