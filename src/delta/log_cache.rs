@@ -15,9 +15,8 @@ use bytes::Bytes;
 use futures::stream::{self, BoxStream, StreamExt};
 use object_store::path::Path;
 use object_store::{
-    CopyOptions, GetOptions, GetResult, GetResultPayload, ListResult, MultipartUpload,
-    ObjectMeta, ObjectStore, PutMultipartOptions, PutOptions, PutPayload, PutResult,
-    RenameOptions, Result,
+    CopyOptions, GetOptions, GetResult, GetResultPayload, ListResult, MultipartUpload, ObjectMeta,
+    ObjectStore, PutMultipartOptions, PutOptions, PutPayload, PutResult, RenameOptions, Result,
 };
 
 /// Largest commit file kept.
@@ -164,7 +163,9 @@ mod tests {
         assert!(!yes("t/_delta_log/_last_checkpoint"));
         assert!(!yes("t/_delta_log/00000000000000000012.checkpoint.parquet"));
         assert!(!yes("t/_delta_log/00000000000000000012.crc"));
-        assert!(!yes("t/_delta_log/_staged_commits/00000000000000000012.uuid.json"));
+        assert!(!yes(
+            "t/_delta_log/_staged_commits/00000000000000000012.uuid.json"
+        ));
         assert!(!yes("t/x_delta_log/00000000000000000012.json"));
         assert!(!yes("t/part-00000.json"));
     }
