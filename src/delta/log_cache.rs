@@ -24,11 +24,14 @@ pub const MAX_FILE: usize = 4 << 20;
 /// Most bytes kept in all.
 pub const MAX_TOTAL: usize = 64 << 20;
 
+/// The commit files kept: bytes in all, and each file's metadata and bytes.
+type Kept = (usize, HashMap<Path, (ObjectMeta, Bytes)>);
+
 /// The wrapper (see the module docs).
 #[derive(Debug)]
 pub(crate) struct LogCache {
     inner: Arc<dyn ObjectStore>,
-    kept: Mutex<(usize, HashMap<Path, (ObjectMeta, Bytes)>)>,
+    kept: Mutex<Kept>,
 }
 
 impl std::fmt::Display for LogCache {
