@@ -284,7 +284,11 @@ async fn drive(
             shared.send(Event::Slot { slot, info });
             Metrics::add(&shared.metrics.row_groups, 1);
             Metrics::add(&shared.metrics.units, slot_plan.parts.len() as u64);
-            rows_planned += slot_plan.known_rows();
+            // A task's transform may drop rows (Delta's exact filter on logical columns): the
+            // limit then counts only delivered rows, and planning goes on until it is met.
+            if run.transform.is_none() {
+                rows_planned += slot_plan.known_rows();
+            }
             let guard = shared.metrics.task_started();
             let held = Held::new(Arc::clone(shared), slot_plan.compressed());
             let sh = Arc::clone(shared);

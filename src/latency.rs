@@ -302,7 +302,9 @@ impl ObjectStore for LatencyStore {
 }
 
 impl LatencyStore {
-    /// `inner` after one first-byte delay, counted as one list call.
+    /// `inner` after one first-byte delay, counted as one list call, in lexical order of the
+    /// locations (as S3, GCS and Azure list; a local directory lists in any order, and
+    /// delta-kernel, for one, sorts only `file://` listings itself).
     fn delayed_list(
         &self,
         inner: BoxStream<'static, Result<ObjectMeta>>,
@@ -312,7 +314,15 @@ impl LatencyStore {
         stream::once(async move {
             counters.lists.fetch_add(1, Relaxed);
             Self::sleep(delay).await;
-            inner
+            let mut items: Vec<Result<ObjectMeta>> = inner.collect().await;
+            // Errors first, so that a failed listing fails before any entry is used.
+            items.sort_by(|a, b| match (a, b) {
+                (Ok(a), Ok(b)) => a.location.cmp(&b.location),
+                (Err(_), Ok(_)) => std::cmp::Ordering::Less,
+                (Ok(_), Err(_)) => std::cmp::Ordering::Greater,
+                (Err(_), Err(_)) => std::cmp::Ordering::Equal,
+            });
+            stream::iter(items)
         })
         .flatten()
         .boxed()

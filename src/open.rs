@@ -188,8 +188,19 @@ fn prepare(
         row_filter: task.row_filter.is_some(),
         ..Default::default()
     };
-    if let Some(expr) = &opts.filter {
-        let f = FileFilter::resolve(expr, &meta, filter_mapping.as_ref().unwrap_or(&mapping))?;
+    let resolved = match &opts.filter {
+        Some(expr) => {
+            match FileFilter::resolve(expr, &meta, filter_mapping.as_ref().unwrap_or(&mapping)) {
+                Ok(f) => Some(f),
+                // A pruning hint (`Scan::prune`) this file cannot resolve (a column it cannot
+                // filter on, a literal of another type) prunes nothing: it is only a hint.
+                Err(_) if !opts.filter_exact => None,
+                Err(e) => return Err(e),
+            }
+        }
+        None => None,
+    };
+    if let Some(f) = resolved {
         prune.verdicts = prune::row_groups(&f, &meta);
         prune.by_bloom = vec![false; n];
         prune.pages = (0..n)

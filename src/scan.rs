@@ -184,7 +184,9 @@ impl Scan {
 
     /// Use `filter` only to skip row groups and pages that it proves hold no matching row
     /// (statistics, bloom filters, the page index); the rows read are delivered whether they
-    /// match or not. (A pruning hint, as delta-kernel's readers take one.)
+    /// match or not. (A pruning hint, as delta-kernel's readers take one.) In a file where the
+    /// hint cannot be resolved (a column the file cannot filter on, a literal of another type),
+    /// it prunes nothing rather than failing the scan.
     pub fn prune(mut self, filter: Expr) -> Self {
         self.options.filter = Some(filter);
         self.options.filter_exact = false;
@@ -269,7 +271,9 @@ impl Scan {
         self
     }
 
-    /// Deliver at most this many rows; fetching stops once enough rows are planned.
+    /// Deliver at most this many rows (counted as delivered, after the tasks' transforms);
+    /// fetching stops once enough rows are planned (for tasks with a transform, which may drop
+    /// rows, once enough are delivered).
     pub fn limit(mut self, rows: usize) -> Self {
         self.options.limit = Some(rows);
         self

@@ -227,7 +227,7 @@ fn bench_smoke_every_reader_reads_the_same_rows() {
         .map(|w| w["id"].as_str().unwrap())
         .collect();
     for id in [
-        "W1", "W1z", "W2", "W3", "W4", "W5", "W6", "W7", "W8", "T1", "T2", "I1", "I2",
+        "W1", "W1z", "W2", "W3", "W4", "W5", "W6", "W7", "W8", "T1", "T2", "I1", "I2", "D1", "D2",
     ] {
         assert!(ids.contains(&id), "workload {id} missing from {ids:?}");
     }
@@ -252,6 +252,8 @@ fn bench_smoke_every_reader_reads_the_same_rows() {
                 "rayquet-iceberg",
                 "rayquet-iceberg-no-deletes",
             ]
+        } else if id.starts_with('D') {
+            &["delta-default", "delta-rayquet-engine", "delta-table-scan"]
         } else if filtered {
             &["rayquet", "rayquet-unordered", "rayquet-no-filter"]
         } else {

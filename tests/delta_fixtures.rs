@@ -102,35 +102,6 @@ fn golden_compared_tables_equal_expected() {
     );
 }
 
-/// The errors delta-kernel 0.29's default engine gives for the negative tables.
-const NEGATIVE_ERRORS: &[(&str, &str)] = &[
-    (
-        "deltalog-invalid-protocol-version",
-        "Reader features must not be present when minimum reader version != 3",
-    ),
-    (
-        "deltalog-state-reconstruction-from-checkpoint-missing-metadata",
-        "No table metadata found in delta log",
-    ),
-    (
-        "deltalog-state-reconstruction-from-checkpoint-missing-protocol",
-        "Found unmasked nulls for non-nullable StructArray field \"schemaString\"",
-    ),
-    (
-        "deltalog-state-reconstruction-without-metadata",
-        "No table metadata found in delta log",
-    ),
-    (
-        "deltalog-state-reconstruction-without-protocol",
-        "No protocol found in delta log",
-    ),
-    ("no-delta-log-folder", "No table version found"),
-    (
-        "versions-not-contiguous",
-        "Table version 1 is missing or unavailable",
-    ),
-];
-
 #[test]
 fn golden_negative_tables_fail() {
     let mut problems = Vec::new();

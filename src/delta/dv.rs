@@ -1,17 +1,19 @@
 //! Deletion vectors as rayquet deleted rows.
 //!
-//! The kernel reads a file's deletion vector (`DvInfo::get_row_indexes`: an inline bitmap, or
-//! a slice of a `.bin` file with its CRC checked) through the engine's storage handler,
-//! synchronously. rayquet runs that on tokio's blocking pool while the data file's footer is
-//! fetched ([`DvLoader`], a `DeleteLoader`), with a storage handler ([`BlockingStore`]) whose
-//! reads never need another blocking-pool thread (remote stores are awaited with the runtime
-//! handle; local files are read with `std::fs`), so no number of concurrent loads can
-//! deadlock the pool.
+//! The kernel decodes a file's deletion vector (`DvInfo::get_row_indexes`: an inline bitmap,
+//! or a slice of a `.bin` file with its size, magic and CRC checked), reading the DV file
+//! through the engine's storage handler, synchronously. Here nothing blocks: a [`DvLoader`]
+//! (a `DeleteLoader`, awaited on the IO runtime while the data file's footer is fetched) runs
+//! the kernel's decoding on the decode pool with a storage handler that only serves bytes
+//! already fetched ([`Fetched`]). When the kernel asks for a DV file that is not there yet,
+//! the loader fetches it asynchronously ([`DvFiles`]: each DV file once per scan, although
+//! the DVs of one commit usually share one file) and decodes again.
 //!
 //! Invariant: a deletion vector that cannot be read is an error naming the data file and the
 //! deletion vector, never "no rows deleted".
 
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
 use delta_kernel::scan::state::DvInfo;
@@ -19,50 +21,124 @@ use delta_kernel::{
     DeltaResult, DeltaResultIteratorStatic, Engine, EvaluationHandler, FileMeta, FileSlice,
     JsonHandler, ParquetHandler, StorageHandler,
 };
-use futures::future::BoxFuture;
-use object_store::ObjectStoreExt;
+use futures::future::{BoxFuture, FutureExt, Shared};
+use object_store::{ObjectStore, ObjectStoreExt};
 use url::Url;
 
 use crate::task::{DeleteLoader, LoadContext, RoaringTreemap};
 use crate::{Error, ErrorKind, Result};
 
-/// Reads whole objects (or ranges) by URL, blocking the calling thread, which must be one of
-/// tokio's blocking threads (or any non-runtime thread).
-#[derive(Debug)]
-pub(crate) struct BlockingStore {
-    pub options: Vec<(String, String)>,
-    pub io: tokio::runtime::Handle,
+/// A DV file's fetch, shared by every data file whose DV lives in it.
+type SharedFetch = Shared<BoxFuture<'static, std::result::Result<Bytes, String>>>;
+
+/// The DV files of one scan, each fetched at most once (asynchronously).
+pub(crate) struct DvFiles {
+    /// `scheme://authority` of the table and the store serving it.
+    root: String,
+    store: Arc<dyn ObjectStore>,
+    options: Vec<(String, String)>,
+    fetches: Mutex<HashMap<Url, SharedFetch>>,
 }
 
-impl BlockingStore {
-    fn read(&self, url: &Url, range: Option<std::ops::Range<u64>>) -> DeltaResult<Bytes> {
-        let err = |e: &dyn std::fmt::Display| delta_kernel::Error::generic(format!("{url}: {e}"));
-        if url.scheme() == "file" {
-            let path = url
-                .to_file_path()
-                .map_err(|_| delta_kernel::Error::generic(format!("{url}: not a file path")))?;
-            let bytes = std::fs::read(&path).map_err(|e| err(&e))?;
-            let bytes = Bytes::from(bytes);
-            return Ok(match range {
-                Some(r) => bytes.slice(r.start as usize..(r.end as usize).min(bytes.len())),
-                None => bytes,
-            });
-        }
-        let (store, path) =
-            crate::object_store_for(url.as_str(), &self.options).map_err(|e| err(&e))?;
-        self.io.block_on(async move {
-            match range {
-                Some(r) => store.get_range(&path, r).await.map_err(|e| err(&e)),
-                None => {
-                    let g = store.get(&path).await.map_err(|e| err(&e))?;
-                    g.bytes().await.map_err(|e| err(&e))
-                }
-            }
-        })
+impl std::fmt::Debug for DvFiles {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DvFiles")
+            .field("root", &self.root)
+            .finish_non_exhaustive()
     }
 }
 
-impl StorageHandler for BlockingStore {
+impl DvFiles {
+    /// DV files under `root` (`scheme://authority`) are read through `store`; others through
+    /// stores built with `options`.
+    pub fn new(root: String, store: Arc<dyn ObjectStore>, options: Vec<(String, String)>) -> Self {
+        DvFiles {
+            root,
+            store,
+            options,
+            fetches: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// The store and path of `url`.
+    fn locate(&self, url: &Url) -> Result<(Arc<dyn ObjectStore>, object_store::path::Path)> {
+        let under_root = url.as_str().starts_with(&self.root) && !self.root.ends_with("://");
+        match crate::object_store_for(url.as_str(), &self.options) {
+            Ok((_, path)) if under_root => Ok((Arc::clone(&self.store), path)),
+            Ok(found) => Ok(found),
+            // A scheme object_store does not know, served by the caller's store.
+            Err(_) if under_root => {
+                let path = object_store::path::Path::from_url_path(url.path()).map_err(|e| {
+                    Error::new(ErrorKind::InvalidArgument, e.to_string()).with_path(url.as_str())
+                })?;
+                Ok((Arc::clone(&self.store), path))
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    /// The whole DV file at `url` (one GET for the whole scan).
+    async fn get(&self, url: &Url) -> Result<Bytes> {
+        let fetch = {
+            let mut fetches = self.fetches.lock().unwrap_or_else(|e| e.into_inner());
+            match fetches.get(url) {
+                Some(f) => f.clone(),
+                None => {
+                    let (store, path) = self.locate(url)?;
+                    let name = url.to_string();
+                    let f = async move {
+                        let got = store.get(&path).await.map_err(|e| format!("{name}: {e}"))?;
+                        got.bytes().await.map_err(|e| format!("{name}: {e}"))
+                    }
+                    .boxed()
+                    .shared();
+                    fetches.insert(url.clone(), f.clone());
+                    f
+                }
+            }
+        };
+        fetch.await.map_err(|e| Error::new(ErrorKind::Io, e))
+    }
+}
+
+/// A storage handler serving only one fetched file; it remembers the first other file asked.
+#[derive(Debug, Default)]
+struct Fetched {
+    file: Option<(Url, Bytes)>,
+    missing: Mutex<Option<Url>>,
+}
+
+impl Fetched {
+    fn missing(&self) -> Option<Url> {
+        self.missing
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    fn read(&self, url: &Url, range: Option<std::ops::Range<u64>>) -> DeltaResult<Bytes> {
+        match &self.file {
+            Some((u, bytes)) if u == url => Ok(match range {
+                Some(r) => {
+                    let end = (r.end as usize).min(bytes.len());
+                    bytes.slice((r.start as usize).min(end)..end)
+                }
+                None => bytes.clone(),
+            }),
+            _ => {
+                self.missing
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .get_or_insert_with(|| url.clone());
+                Err(delta_kernel::Error::generic(format!(
+                    "{url}: not fetched yet"
+                )))
+            }
+        }
+    }
+}
+
+impl StorageHandler for Fetched {
     fn list_from(&self, path: &Url) -> DeltaResult<DeltaResultIteratorStatic<FileMeta>> {
         Err(delta_kernel::Error::generic(format!(
             "listing {path} is not supported while reading a deletion vector"
@@ -101,10 +177,10 @@ impl StorageHandler for BlockingStore {
     }
 }
 
-/// The engine a deletion vector is read with: its storage is a [`BlockingStore`], the rest is
-/// the table's engine.
+/// The engine a deletion vector is decoded with: its storage is [`Fetched`], the rest is the
+/// table's engine.
 struct DvEngine {
-    storage: Arc<BlockingStore>,
+    storage: Arc<Fetched>,
     inner: Arc<dyn Engine>,
 }
 
@@ -128,7 +204,7 @@ pub(crate) struct DvLoader {
     pub dv: DvInfo,
     pub root: Url,
     pub file: String,
-    pub storage: Arc<BlockingStore>,
+    pub files: Arc<DvFiles>,
     pub engine: Arc<dyn Engine>,
 }
 
@@ -140,33 +216,59 @@ impl std::fmt::Debug for DvLoader {
     }
 }
 
+/// What one decoding attempt on the pool gave.
+enum Attempt {
+    Rows(RoaringTreemap),
+    /// The kernel needs this DV file first.
+    Needs(Url),
+}
+
 impl DeleteLoader for DvLoader {
-    fn load(&self, _ctx: LoadContext) -> BoxFuture<'static, Result<RoaringTreemap>> {
-        let engine = DvEngine {
-            storage: Arc::clone(&self.storage),
-            inner: Arc::clone(&self.engine),
-        };
+    fn load(&self, ctx: LoadContext) -> BoxFuture<'static, Result<RoaringTreemap>> {
         let (dv, root, file) = (self.dv.clone(), self.root.clone(), self.file.clone());
+        let (files, engine) = (Arc::clone(&self.files), Arc::clone(&self.engine));
         Box::pin(async move {
-            let read = tokio::task::spawn_blocking(move || dv.get_row_indexes(&engine, &root));
-            let rows = match read.await {
-                Ok(Ok(rows)) => rows.unwrap_or_default(),
-                Ok(Err(e)) => {
-                    return Err(Error::new(
-                        ErrorKind::CorruptData,
-                        format!("reading its deletion vector: {e}"),
-                    )
-                    .with_path(file))
+            let mut fetched: Option<(Url, Bytes)> = None;
+            loop {
+                let storage = Arc::new(Fetched {
+                    file: fetched.clone(),
+                    missing: Mutex::new(None),
+                });
+                let dv_engine = DvEngine {
+                    storage: Arc::clone(&storage),
+                    inner: Arc::clone(&engine),
+                };
+                let (dv, root, name) = (dv.clone(), root.clone(), file.clone());
+                let had_file = fetched.is_some();
+                let attempt = ctx
+                    .spawn_cpu(move || match dv.get_row_indexes(&dv_engine, &root) {
+                        Ok(rows) => Ok(Attempt::Rows(
+                            rows.unwrap_or_default().into_iter().collect(),
+                        )),
+                        Err(e) => match storage.missing() {
+                            Some(url) if !had_file => Ok(Attempt::Needs(url)),
+                            _ => Err(Error::new(
+                                ErrorKind::CorruptData,
+                                format!("reading its deletion vector: {e}"),
+                            )
+                            .with_path(name)),
+                        },
+                    })
+                    .await?;
+                match attempt {
+                    Attempt::Rows(rows) => return Ok(rows),
+                    Attempt::Needs(url) => {
+                        let bytes = files.get(&url).await.map_err(|e| {
+                            Error::new(
+                                e.kind(),
+                                format!("reading its deletion vector: {}", e.message()),
+                            )
+                            .with_path(file.clone())
+                        })?;
+                        fetched = Some((url, bytes));
+                    }
                 }
-                Err(e) => {
-                    return Err(Error::new(
-                        ErrorKind::Panic,
-                        format!("reading its deletion vector failed: {e}"),
-                    )
-                    .with_path(file))
-                }
-            };
-            Ok(rows.into_iter().collect())
+            }
         })
     }
 }

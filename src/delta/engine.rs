@@ -1,7 +1,8 @@
 //! A delta-kernel [`Engine`] whose Parquet reads go through rayquet, and whose other handlers
 //! (storage, JSON log files, expression evaluation) are the default engine's, running on
 //! rayquet's IO runtime: a sync program can drive any kernel API (`Snapshot`,
-//! `Scan::execute`, checkpoints) with it.
+//! `Scan::execute`, checkpoints) with it. Its log reads keep the (immutable) commit files, so
+//! the kernel's second pass over them costs no request.
 //!
 //! ```no_run
 //! # fn main() -> rayquet::Result<()> {
@@ -18,8 +19,10 @@ use std::sync::Arc;
 use delta_kernel::{Engine, EvaluationHandler, JsonHandler, ParquetHandler, StorageHandler};
 use delta_kernel_default_engine::executor::tokio::TokioMultiThreadExecutor;
 use delta_kernel_default_engine::{DefaultEngine, DefaultEngineBuilder};
+use object_store::ObjectStore;
 use url::Url;
 
+use super::log_cache::LogCache;
 use super::parquet::RayquetParquetHandler;
 use crate::{Error, ErrorKind, Result};
 
@@ -67,9 +70,32 @@ impl RayquetEngine {
     pub fn for_table(location: &str, options: &[(String, String)]) -> Result<Arc<Self>> {
         let url = table_url(location)?;
         let (store, _) = crate::object_store_for(url.as_str(), options)?;
+        Self::build(&url, store, options)
+    }
+
+    /// An engine for the table at `location` reading every URL under its
+    /// `scheme://authority` through `store`, whose paths are the URLs' paths (a store for
+    /// `file://` URLs must be rooted at `/`). Any scheme works, e.g. a test store or one that
+    /// models latency. Other URLs get stores built with `options`.
+    pub fn with_store(
+        location: &str,
+        store: Arc<dyn ObjectStore>,
+        options: &[(String, String)],
+    ) -> Result<Arc<Self>> {
+        let url = table_url(location)?;
+        Self::build(&url, store, options)
+    }
+
+    fn build(
+        url: &Url,
+        store: Arc<dyn ObjectStore>,
+        options: &[(String, String)],
+    ) -> Result<Arc<Self>> {
         let io = crate::runtime::io_handle();
         let executor = Arc::new(TokioMultiThreadExecutor::new(io.clone()));
-        let inner = DefaultEngineBuilder::new(Arc::clone(&store))
+        // Log reads keep the commit files, which the kernel reads twice per scan.
+        let log: Arc<dyn ObjectStore> = Arc::new(LogCache::new(Arc::clone(&store)));
+        let inner = DefaultEngineBuilder::new(log)
             .with_task_executor(executor)
             .build();
         let root = format!("{}://{}", url.scheme(), url.authority());

@@ -30,18 +30,20 @@
 
 mod dv;
 mod engine;
+mod log_cache;
 mod parquet;
 pub mod predicate;
 
 use std::sync::Arc;
 
-use arrow::array::RecordBatch;
+use arrow::array::{Array, RecordBatch};
 use arrow::datatypes::{Schema as ArrowSchema, SchemaRef as ArrowSchemaRef};
 use delta_kernel::engine::arrow_conversion::TryIntoArrow;
 use delta_kernel::engine::arrow_data::{ArrowEngineData, EngineDataArrowExt};
 use delta_kernel::scan::state::{transform_to_logical, ScanFile};
 use delta_kernel::schema::{SchemaRef, StructType};
 use delta_kernel::{Engine, EngineData, Snapshot};
+use object_store::ObjectStore;
 use url::Url;
 
 pub use engine::{table_url, RayquetEngine};
@@ -60,6 +62,7 @@ pub struct TableScan {
     columns: Option<Vec<String>>,
     filter: Option<Expr>,
     options: Vec<(String, String)>,
+    store: Option<Arc<dyn ObjectStore>>,
 }
 
 impl TableScan {
@@ -72,6 +75,7 @@ impl TableScan {
             columns: None,
             filter: None,
             options: Vec::new(),
+            store: None,
         }
     }
 
@@ -105,10 +109,21 @@ impl TableScan {
         self
     }
 
+    /// Read every URL under the table's `scheme://authority` (log, data files, deletion
+    /// vectors) through `store`, as [`RayquetEngine::with_store`] does.
+    pub fn object_store(mut self, store: Arc<dyn ObjectStore>) -> Self {
+        self.store = Some(store);
+        self
+    }
+
     /// The rayquet scan: the kernel's scan files stream in as tasks.
     pub fn to_scan(self) -> Result<Scan> {
         let url = table_url(&self.location)?;
-        let engine = RayquetEngine::for_table(url.as_str(), &self.options)?;
+        let store = match &self.store {
+            Some(s) => Arc::clone(s),
+            None => crate::object_store_for(url.as_str(), &self.options)?.0,
+        };
+        let engine = RayquetEngine::with_store(url.as_str(), Arc::clone(&store), &self.options)?;
         let engine_dyn: Arc<dyn Engine> = engine.clone();
         let kernel = |e: delta_kernel::Error| {
             Error::new(ErrorKind::Io, e.to_string()).with_path(url.as_str())
@@ -168,22 +183,28 @@ impl TableScan {
             .collect::<std::result::Result<_, _>>()
             .map_err(|e| Error::new(ErrorKind::InvalidArgument, e.to_string()))?;
         let out: ArrowSchemaRef = Arc::new(logical_arrow.project(&keep)?);
-        let prune = self
+        // The filter on the files' columns: exact (rayquet's filter stage, late
+        // materialization) when every leaf is on one, else only for pruning, and then the
+        // transform filters the logical rows.
+        let pushed = self
             .filter
             .as_ref()
-            .map(|f| physical_filter(f, &table_schema, &physical));
+            .and_then(|f| physical_filter(f, &table_schema, &physical));
+        let exact = pushed.as_ref().is_some_and(|(_, exact)| *exact);
+        let root = format!("{}://{}", url.scheme(), url.authority());
         let context = Arc::new(Context {
             root: url.clone(),
             engine: engine_dyn,
             physical,
             logical,
             sources,
-            filter: self.filter.clone(),
+            filter: if exact { None } else { self.filter.clone() },
             keep,
-            storage: Arc::new(dv::BlockingStore {
-                options: self.options.clone(),
-                io: crate::runtime::io_handle(),
-            }),
+            dv_files: Arc::new(dv::DvFiles::new(
+                root.clone(),
+                Arc::clone(&store),
+                self.options.clone(),
+            )),
         });
         let metadata = scan.scan_metadata(engine.as_ref()).map_err(kernel)?;
         let files = metadata.flat_map(|m| -> Vec<delta_kernel::DeltaResult<ScanFile>> {
@@ -202,26 +223,34 @@ impl TableScan {
                     .with_path(ctx.root.as_str()),
             ),
         });
-        let root = format!("{}://{}", url.scheme(), url.authority());
-        let (store, _) = crate::object_store_for(url.as_str(), &self.options)?;
         let mut scan = Scan::from_tasks(read_schema, tasks)
             .transformed_schema(out)
             .object_store(root, store);
         for (k, v) in &self.options {
             scan = scan.store_option(k.clone(), v.clone());
         }
-        if let Some(Some(p)) = prune {
-            scan = scan.prune(p);
+        match pushed {
+            Some((p, true)) => scan = scan.filter(p),
+            Some((p, false)) => scan = scan.prune(p),
+            None => {}
         }
         Ok(scan)
     }
 }
 
-/// The filter's leaves on columns Parquet files hold, in their physical names, for pruning
-/// row groups and pages (leaves on partition columns, or on nested fields of a table with
-/// column mapping, become TRUE). `None` when nothing is left.
-fn physical_filter(e: &Expr, table: &StructType, physical: &StructType) -> Option<Expr> {
-    fn walk(e: Expr, table: &StructType, physical: &StructType) -> Expr {
+/// The filter's leaves on columns Parquet files hold, in their physical names (leaves on
+/// partition columns, or on nested fields of a table with column mapping, become TRUE), and
+/// whether that is the whole filter (no leaf replaced): then it can be evaluated exactly on
+/// the files' columns. `None` when nothing is left.
+fn physical_filter(e: &Expr, table: &StructType, physical: &StructType) -> Option<(Expr, bool)> {
+    let exact = std::cell::Cell::new(true);
+    let walk_exact = |e: Expr| walk(e, table, physical, &exact);
+    fn walk(
+        e: Expr,
+        table: &StructType,
+        physical: &StructType,
+        exact: &std::cell::Cell<bool>,
+    ) -> Expr {
         let rename = |c: &str| -> Option<String> {
             let (top, rest) = match table.field(c) {
                 Some(_) => (c, None),
@@ -249,12 +278,20 @@ fn physical_filter(e: &Expr, table: &StructType, physical: &StructType) -> Optio
         };
         let leaf = |column: &str, make: &dyn Fn(String) -> Expr| match rename(column) {
             Some(n) => make(n),
-            None => Expr::Literal(true),
+            None => {
+                exact.set(false);
+                Expr::Literal(true)
+            }
         };
         match e {
-            Expr::And(a, b) => walk(*a, table, physical).and(walk(*b, table, physical)),
-            Expr::Or(a, b) => walk(*a, table, physical).or(walk(*b, table, physical)),
-            Expr::Not(_) => Expr::Literal(true),
+            Expr::And(a, b) => {
+                walk(*a, table, physical, exact).and(walk(*b, table, physical, exact))
+            }
+            Expr::Or(a, b) => walk(*a, table, physical, exact).or(walk(*b, table, physical, exact)),
+            Expr::Not(_) => {
+                exact.set(false);
+                Expr::Literal(true)
+            }
             Expr::Literal(b) => Expr::Literal(b),
             Expr::Compare { column, op, value } => leaf(&column, &|c| Expr::Compare {
                 column: c,
@@ -286,8 +323,8 @@ fn physical_filter(e: &Expr, table: &StructType, physical: &StructType) -> Optio
             }),
         }
     }
-    let p = walk(e.clone().negation_normal_form(), table, physical);
-    (p != Expr::Literal(true)).then_some(p)
+    let p = walk_exact(e.clone().negation_normal_form());
+    (p != Expr::Literal(true)).then(|| (p, exact.get()))
 }
 
 /// What turning the kernel's scan files into tasks needs.
@@ -300,7 +337,7 @@ struct Context {
     filter: Option<Expr>,
     /// Columns of the logical batch that are delivered (the rest were read for the filter).
     keep: Vec<usize>,
-    storage: Arc<dv::BlockingStore>,
+    dv_files: Arc<dv::DvFiles>,
 }
 
 impl Context {
@@ -320,7 +357,7 @@ impl Context {
                 dv: f.dv_info.clone(),
                 root: self.root.clone(),
                 file: location.to_string(),
-                storage: Arc::clone(&self.storage),
+                files: Arc::clone(&self.dv_files),
                 engine: Arc::clone(&self.engine),
             }));
         }
@@ -349,7 +386,11 @@ impl Context {
             let logical = match &filter {
                 Some(f) => {
                     let keep_rows = f.evaluate(&logical)?;
-                    let keep_rows = arrow::compute::prep_null_mask_filter(&keep_rows);
+                    // A NULL result drops the row (prep_null_mask_filter needs a null buffer).
+                    let keep_rows = match keep_rows.null_count() {
+                        0 => keep_rows,
+                        _ => arrow::compute::prep_null_mask_filter(&keep_rows),
+                    };
                     arrow::compute::filter_record_batch(&logical, &keep_rows)?
                 }
                 None => logical,

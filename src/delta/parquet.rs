@@ -214,7 +214,12 @@ impl ParquetHandler for RayquetParquetHandler {
     fn read_parquet_footer(&self, file: &FileMeta) -> DeltaResult<ParquetFooter> {
         let url = file.location.as_str();
         let (store, path) = if url.starts_with(&self.root) && !self.root.ends_with("://") {
-            let (_, path) = crate::object_store_for(url, &self.options).map_err(to_kernel_error)?;
+            let path = match crate::object_store_for(url, &self.options) {
+                Ok((_, path)) => path,
+                // A scheme object_store does not know, served by the caller's store.
+                Err(_) => object_store::path::Path::from_url_path(file.location.path())
+                    .map_err(|e| delta_kernel::Error::generic(format!("{url}: {e}")))?,
+            };
             (Arc::clone(&self.store), path)
         } else {
             crate::object_store_for(url, &self.options).map_err(to_kernel_error)?

@@ -5,6 +5,8 @@
 //! times, alternating readers, and reports medians: a text table (or `--json`), the lower bound
 //! of each workload, the targets met or missed, and an SVG chart in `--out-dir`.
 
+#[path = "bench/delta.rs"]
+mod delta;
 #[path = "bench/iceberg.rs"]
 mod iceberg;
 #[path = "bench/readers.rs"]
@@ -62,7 +64,7 @@ pub struct BenchArgs {
     common: Common,
     /// Workloads to run, comma-separated (default: all): W1, W1z, W2, W3, W4, W5, W6, W7 (a
     /// selective filter), W8 (an unselective filter), T1, T2 (tasks), I1, I2 (Iceberg
-    /// merge-on-read).
+    /// merge-on-read), D1, D2 (Delta).
     #[arg(long, value_delimiter = ',', value_name = "IDS")]
     workloads: Option<Vec<String>>,
     /// Readers to run, comma-separated (default: each workload's own list).

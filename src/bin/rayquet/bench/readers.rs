@@ -77,6 +77,15 @@ pub enum ReaderId {
     /// without deletes).
     #[value(name = "rayquet-iceberg-no-deletes")]
     RayquetIcebergNoDeletes,
+    /// delta-kernel's default engine, `Scan::execute` (Delta workloads).
+    #[value(name = "delta-default")]
+    DeltaDefault,
+    /// delta-kernel's `Scan::execute` with rayquet's `RayquetEngine`.
+    #[value(name = "delta-rayquet-engine")]
+    DeltaRayquetEngine,
+    /// rayquet's whole-table Delta `TableScan`.
+    #[value(name = "delta-table-scan")]
+    DeltaTableScan,
 }
 
 impl ReaderId {
@@ -97,6 +106,9 @@ impl ReaderId {
             ReaderId::IcebergSpawned => "iceberg-spawned",
             ReaderId::RayquetIceberg => "rayquet-iceberg",
             ReaderId::RayquetIcebergNoDeletes => "rayquet-iceberg-no-deletes",
+            ReaderId::DeltaDefault => "delta-default",
+            ReaderId::DeltaRayquetEngine => "delta-rayquet-engine",
+            ReaderId::DeltaTableScan => "delta-table-scan",
         }
     }
 }
@@ -160,6 +172,9 @@ pub fn run(reader: ReaderId, input: &Input, start: Instant) -> CliResult<Outcome
         | ReaderId::IcebergSpawned
         | ReaderId::RayquetIceberg
         | ReaderId::RayquetIcebergNoDeletes) => super::iceberg::run(r, input, &mut |b| obs.see(b))?,
+        r @ (ReaderId::DeltaDefault | ReaderId::DeltaRayquetEngine | ReaderId::DeltaTableScan) => {
+            super::delta::run(r, input, &mut |b| obs.see(b))?
+        }
     }
     Ok(obs.out)
 }

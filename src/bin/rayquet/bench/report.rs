@@ -106,14 +106,22 @@ impl WorkloadResult {
         self.readers.iter().find(|s| s.reader == reader)
     }
 
+    /// The reader the others are compared with ("rq speed"): rayquet, or rayquet's Delta
+    /// table scan on a Delta workload.
+    fn reference(&self) -> Option<&Summary> {
+        self.get(ReaderId::Rayquet)
+            .or_else(|| self.get(ReaderId::DeltaTableScan))
+    }
+
     /// B0's CPU time spread over every core: no reader decodes faster.
     fn decode_bound(&self, c: &Config) -> Option<f64> {
         self.get(ReaderId::Sync)
             .map(|b0| b0.cpu_seconds / c.cores as f64)
     }
 
-    /// Unavoidable round trips (footer, then data for files over the footer hint) times the
-    /// first-byte delay, plus the minimal bytes over the aggregate bandwidth at the cap.
+    /// Unavoidable round trips (footer, then data for files over the footer hint; before them,
+    /// listing and reading a Delta table's log) times the first-byte delay, plus the minimal
+    /// bytes over the aggregate bandwidth at the cap.
     fn latency_bound(&self, c: &Config) -> f64 {
         if !self.workload.latency || c.s3 {
             return 0.0;
@@ -122,7 +130,7 @@ impl WorkloadResult {
             2.0
         } else {
             1.0
-        };
+        } + super::delta::log_round_trips(&self.workload.data);
         let bytes = (self.layout.projected_bytes + self.layout.footer_bytes) as f64;
         let aggregate = c.bandwidth as f64 * c.max_connections as f64;
         let transfer = if aggregate > 0.0 {
@@ -140,6 +148,9 @@ impl WorkloadResult {
     /// The targets that apply to this workload.
     pub fn targets(&self, c: &Config) -> Vec<Target> {
         if let Some(t) = super::iceberg::targets(self) {
+            return t;
+        }
+        if let Some(t) = super::delta::targets(self, self.latency_bound(c)) {
             return t;
         }
         let mut t = Vec::new();
@@ -290,7 +301,7 @@ pub fn to_json(c: &Config, results: &[WorkloadResult]) -> Value {
     let workloads: Vec<Value> = results
         .iter()
         .map(|r| {
-            let rq = r.get(ReaderId::Rayquet);
+            let rq = r.reference();
             let lb = r.lower_bound(c);
             json!({
                 "id": r.workload.id,
@@ -380,7 +391,7 @@ pub fn table(c: &Config, results: &[WorkloadResult]) -> String {
             "MiB got",
             "rq speed"
         );
-        let rq = r.get(ReaderId::Rayquet);
+        let rq = r.reference();
         for x in &r.readers {
             let _ = writeln!(
                 s,

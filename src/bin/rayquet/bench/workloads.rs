@@ -253,6 +253,26 @@ pub const WORKLOADS: &[Workload] = &[
         readers: super::iceberg::READERS,
         filter: None,
     },
+    Workload {
+        id: "D1",
+        about: "Delta, delta-kernel PR #595's table under latency: 100 files x ~1 MB",
+        data: super::delta::MANY,
+        latency: true,
+        columns: None,
+        budget: None,
+        readers: super::delta::READERS,
+        filter: None,
+    },
+    Workload {
+        id: "D2",
+        about: "Delta, local: 8 files x 2 large row groups",
+        data: super::delta::LARGE,
+        latency: false,
+        columns: None,
+        budget: None,
+        readers: super::delta::READERS,
+        filter: None,
+    },
 ];
 
 /// The workload named `id` (case-insensitive).
@@ -307,8 +327,8 @@ impl Dataset {
         );
         let tmp = data_dir.join(format!("{}.tmp-{}", self.name, std::process::id()));
         let _ = std::fs::remove_dir_all(&tmp);
-        if super::iceberg::write(self, &tmp, scale)? {
-            // An Iceberg table.
+        if super::iceberg::write(self, &tmp, scale)? || super::delta::write(self, &tmp, scale)? {
+            // An Iceberg or Delta table.
         } else if self.wide {
             write_wide(&tmp, &opts)?;
         } else {
@@ -480,6 +500,9 @@ pub fn layout(
     filter: Option<&rayquet::Expr>,
 ) -> CliResult<Layout> {
     if let Some(l) = super::iceberg::layout(dir, columns)? {
+        return Ok(l);
+    }
+    if let Some(l) = super::delta::layout(dir, columns)? {
         return Ok(l);
     }
     let mut l = Layout::default();

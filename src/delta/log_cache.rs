@@ -1,0 +1,175 @@
+//! An object store wrapper for the engine's log reads that keeps the Delta commit files read
+//! through it (`_delta_log/<20 digits>.json`: immutable by the protocol, written with
+//! put-if-absent), so the kernel's second pass over the log costs no request: building a
+//! `Snapshot` reads the commits for the protocol and metadata, and `scan_metadata` reads them
+//! again. Under 50 ms per request that pass is a whole round trip of the scan.
+//!
+//! Bounded: files up to [`MAX_FILE`], [`MAX_TOTAL`] in all; other reads (ranges, HEAD,
+//! conditional GETs, checkpoints, `_last_checkpoint`, data) pass through untouched.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use async_trait::async_trait;
+use bytes::Bytes;
+use futures::stream::{self, BoxStream, StreamExt};
+use object_store::path::Path;
+use object_store::{
+    CopyOptions, GetOptions, GetResult, GetResultPayload, ListResult, MultipartUpload, ObjectMeta,
+    ObjectStore, PutMultipartOptions, PutOptions, PutPayload, PutResult, RenameOptions, Result,
+};
+
+/// Largest commit file kept.
+pub const MAX_FILE: usize = 4 << 20;
+/// Most bytes kept in all.
+pub const MAX_TOTAL: usize = 64 << 20;
+
+/// The commit files kept: bytes in all, and each file's metadata and bytes.
+type Kept = (usize, HashMap<Path, (ObjectMeta, Bytes)>);
+
+/// The wrapper (see the module docs).
+#[derive(Debug)]
+pub(crate) struct LogCache {
+    inner: Arc<dyn ObjectStore>,
+    kept: Mutex<Kept>,
+}
+
+impl std::fmt::Display for LogCache {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "LogCache({})", self.inner)
+    }
+}
+
+impl LogCache {
+    pub fn new(inner: Arc<dyn ObjectStore>) -> Self {
+        LogCache {
+            inner,
+            kept: Mutex::new((0, HashMap::new())),
+        }
+    }
+
+    /// A commit file: `.../_delta_log/` then 20 digits and `.json`.
+    fn is_commit(path: &Path) -> bool {
+        let s = path.as_ref();
+        let Some((dir, name)) = s.rsplit_once('/') else {
+            return false;
+        };
+        let Some(version) = name.strip_suffix(".json") else {
+            return false;
+        };
+        (dir == "_delta_log" || dir.ends_with("/_delta_log"))
+            && version.len() == 20
+            && version.bytes().all(|b| b.is_ascii_digit())
+    }
+
+    /// A plain GET of the whole object, the only kind served from the cache.
+    fn plain(o: &GetOptions) -> bool {
+        o.range.is_none()
+            && !o.head
+            && o.if_match.is_none()
+            && o.if_none_match.is_none()
+            && o.if_modified_since.is_none()
+            && o.if_unmodified_since.is_none()
+            && o.version.is_none()
+    }
+
+    fn result(meta: ObjectMeta, bytes: Bytes) -> GetResult {
+        GetResult {
+            range: 0..bytes.len() as u64,
+            payload: GetResultPayload::Stream(stream::once(async move { Ok(bytes) }).boxed()),
+            meta,
+            attributes: Default::default(),
+        }
+    }
+}
+
+#[async_trait]
+impl ObjectStore for LogCache {
+    async fn put_opts(&self, l: &Path, p: PutPayload, o: PutOptions) -> Result<PutResult> {
+        self.inner.put_opts(l, p, o).await
+    }
+
+    async fn put_multipart_opts(
+        &self,
+        l: &Path,
+        o: PutMultipartOptions,
+    ) -> Result<Box<dyn MultipartUpload>> {
+        self.inner.put_multipart_opts(l, o).await
+    }
+
+    async fn get_opts(&self, location: &Path, options: GetOptions) -> Result<GetResult> {
+        if !(Self::plain(&options) && Self::is_commit(location)) {
+            return self.inner.get_opts(location, options).await;
+        }
+        let hit = {
+            let kept = self.kept.lock().unwrap_or_else(|e| e.into_inner());
+            kept.1.get(location).cloned()
+        };
+        if let Some((meta, bytes)) = hit {
+            return Ok(Self::result(meta, bytes));
+        }
+        let got = self.inner.get_opts(location, options).await?;
+        let meta = got.meta.clone();
+        let bytes = got.bytes().await?;
+        if bytes.len() <= MAX_FILE {
+            let mut kept = self.kept.lock().unwrap_or_else(|e| e.into_inner());
+            if kept.0 + bytes.len() <= MAX_TOTAL && !kept.1.contains_key(location) {
+                kept.0 += bytes.len();
+                kept.1
+                    .insert(location.clone(), (meta.clone(), bytes.clone()));
+            }
+        }
+        Ok(Self::result(meta, bytes))
+    }
+
+    fn delete_stream(
+        &self,
+        locations: BoxStream<'static, Result<Path>>,
+    ) -> BoxStream<'static, Result<Path>> {
+        self.inner.delete_stream(locations)
+    }
+
+    fn list(&self, prefix: Option<&Path>) -> BoxStream<'static, Result<ObjectMeta>> {
+        self.inner.list(prefix)
+    }
+
+    fn list_with_offset(
+        &self,
+        prefix: Option<&Path>,
+        offset: &Path,
+    ) -> BoxStream<'static, Result<ObjectMeta>> {
+        self.inner.list_with_offset(prefix, offset)
+    }
+
+    async fn list_with_delimiter(&self, prefix: Option<&Path>) -> Result<ListResult> {
+        self.inner.list_with_delimiter(prefix).await
+    }
+
+    async fn copy_opts(&self, from: &Path, to: &Path, o: CopyOptions) -> Result<()> {
+        self.inner.copy_opts(from, to, o).await
+    }
+
+    async fn rename_opts(&self, from: &Path, to: &Path, o: RenameOptions) -> Result<()> {
+        self.inner.rename_opts(from, to, o).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_commit_files() {
+        let yes = |s: &str| LogCache::is_commit(&Path::from(s));
+        assert!(yes("t/_delta_log/00000000000000000012.json"));
+        assert!(yes("_delta_log/00000000000000000000.json"));
+        assert!(!yes("t/_delta_log/_last_checkpoint"));
+        assert!(!yes("t/_delta_log/00000000000000000012.checkpoint.parquet"));
+        assert!(!yes("t/_delta_log/00000000000000000012.crc"));
+        assert!(!yes(
+            "t/_delta_log/_staged_commits/00000000000000000012.uuid.json"
+        ));
+        assert!(!yes("t/x_delta_log/00000000000000000012.json"));
+        assert!(!yes("t/part-00000.json"));
+    }
+}
