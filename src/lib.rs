@@ -58,6 +58,7 @@ mod source;
 #[cfg(feature = "sql")]
 mod sql;
 mod state;
+mod validate;
 pub mod task;
 
 pub use deliver::{ScanReader, TaggedReader};
