@@ -371,7 +371,14 @@ pub(crate) fn check_pages(
     locations: Option<&[PageLocation]>,
     limit: u64,
 ) -> R<()> {
-    let (start, len) = col.byte_range();
+    let start = col
+        .dictionary_page_offset()
+        .unwrap_or_else(|| col.data_page_offset());
+    let len = col.compressed_size();
+    if start < 0 || len < 0 {
+        return Err(format!("column chunk at {start} of {len} bytes"));
+    }
+    let (start, len) = (start as u64, len as u64);
     let end = start.saturating_add(len);
     let declared = col.uncompressed_size().max(0) as u64;
     let plausible = declared.max(len).saturating_mul(2).saturating_add(1 << 20);

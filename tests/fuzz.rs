@@ -115,6 +115,13 @@ const MEMORY_SLACK: usize = 2 * (64 << 20) + (32 << 20);
 /// No single allocation may be larger (the page limit of a scan with [`BUDGET`], plus room).
 const LARGEST_ALLOCATION: usize = (64 << 20) + (16 << 20);
 
+/// The tests of this binary run one at a time: the allocator's counts are process-wide.
+static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 const TESTING: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/parquet-testing");
 
 // ---------------------------------------------------------------------------------------------
@@ -707,7 +714,7 @@ enum Got {
 /// Scan `bytes` as object `name` of an in-memory store with the watchdog; panics on a hang or
 /// an escaped panic. Returns what the scan gave and the peak of live heap bytes above what was
 /// live before it.
-fn scan_case(name: &str, bytes: Vec<u8>, rng: &mut Rng, what: &str) -> (Got, usize) {
+fn scan_case(name: &str, bytes: Vec<u8>, rng: &mut Rng, what: &str) -> (Got, Peaks) {
     let store: Arc<dyn ObjectStore> = Arc::new(InMemory::new());
     let path = Path::from(name);
     futures::executor::block_on(store.put(&path, Bytes::from(bytes).into())).unwrap();
@@ -716,6 +723,7 @@ fn scan_case(name: &str, bytes: Vec<u8>, rng: &mut Rng, what: &str) -> (Got, usi
     let batch = [1024, 100, 8192][rng.below(3) as usize];
     let base = LIVE.load(Relaxed);
     PEAK.store(base, Relaxed);
+    LARGEST.store(0, Relaxed);
     let outcome = run_with_timeout(CASE_TIMEOUT, move || {
         let mut scan = Scan::from_store(store, [path])
             .memory_budget(BUDGET)
@@ -729,9 +737,12 @@ fn scan_case(name: &str, bytes: Vec<u8>, rng: &mut Rng, what: &str) -> (Got, usi
             Err(e) => Got::Failed(e),
         }
     });
-    let peak = PEAK.load(Relaxed).saturating_sub(base);
+    let peaks = Peaks {
+        live: PEAK.load(Relaxed).saturating_sub(base),
+        largest: LARGEST.load(Relaxed),
+    };
     match outcome {
-        Outcome::Done(g) => (g, peak),
+        Outcome::Done(g) => (g, peaks),
         Outcome::Panicked(m) => panic!("{what}: a panic escaped the scan: {m}"),
         Outcome::TimedOut => panic!("{what}: no result within {CASE_TIMEOUT:?} (hang)"),
     }
@@ -739,7 +750,7 @@ fn scan_case(name: &str, bytes: Vec<u8>, rng: &mut Rng, what: &str) -> (Got, usi
 
 /// parquet's own reader on `bytes` (all columns), on a large stack; `None` if it failed or
 /// panicked.
-fn reference(bytes: Vec<u8>, views: bool) -> Option<(SchemaRef, Vec<RecordBatch>)> {
+fn reference(bytes: Vec<u8>) -> Option<(SchemaRef, Vec<RecordBatch>)> {
     let out = run_with_timeout(CASE_TIMEOUT, move || {
         big_stack(move || {
             std::panic::catch_unwind(|| {
@@ -756,7 +767,6 @@ fn reference(bytes: Vec<u8>, views: bool) -> Option<(SchemaRef, Vec<RecordBatch>
             .flatten()
         })
     });
-    let _ = views;
     match outcome_value(out) {
         Some(v) => v,
         None => None,
@@ -770,6 +780,14 @@ fn outcome_value<T>(o: Outcome<T>) -> Option<T> {
     }
 }
 
+/// Memory of one case: the peak of live heap bytes above those live before it, and the
+/// largest single allocation.
+#[derive(Debug, Clone, Copy)]
+struct Peaks {
+    live: usize,
+    largest: usize,
+}
+
 /// Tallies of the fuzz run.
 #[derive(Default)]
 struct Summary {
@@ -781,15 +799,27 @@ struct Summary {
     reference_failed: usize,
     peak: usize,
     peak_case: String,
+    largest: usize,
+    largest_case: String,
 }
 
 impl Summary {
-    fn record(&mut self, what: &str, name: &str, got: &Got, peak: usize) {
+    fn record(&mut self, what: &str, name: &str, got: &Got, peaks: Peaks) {
         self.cases += 1;
+        let peak = peaks.live;
         if peak > self.peak {
             self.peak = peak;
             self.peak_case = what.to_string();
         }
+        if peaks.largest > self.largest {
+            self.largest = peaks.largest;
+            self.largest_case = what.to_string();
+        }
+        assert!(
+            peaks.largest <= LARGEST_ALLOCATION,
+            "{what}: an allocation of {} bytes (more than {LARGEST_ALLOCATION})",
+            peaks.largest
+        );
         match got {
             Got::Rows(..) => self.ok += 1,
             Got::Failed(e) => {
@@ -831,6 +861,7 @@ fn env_usize(key: &str) -> Option<u64> {
 
 #[test]
 fn fuzz_hostile_files() {
+    let _serial = serial();
     let started = Instant::now();
     let bases = bases();
     let cases = env_usize("RAYQUET_FUZZ_CASES").map_or(DEFAULT_CASES, |n| n as usize);
@@ -847,7 +878,7 @@ fn fuzz_hostile_files() {
             let Got::Rows(schema, batches) = &got else {
                 panic!("{what}: {got:?}")
             };
-            let (s, expected) = reference(base.bytes.clone(), false).expect("reference");
+            let (s, expected) = reference(base.bytes.clone()).expect("reference");
             assert_eq!(schema.fields(), s.fields(), "{what}: schema");
             common::assert_same_rows(schema, &expected, batches, &what);
         }
@@ -864,7 +895,7 @@ fn fuzz_hostile_files() {
             // Differential check: where parquet's reader also reads the mutated bytes, the
             // rows must be the same (rayquet may refuse more, never read differently).
             if !base.name.starts_with("bad_data/") {
-                match reference(bytes, false) {
+                match reference(bytes) {
                     Some((s, expected)) if s.fields() == schema.fields() => {
                         let r = common::same_rows(schema, &expected, batches, &what);
                         if let Err(m) = r {
@@ -879,7 +910,6 @@ fn fuzz_hostile_files() {
         sum.record(&what, &name, &got, peak);
     }
 
-    let largest = LARGEST.load(Relaxed);
     println!(
         "fuzz: {} cases ({} base files, {} mutated, seed {seed:#x}) in {:.1}s",
         sum.cases,
@@ -897,14 +927,14 @@ fn fuzz_hostile_files() {
     }
     println!("  panics caught (ErrorKind::Panic): {}", sum.panics);
     println!(
-        "  peak live heap during one case: {:.1} MiB ({}); largest single allocation: {:.1} MiB",
+        "  peak live heap during one case: {:.1} MiB ({})",
         sum.peak as f64 / (1 << 20) as f64,
         sum.peak_case,
-        largest as f64 / (1 << 20) as f64
     );
-    assert!(
-        largest <= LARGEST_ALLOCATION,
-        "an allocation of {largest} bytes (more than {LARGEST_ALLOCATION})"
+    println!(
+        "  largest single allocation: {:.1} MiB ({})",
+        sum.largest as f64 / (1 << 20) as f64,
+        sum.largest_case,
     );
 }
 
@@ -912,6 +942,7 @@ fn fuzz_hostile_files() {
 /// naming the file (and the row group for pages).
 #[test]
 fn huge_claims_are_refused() {
+    let _serial = serial();
     let props = WriterProperties::builder()
         .set_compression(Compression::SNAPPY)
         .set_max_row_group_row_count(Some(1000))
@@ -934,8 +965,8 @@ fn huge_claims_are_refused() {
     let t = toks.tokens.iter().find(|t| t.path == [2]).unwrap().clone();
     let mut b = file.clone();
     splice(&mut b, at, &t, i32::MAX as i64, false);
-    let before = LARGEST.load(Relaxed);
-    let (got, _) = scan_case("huge-page.parquet", b, &mut rng, "huge page");
+    let (got, peaks) = scan_case("huge-page.parquet", b, &mut rng, "huge page");
+    assert!(peaks.largest <= LARGEST_ALLOCATION, "huge page: {peaks:?}");
     let Got::Failed(e) = got else { panic!("huge page: read {got:?}") };
     assert_eq!(e.kind(), ErrorKind::CorruptData, "{e}");
     assert_eq!(e.row_group(), Some(1), "{e}");
@@ -954,7 +985,8 @@ fn huge_claims_are_refused() {
         .clone();
     let mut b = file.clone();
     splice(&mut b, m.start, &t, i32::MAX as i64, true);
-    let (got, _) = scan_case("huge-list.parquet", b, &mut rng, "huge list");
+    let (got, peaks) = scan_case("huge-list.parquet", b, &mut rng, "huge list");
+    assert!(peaks.largest <= LARGEST_ALLOCATION, "huge list: {peaks:?}");
     let Got::Failed(e) = got else { panic!("huge list: read {got:?}") };
     assert_eq!(e.kind(), ErrorKind::CorruptFooter, "{e}");
     println!("huge list: {e}");
@@ -977,19 +1009,18 @@ fn huge_claims_are_refused() {
         .clone();
     let mut b = file.clone();
     splice(&mut b, m.start, &t, i32::MAX as i64, true);
-    let (got, _) = scan_case("huge-children.parquet", b, &mut rng, "huge num_children");
+    let (got, peaks) = scan_case("huge-children.parquet", b, &mut rng, "huge num_children");
+    assert!(peaks.largest <= LARGEST_ALLOCATION, "huge num_children: {peaks:?}");
     let Got::Failed(e) = got else { panic!("huge num_children: read {got:?}") };
     assert_eq!(e.kind(), ErrorKind::CorruptFooter, "{e}");
     println!("huge num_children: {e}");
-
-    let largest = LARGEST.load(Relaxed).max(before);
-    assert!(largest <= LARGEST_ALLOCATION, "an allocation of {largest} bytes");
 }
 
 /// A schema nested deeper than rayquet's limit is refused with a clear error (no stack
 /// overflow); one within it reads like parquet's reader.
 #[test]
 fn deep_nesting() {
+    let _serial = serial();
     let mut rng = Rng(2);
     for depth in [40, 1000] {
         let file = big_stack(move || write(&[nested_batch(depth, 50)], Default::default()));
@@ -998,7 +1029,7 @@ fn deep_nesting() {
         match got {
             Got::Rows(schema, batches) => {
                 assert!(depth < 64, "{name}: read");
-                let (s, expected) = reference(file, false).expect("reference");
+                let (s, expected) = reference(file).expect("reference");
                 assert_eq!(schema.fields(), s.fields());
                 common::assert_same_rows(&schema, &expected, &batches, &name);
             }
