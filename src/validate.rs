@@ -31,6 +31,10 @@ pub(crate) const MAX_THRIFT_DEPTH: usize = 32;
 /// Deepest schema accepted (groups inside groups): deeper schemas could overflow the stack of
 /// the recursive schema conversions in parquet and arrow.
 pub(crate) const MAX_SCHEMA_DEPTH: usize = 64;
+const DATA_PAGE: i64 = 0;
+const DICTIONARY_PAGE: i64 = 2;
+const DATA_PAGE_V2: i64 = 3;
+
 /// The smallest page limit: a page may always claim up to this many uncompressed bytes,
 /// however small the scan's memory budget.
 pub(crate) const MIN_PAGE_LIMIT: u64 = 64 << 20;
@@ -383,7 +387,7 @@ pub(crate) fn check_pages(
     let declared = col.uncompressed_size().max(0) as u64;
     let plausible = declared.max(len).saturating_mul(2).saturating_add(1 << 20);
     let limit = limit.min(plausible);
-    let check = |at: u64| -> R<Option<u64>> {
+    let check = |at: u64| -> R<Option<(u64, i64)>> {
         let Some(head) = header_at(chunk, at, end)? else {
             return Ok(None);
         };
@@ -409,13 +413,23 @@ pub(crate) fn check_pages(
                 ));
             }
         }
-        Ok(Some(data + head.compressed as u64))
+        Ok(Some((data + head.compressed as u64, head.kind)))
     };
-    // Sequential walk, until the first page that was not fetched.
+    // Sequential walk, until the first page that was not fetched. A dictionary page must come
+    // first (parquet's decoder panics on one after data pages).
     let mut at = start;
+    let mut data_pages = false;
     while at < end {
         match check(at)? {
-            Some(next) => at = next,
+            Some((_, DICTIONARY_PAGE)) if data_pages => {
+                return Err(format!(
+                    "dictionary page at byte {at} comes after a data page"
+                ))
+            }
+            Some((next, kind)) => {
+                data_pages |= kind == DATA_PAGE || kind == DATA_PAGE_V2;
+                at = next;
+            }
             None => break,
         }
     }
@@ -438,18 +452,35 @@ pub(crate) fn page_limit(memory_budget: usize) -> u64 {
 }
 
 /// [`check_pages`] for the column chunks of `leaves` in row group `rg` of `meta`'s file, before
-/// a decoder reads them from `chunk`; the error names the file, row group and column.
+/// a decoder reads them from `chunk` in batches of `batch_size` rows (fixed-length values: the
+/// batch's buffer must fit in `limit` too); the error names the file, row group and column.
 pub(crate) fn check_row_group(
     meta: &crate::footer::FileMeta,
     rg: usize,
     leaves: &[usize],
     chunk: &SparseChunk,
-    limit: u64,
+    (limit, batch_size): (u64, usize),
 ) -> crate::error::Result<()> {
     let md = meta.reader.metadata();
     let group = md.row_group(rg);
     for &leaf in leaves {
         let col = group.column(leaf);
+        let descr = col.column_descr();
+        if descr.physical_type() == parquet::basic::Type::FIXED_LEN_BYTE_ARRAY {
+            // parquet's reader allocates `batch_size` values of `type_length` bytes up front.
+            let width = descr.type_length().max(0) as u64;
+            if width.saturating_mul(batch_size as u64) > limit {
+                return Err(crate::error::Error::decode(
+                    format!(
+                        "column {}: fixed-length values of {width} bytes times the batch size \
+                         {batch_size} exceed the page limit {limit}",
+                        col.column_path()
+                    ),
+                    &meta.file.name,
+                    rg,
+                ));
+            }
+        }
         let locations = md
             .offset_index()
             .and_then(|oi| oi.get(rg))
