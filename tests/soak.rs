@@ -413,7 +413,8 @@ fn soak_sync_service() {
     );
     println!("  threads: {threads0} before, {threads1} after");
     println!(
-        "  live heap: {:.2} MiB before, {:.2} MiB after (tolerance {:.0} MiB)",
+        "  live heap: {heap0} bytes ({:.2} MiB) before, {heap1} bytes ({:.2} MiB) after \
+         (tolerance {:.0} MiB)",
         mib(heap0 as f64),
         mib(heap1 as f64),
         mib(HEAP_TOLERANCE as f64)
