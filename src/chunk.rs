@@ -97,7 +97,12 @@ impl SparseChunk {
         let (s, b) = &self.pieces[i];
         let rel = (start - s) as usize;
         let first = (b.len() - rel).min(usize::try_from(max_len).unwrap_or(usize::MAX));
-        if first as u64 == max_len || self.pieces.get(i + 1).is_none_or(|(ns, _)| *ns != s + b.len() as u64) {
+        if first as u64 == max_len
+            || self
+                .pieces
+                .get(i + 1)
+                .is_none_or(|(ns, _)| *ns != s + b.len() as u64)
+        {
             return Some(b.slice(rel..rel + first));
         }
         // Spans contiguous pieces: count what is held before copying.

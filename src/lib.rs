@@ -58,8 +58,8 @@ mod source;
 #[cfg(feature = "sql")]
 mod sql;
 mod state;
-mod validate;
 pub mod task;
+mod validate;
 
 pub use deliver::{ScanReader, TaggedReader};
 pub use error::{Error, ErrorKind, Result};

@@ -528,9 +528,7 @@ mod tests {
         assert!(schema_tree(&[Some(3), None, None]).is_err(), "too few");
         assert!(schema_tree(&[Some(1), None, None]).is_err(), "too many");
         assert!(schema_tree(&[Some(1), Some(-1), None]).is_err());
-        let deep: Vec<_> = (0..100)
-            .map(|i| Some(if i < 99 { 1 } else { 0 }))
-            .collect();
+        let deep: Vec<_> = (0..100).map(|i| Some(if i < 99 { 1 } else { 0 })).collect();
         assert!(schema_tree(&deep).is_err(), "100 levels");
     }
 

@@ -102,7 +102,10 @@ fn missing_or_corrupt_deletion_vectors_are_errors_naming_them() {
                     "{what}: row id {id:?} delivered {n} times, though deleted"
                 );
             }
-            println!("{what}: {} rows before: {err}", ids(&got).values().sum::<usize>());
+            println!(
+                "{what}: {} rows before: {err}",
+                ids(&got).values().sum::<usize>()
+            );
         }
     }
 }

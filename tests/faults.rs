@@ -374,35 +374,107 @@ fn faults_against_s3() {
     let prefix = "s3://faults/t/";
     let single = format!("s3://faults/{}", data.files[1].1);
 
-    let rule = |target, skip, times, fault| Some(Rule {
-        target,
-        skip,
-        times,
-        fault,
-    });
+    let rule = |target, skip, times, fault| {
+        Some(Rule {
+            target,
+            skip,
+            times,
+            fault,
+        })
+    };
     let stall = Fault::Stall(REQUEST_TIMEOUT * 3);
     let slow = Fault::FirstByteDelay(REQUEST_TIMEOUT * 2);
     let transient: Vec<(&str, &str, Option<Rule>, bool)> = vec![
         ("no fault", prefix, None, false),
-        ("503 x2 on LIST", prefix, rule(Target::List, 0, 2, Fault::Status(503)), true),
-        ("500 x2 on LIST", prefix, rule(Target::List, 0, 2, Fault::Status(500)), true),
-        ("503 x2 on a single object's GET", single.as_str(), rule(Target::Get, 0, 2, Fault::Status(503)), true),
-        ("503 x3 on GET", prefix, rule(Target::Get, 0, 3, Fault::Status(503)), true),
-        ("500 x2 on data GETs", prefix, rule(Target::Get, 3, 2, Fault::Status(500)), true),
-        ("reset x2 on GET", prefix, rule(Target::Get, 1, 2, Fault::Reset), true),
-        ("reset x1 on LIST", prefix, rule(Target::List, 0, 1, Fault::Reset), true),
-        ("reset x1 on a single object's GET", single.as_str(), rule(Target::Get, 0, 1, Fault::Reset), true),
-        ("truncated body x2 on GET", prefix, rule(Target::Get, 2, 2, Fault::Truncate), true),
-        ("truncated body x1 on LIST", prefix, rule(Target::List, 0, 1, Fault::Truncate), true),
-        ("stalled body x1 on GET", prefix, rule(Target::Get, 1, 1, stall), true),
-        ("stalled body x1 on LIST", prefix, rule(Target::List, 0, 1, stall), true),
+        (
+            "503 x2 on LIST",
+            prefix,
+            rule(Target::List, 0, 2, Fault::Status(503)),
+            true,
+        ),
+        (
+            "500 x2 on LIST",
+            prefix,
+            rule(Target::List, 0, 2, Fault::Status(500)),
+            true,
+        ),
+        (
+            "503 x2 on a single object's GET",
+            single.as_str(),
+            rule(Target::Get, 0, 2, Fault::Status(503)),
+            true,
+        ),
+        (
+            "503 x3 on GET",
+            prefix,
+            rule(Target::Get, 0, 3, Fault::Status(503)),
+            true,
+        ),
+        (
+            "500 x2 on data GETs",
+            prefix,
+            rule(Target::Get, 3, 2, Fault::Status(500)),
+            true,
+        ),
+        (
+            "reset x2 on GET",
+            prefix,
+            rule(Target::Get, 1, 2, Fault::Reset),
+            true,
+        ),
+        (
+            "reset x1 on LIST",
+            prefix,
+            rule(Target::List, 0, 1, Fault::Reset),
+            true,
+        ),
+        (
+            "reset x1 on a single object's GET",
+            single.as_str(),
+            rule(Target::Get, 0, 1, Fault::Reset),
+            true,
+        ),
+        (
+            "truncated body x2 on GET",
+            prefix,
+            rule(Target::Get, 2, 2, Fault::Truncate),
+            true,
+        ),
+        (
+            "truncated body x1 on LIST",
+            prefix,
+            rule(Target::List, 0, 1, Fault::Truncate),
+            true,
+        ),
+        (
+            "stalled body x1 on GET",
+            prefix,
+            rule(Target::Get, 1, 1, stall),
+            true,
+        ),
+        (
+            "stalled body x1 on LIST",
+            prefix,
+            rule(Target::List, 0, 1, stall),
+            true,
+        ),
         (
             "first byte after 100 ms x4 on GET",
             prefix,
-            rule(Target::Get, 0, 4, Fault::FirstByteDelay(Duration::from_millis(100))),
+            rule(
+                Target::Get,
+                0,
+                4,
+                Fault::FirstByteDelay(Duration::from_millis(100)),
+            ),
             false,
         ),
-        ("first byte after 2 s x1 on GET", prefix, rule(Target::Get, 2, 1, slow), true),
+        (
+            "first byte after 2 s x1 on GET",
+            prefix,
+            rule(Target::Get, 2, 1, slow),
+            true,
+        ),
     ];
     let mut report = Vec::new();
     for (what, url, r, must_retry) in transient {
@@ -424,7 +496,10 @@ fn faults_against_s3() {
             assert!(injected > 0, "{what}: the fault ({r:?}) was never injected");
         }
         if must_retry {
-            assert!(ran.retries > 0, "{what}: {injected} faults but no retry counted");
+            assert!(
+                ran.retries > 0,
+                "{what}: {injected} faults but no retry counted"
+            );
         }
         report.push(format!(
             "{what}: {injected} injected -> identical rows, {} HTTP requests, {} retries",
@@ -438,28 +513,48 @@ fn faults_against_s3() {
         (
             "permanent 403 on GET",
             prefix,
-            Rule { target: Target::Get, skip: 0, times: usize::MAX, fault: Fault::Status(403) },
+            Rule {
+                target: Target::Get,
+                skip: 0,
+                times: usize::MAX,
+                fault: Fault::Status(403),
+            },
             ErrorKind::PermissionDenied,
             object.as_str(),
         ),
         (
             "permanent 503 on GET",
             prefix,
-            Rule { target: Target::Get, skip: 0, times: usize::MAX, fault: Fault::Status(503) },
+            Rule {
+                target: Target::Get,
+                skip: 0,
+                times: usize::MAX,
+                fault: Fault::Status(503),
+            },
             ErrorKind::Io,
             object.as_str(),
         ),
         (
             "permanent 503 on LIST",
             prefix,
-            Rule { target: Target::List, skip: 0, times: usize::MAX, fault: Fault::Status(503) },
+            Rule {
+                target: Target::List,
+                skip: 0,
+                times: usize::MAX,
+                fault: Fault::Status(503),
+            },
             ErrorKind::Io,
             "faults/t",
         ),
         (
             "permanent reset on a single object's GET",
             single.as_str(),
-            Rule { target: Target::Get, skip: 0, times: usize::MAX, fault: Fault::Reset },
+            Rule {
+                target: Target::Get,
+                skip: 0,
+                times: usize::MAX,
+                fault: Fault::Reset,
+            },
             ErrorKind::Io,
             data.files[1].1.as_str(),
         ),

@@ -627,8 +627,11 @@ fn mutate(rng: &mut Rng, base: &Base) -> (Vec<u8>, String) {
                     continue;
                 }
                 // Half the time, a schema field (path [2, ..]: num_children, type lengths).
-                let schema: Vec<&thrift::Token> =
-                    toks.tokens.iter().filter(|t| t.path.first() == Some(&2)).collect();
+                let schema: Vec<&thrift::Token> = toks
+                    .tokens
+                    .iter()
+                    .filter(|t| t.path.first() == Some(&2))
+                    .collect();
                 let t = if rng.chance(40) && !schema.is_empty() {
                     schema[rng.below(schema.len() as u64) as usize].clone()
                 } else {
@@ -638,7 +641,10 @@ fn mutate(rng: &mut Rng, base: &Base) -> (Vec<u8>, String) {
                 splice(&mut b, m.start, &t, v, true);
                 return (
                     b,
-                    format!("footer {:?} at path {:?}: {} -> {v}", t.kind, t.path, t.value),
+                    format!(
+                        "footer {:?} at path {:?}: {} -> {v}",
+                        t.kind, t.path, t.value
+                    ),
                 );
             }
             9 | 10 => {
@@ -692,7 +698,10 @@ fn mutate(rng: &mut Rng, base: &Base) -> (Vec<u8>, String) {
                 let data = b[p..next].to_vec();
                 b[d..d + data.len()].copy_from_slice(&data);
                 b[d + data.len()..next].copy_from_slice(&dict);
-                return (b, format!("dictionary page at {d} moved after its data page"));
+                return (
+                    b,
+                    format!("dictionary page at {d} moved after its data page"),
+                );
             }
         }
     }
@@ -865,7 +874,8 @@ impl Summary {
                     self.panics += 1;
                     println!("caught panic: {what}: {e}");
                 }
-                let named = e.path().is_some_and(|p| p.contains(name)) || e.to_string().contains(name);
+                let named =
+                    e.path().is_some_and(|p| p.contains(name)) || e.to_string().contains(name);
                 assert!(named, "{what}: the error does not name {name}: {e}");
             }
         }
@@ -915,8 +925,14 @@ fn fuzz_hostile_files() {
             let Got::Rows(schema, batches) = &got else {
                 panic!("{what}: {got:?}")
             };
-            let (s, expected) = reference(base.bytes.clone(), batch_size(&name)).expect("reference");
-            let names = |s: &SchemaRef| s.fields().iter().map(|f| f.name().clone()).collect::<Vec<_>>();
+            let (s, expected) =
+                reference(base.bytes.clone(), batch_size(&name)).expect("reference");
+            let names = |s: &SchemaRef| {
+                s.fields()
+                    .iter()
+                    .map(|f| f.name().clone())
+                    .collect::<Vec<_>>()
+            };
             assert_eq!(names(schema), names(&s), "{what}: schema");
             let batches = cast_to(&s, batches).expect("cast to the reference's types");
             common::assert_same_rows(&s, &expected, &batches, &what);
@@ -936,7 +952,10 @@ fn fuzz_hostile_files() {
             if !base.name.starts_with("bad_data/") {
                 let same = |s: &SchemaRef| {
                     s.fields().len() == schema.fields().len()
-                        && s.fields().iter().zip(schema.fields()).all(|(a, b)| a.name() == b.name())
+                        && s.fields()
+                            .iter()
+                            .zip(schema.fields())
+                            .all(|(a, b)| a.name() == b.name())
                 };
                 match reference(bytes, batch_size(&name)) {
                     Some((s, expected)) if same(&s) && cast_to(&s, batches).is_some() => {
@@ -1011,7 +1030,9 @@ fn huge_claims_are_refused() {
     splice(&mut b, at, &t, i32::MAX as i64, false);
     let (got, peaks) = scan_case("huge-page.parquet", b, &mut rng, "huge page");
     assert!(peaks.largest <= LARGEST_ALLOCATION, "huge page: {peaks:?}");
-    let Got::Failed(e) = got else { panic!("huge page: read {got:?}") };
+    let Got::Failed(e) = got else {
+        panic!("huge page: read {got:?}")
+    };
     assert_eq!(e.kind(), ErrorKind::CorruptData, "{e}");
     assert_eq!(e.row_group(), Some(1), "{e}");
     assert!(e.path().unwrap().contains("huge-page.parquet"), "{e}");
@@ -1031,7 +1052,9 @@ fn huge_claims_are_refused() {
     splice(&mut b, m.start, &t, i32::MAX as i64, true);
     let (got, peaks) = scan_case("huge-list.parquet", b, &mut rng, "huge list");
     assert!(peaks.largest <= LARGEST_ALLOCATION, "huge list: {peaks:?}");
-    let Got::Failed(e) = got else { panic!("huge list: read {got:?}") };
+    let Got::Failed(e) = got else {
+        panic!("huge list: read {got:?}")
+    };
     assert_eq!(e.kind(), ErrorKind::CorruptFooter, "{e}");
     println!("huge list: {e}");
 
@@ -1040,7 +1063,9 @@ fn huge_claims_are_refused() {
     let n = b.len();
     b[n - 8..n - 4].copy_from_slice(&u32::MAX.to_le_bytes());
     let (got, _) = scan_case("huge-footer.parquet", b, &mut rng, "huge footer");
-    let Got::Failed(e) = got else { panic!("huge footer: read {got:?}") };
+    let Got::Failed(e) = got else {
+        panic!("huge footer: read {got:?}")
+    };
     assert_eq!(e.kind(), ErrorKind::CorruptFooter, "{e}");
     println!("huge footer: {e}");
 
@@ -1054,8 +1079,13 @@ fn huge_claims_are_refused() {
     let mut b = file.clone();
     splice(&mut b, m.start, &t, i32::MAX as i64, true);
     let (got, peaks) = scan_case("huge-children.parquet", b, &mut rng, "huge num_children");
-    assert!(peaks.largest <= LARGEST_ALLOCATION, "huge num_children: {peaks:?}");
-    let Got::Failed(e) = got else { panic!("huge num_children: read {got:?}") };
+    assert!(
+        peaks.largest <= LARGEST_ALLOCATION,
+        "huge num_children: {peaks:?}"
+    );
+    let Got::Failed(e) = got else {
+        panic!("huge num_children: read {got:?}")
+    };
     assert_eq!(e.kind(), ErrorKind::CorruptFooter, "{e}");
     println!("huge num_children: {e}");
 }

@@ -101,8 +101,8 @@ fn file(f: usize) -> Vec<u8> {
         .set_compression(parquet::basic::Compression::SNAPPY)
         .build();
     let mut out = Vec::new();
-    let mut w = parquet::arrow::ArrowWriter::try_new(&mut out, batches[0].schema(), Some(props))
-        .unwrap();
+    let mut w =
+        parquet::arrow::ArrowWriter::try_new(&mut out, batches[0].schema(), Some(props)).unwrap();
     for b in &batches {
         w.write(b).unwrap();
     }
@@ -223,9 +223,7 @@ fn handle(
         Err(e) => {
             // A failing first file is found when the scan is built.
             return match failing {
-                Some(f) if e.path().is_some_and(|p| p.contains(f.location.as_ref())) => {
-                    Ok("error")
-                }
+                Some(f) if e.path().is_some_and(|p| p.contains(f.location.as_ref())) => Ok("error"),
                 _ => Err(format!("{what}: build: {e}")),
             };
         }
@@ -253,7 +251,10 @@ fn handle(
         (Kind::Fails(_), Some(e)) => {
             let f = failing.unwrap();
             if !e.path().is_some_and(|p| p.contains(f.location.as_ref())) {
-                return Err(format!("{what}: the error does not name {}: {e}", f.location));
+                return Err(format!(
+                    "{what}: the error does not name {}: {e}",
+                    f.location
+                ));
             }
             if f.location == d.missing.location && e.kind() != ErrorKind::NotFound {
                 return Err(format!("{what}: missing object: {e}"));
@@ -343,7 +344,12 @@ fn run_scans(
                     let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
                         handle(&d, &io, &pool, i)
                     }))
-                    .unwrap_or_else(|p| Err(format!("scan {i} panicked: {}", common::panic_message(p.as_ref()))));
+                    .unwrap_or_else(|p| {
+                        Err(format!(
+                            "scan {i} panicked: {}",
+                            common::panic_message(p.as_ref())
+                        ))
+                    });
                     match r {
                         Ok(o) => *counts.lock().unwrap().entry(o).or_default() += 1,
                         Err(e) => failures.lock().unwrap().push(e),
@@ -431,5 +437,8 @@ fn soak_sync_service() {
         heap1 <= heap0 + HEAP_TOLERANCE,
         "live heap grew from {heap0} to {heap1} bytes"
     );
-    assert!(rss1 <= rss0 + RSS_TOLERANCE, "RSS grew from {rss0} to {rss1} bytes");
+    assert!(
+        rss1 <= rss0 + RSS_TOLERANCE,
+        "RSS grew from {rss0} to {rss1} bytes"
+    );
 }

@@ -292,4 +292,3 @@ pub fn dataset(s3: &S3, bucket: &str, prefix: &str) -> Dataset {
     s3.upload(bucket, &objects);
     Dataset { _dir: dir, files }
 }
-
