@@ -6,7 +6,6 @@
 #![cfg(feature = "delta")]
 
 #[path = "common/delta_tables.rs"]
-#[allow(dead_code)]
 mod delta_tables;
 
 use std::collections::HashMap;

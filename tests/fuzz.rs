@@ -794,10 +794,7 @@ fn reference(bytes: Vec<u8>, batch: usize) -> Option<(SchemaRef, Vec<RecordBatch
             .flatten()
         })
     });
-    match outcome_value(out) {
-        Some(v) => v,
-        None => None,
-    }
+    outcome_value(out).flatten()
 }
 
 /// `batches` cast to `schema`'s column types (string views to strings), if they can be.

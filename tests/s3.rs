@@ -10,6 +10,7 @@ mod common;
 
 use std::path::PathBuf;
 use std::process::Command;
+use std::sync::Arc;
 use std::time::Duration;
 
 use arrow::array::RecordBatch;
