@@ -90,6 +90,34 @@ impl SparseChunk {
         Some((from, b.slice((from - s) as usize..(end - s) as usize)))
     }
 
+    /// The held bytes from `start` on, at most `max_len` of them and only as far as the pieces
+    /// are contiguous (zero-copy within one piece); `None` if `start` is not held.
+    pub fn contiguous(&self, start: u64, max_len: u64) -> Option<Bytes> {
+        let i = self.find(start)?;
+        let (s, b) = &self.pieces[i];
+        let rel = (start - s) as usize;
+        let first = (b.len() - rel).min(usize::try_from(max_len).unwrap_or(usize::MAX));
+        if first as u64 == max_len
+            || self
+                .pieces
+                .get(i + 1)
+                .is_none_or(|(ns, _)| *ns != s + b.len() as u64)
+        {
+            return Some(b.slice(rel..rel + first));
+        }
+        // Spans contiguous pieces: count what is held before copying.
+        let mut held = first as u64;
+        let mut next = s + b.len() as u64;
+        for (ps, pb) in &self.pieces[i + 1..] {
+            if *ps != next || held >= max_len {
+                break;
+            }
+            held = (held + pb.len() as u64).min(max_len);
+            next += pb.len() as u64;
+        }
+        self.get_bytes(start, held as usize).ok()
+    }
+
     /// Index of the piece holding `offset`.
     fn find(&self, offset: u64) -> Option<usize> {
         let i = self.pieces.partition_point(|(s, _)| *s <= offset);
@@ -139,7 +167,11 @@ impl ChunkReader for SparseChunk {
         if rel + length <= b.len() {
             return Ok(b.slice(rel..rel + length));
         }
-        // Spans pieces: they must be contiguous.
+        // Spans pieces: they must be contiguous, which is checked before anything is allocated
+        // (`length` may come from a corrupt header).
+        if !self.covers(&(start..start.saturating_add(length as u64))) {
+            return Err(self.missing(start, length));
+        }
         let mut out = BytesMut::with_capacity(length);
         out.extend_from_slice(&b[rel..]);
         let mut next = s + b.len() as u64;

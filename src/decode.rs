@@ -186,6 +186,10 @@ impl PartDecoder {
         let name = &*self.run.meta.file.name;
         if self.reader.is_none() {
             let chunk = self.chunk.take().unwrap_or_default();
+            let limit = crate::validate::page_limit(self.shared.opts.memory_budget);
+            let (file, rg) = (&self.run.meta, self.row_group);
+            let batch = self.shared.opts.batch_size;
+            crate::validate::check_row_group(file, rg, &self.leaves, &chunk, (limit, batch))?;
             let meta = &self.run.meta.reader;
             let mask = ProjectionMask::leaves(meta.parquet_schema(), self.leaves.iter().copied());
             let mut builder =

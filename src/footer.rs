@@ -145,6 +145,7 @@ pub(crate) fn decode_footer(
     views: bool,
 ) -> Result<FileMeta> {
     let name = file.name.clone();
+    check_metadata(&metadata, &name)?;
     let md =
         ParquetMetaDataReader::decode_metadata(&metadata).map_err(|e| Error::footer(e, &name))?;
     let encrypted = md
@@ -173,6 +174,37 @@ pub(crate) fn decode_footer(
         data_end,
         views,
     })
+}
+
+/// Check the counts and lengths the thrift `metadata` of file `name` claims before parquet
+/// allocates from them (`validate::file_metadata`).
+fn check_metadata(metadata: &[u8], name: &str) -> Result<()> {
+    crate::validate::file_metadata(metadata).map_err(|e| {
+        Error::new(ErrorKind::CorruptFooter, format!("invalid metadata: {e}")).with_path(name)
+    })
+}
+
+/// Whether every column and offset index of `meta` that `chunk` holds is well-formed thrift
+/// whose lengths fit (`validate::thrift_struct`), so parquet can parse it without allocating
+/// from a corrupt count.
+fn page_index_sane(meta: &FileMeta, chunk: &SparseChunk) -> bool {
+    use parquet::file::reader::ChunkReader;
+    let md = meta.reader.metadata();
+    md.row_groups()
+        .iter()
+        .flat_map(|rg| rg.columns())
+        .flat_map(|c| {
+            [
+                (c.column_index_offset(), c.column_index_length()),
+                (c.offset_index_offset(), c.offset_index_length()),
+            ]
+        })
+        .all(|pair| match pair {
+            (Some(off), Some(len)) if off >= 0 && len > 0 => chunk
+                .get_bytes(off as u64, len as usize)
+                .is_ok_and(|b| crate::validate::thrift_struct(&b).is_ok()),
+            _ => true,
+        })
 }
 
 /// The byte range holding the file's page index (column and offset indexes), if it has one
@@ -208,6 +240,9 @@ pub(crate) fn with_page_index(meta: FileMeta, chunk: &SparseChunk) -> FileMeta {
     let md = meta.reader.metadata().as_ref().clone();
     let mut reader = ParquetMetaDataReader::new_with_metadata(md)
         .with_page_index_policy(parquet::file::metadata::PageIndexPolicy::Optional);
+    if !page_index_sane(&meta, chunk) {
+        return meta;
+    }
     let parsed = crate::panic::catch(|| {
         reader.read_page_indexes_sized(chunk, meta.size)?;
         reader.finish()
@@ -342,6 +377,7 @@ pub fn read_metadata(
         }
     })
     .unwrap_or_else(|| Err(Error::new(ErrorKind::Io, "the IO runtime stopped")))?;
+    check_metadata(&metadata, &name)?;
     let md = crate::panic::catch(|| ParquetMetaDataReader::decode_metadata(&metadata))
         .map_err(|msg| Error::new(ErrorKind::Panic, msg).with_path(&*name))?
         .map_err(|e| Error::footer(e, &name))?;

@@ -59,6 +59,7 @@ mod source;
 mod sql;
 mod state;
 pub mod task;
+mod validate;
 
 pub use deliver::{ScanReader, TaggedReader};
 pub use error::{Error, ErrorKind, Result};

@@ -72,8 +72,10 @@ pub(crate) async fn fetch_slot(
             let reused = reusable(&run, &stage.leaves);
             let keep: Vec<usize> = reused.iter().map(|(_, k)| *k).collect();
             let metrics = Arc::clone(&sh.metrics);
+            let limit = crate::validate::page_limit(opts.memory_budget);
             let work = move || {
                 let t = std::time::Instant::now();
+                crate::validate::check_row_group(&r.meta, rg, &leaves, &c, (limit, batch))?;
                 let p = &r.prune;
                 let exact_filter = p.exact && p.verdicts.get(rg) == Some(&Verdict::Some);
                 let stage = select::Stage {

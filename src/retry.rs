@@ -133,7 +133,7 @@ impl Http {
 
 #[cfg(feature = "cloud")]
 mod counting {
-    use std::collections::HashSet;
+    use std::collections::{HashMap, HashSet};
     use std::hash::{Hash, Hasher};
     use std::sync::{Arc, Mutex};
 
@@ -159,19 +159,30 @@ mod counting {
                     inner,
                     metrics: Arc::clone(m),
                     seen: Mutex::default(),
+                    ranges: Mutex::default(),
                 }),
                 None => inner,
             })
         }
     }
 
-    /// Counts every attempt, and an attempt identical to an earlier one (same method, URL
-    /// and range) as a retry.
+    /// Counts every attempt, and as a retry an attempt identical to an earlier one (same
+    /// method, URL and range) or one that resumes an earlier GET whose body broke off
+    /// (object_store asks for the rest: the same URL and range end, a later start inside it).
     #[derive(Debug)]
     struct Counted {
         inner: HttpClient,
         metrics: Arc<Metrics>,
         seen: Mutex<HashSet<u64>>,
+        /// Per method and URL, the byte ranges asked for.
+        ranges: Mutex<HashMap<u64, Vec<(u64, u64)>>>,
+    }
+
+    /// `bytes=S-E` as (S, E).
+    fn bounded(range: &[u8]) -> Option<(u64, u64)> {
+        let r = std::str::from_utf8(range).ok()?.strip_prefix("bytes=")?;
+        let (s, e) = r.split_once('-')?;
+        Some((s.trim().parse().ok()?, e.trim().parse().ok()?))
     }
 
     #[async_trait::async_trait]
@@ -180,11 +191,16 @@ mod counting {
             let mut h = std::collections::hash_map::DefaultHasher::new();
             req.method().as_str().hash(&mut h);
             req.uri().to_string().hash(&mut h);
-            req.headers()
-                .get("range")
-                .map(|v| v.as_bytes().to_vec())
-                .hash(&mut h);
-            let repeat = !self.seen.lock().expect("seen lock").insert(h.finish());
+            let target = h.finish();
+            let range = req.headers().get("range").map(|v| v.as_bytes().to_vec());
+            range.hash(&mut h);
+            let mut repeat = !self.seen.lock().expect("seen lock").insert(h.finish());
+            if let Some((start, end)) = range.as_deref().and_then(bounded) {
+                let mut ranges = self.ranges.lock().expect("ranges lock");
+                let asked = ranges.entry(target).or_default();
+                repeat |= asked.iter().any(|&(s, e)| e == end && s < start);
+                asked.push((start, end));
+            }
             Metrics::add(&self.metrics.http_requests, 1);
             if repeat {
                 Metrics::add(&self.metrics.retries, 1);

@@ -2,6 +2,8 @@
 //! reader) and comparisons of batch sequences.
 #![allow(dead_code)]
 
+#[cfg(feature = "cloud")]
+pub mod s3;
 pub mod suite;
 
 use std::fs::File;

@@ -1,0 +1,1170 @@
+//! Hostile files: a seeded fuzz test run by `cargo test`.
+//!
+//! Thousands of files derived from the parquet-testing files (`../shared/parquet-testing`,
+//! `data/` and `bad_data/`, read in place) and from files written here with parquet's
+//! `ArrowWriter` (every codec, data pages v1 and v2, dictionaries, page indexes, nested and
+//! deeply nested schemas), mutated by: bit flips (anywhere, or in the footer), truncation
+//! (with and without the footer kept), overwritten runs, thrift-level footer fields (every
+//! integer, list length and binary length: sizes, counts, offsets, `num_values`,
+//! `num_children`) set to extreme values, page-header fields (sizes, `num_values`, page type)
+//! likewise, dictionary pages moved after a data page, and schema `num_children` that make
+//! the tree overlap itself. Each case is scanned from an in-memory store with a watchdog:
+//!
+//! - every case ends `Ok` or `Err` within [`CASE_TIMEOUT`] (a hang fails the test);
+//! - no panic escapes the scan (`ErrorKind::Panic` errors are allowed and counted), and
+//!   nothing aborts (this process would die);
+//! - every error names the object;
+//! - memory: a counting global allocator records the peak of live heap bytes during each
+//!   case; it must stay within the scan's budget plus [`MEMORY_SLACK`], and no single
+//!   allocation may exceed [`LARGEST_ALLOCATION`] (a header claiming gigabytes is rejected
+//!   before anything is allocated for it);
+//! - when a mutated file reads `Ok`, parquet's own reader (the reference) is run on the same
+//!   bytes; when it also succeeds the rows must be identical.
+//!
+//! `RAYQUET_FUZZ_CASES` sets the number of random cases (default [`DEFAULT_CASES`]),
+//! `RAYQUET_FUZZ_SEED` the seed. Run with `--nocapture` for the summary.
+
+mod common;
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::collections::BTreeMap;
+use std::process::Command;
+use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use arrow::array::{Array, ArrayRef, Int32Array, RecordBatch, StructArray};
+use arrow::datatypes::{DataType, Field, Schema, SchemaRef};
+use bytes::Bytes;
+use object_store::memory::InMemory;
+use object_store::path::Path;
+use object_store::{ObjectStore, ObjectStoreExt};
+use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+use parquet::arrow::ArrowWriter;
+use parquet::basic::{Compression, Encoding};
+use parquet::file::properties::{EnabledStatistics, WriterProperties, WriterVersion};
+use rayquet::{ErrorKind, Scan};
+
+use common::{run_with_timeout, Outcome, Rng};
+
+// ---------------------------------------------------------------------------------------------
+// A counting allocator: live bytes, their peak, and the largest single request.
+
+struct Counting;
+
+static LIVE: AtomicUsize = AtomicUsize::new(0);
+static PEAK: AtomicUsize = AtomicUsize::new(0);
+static LARGEST: AtomicUsize = AtomicUsize::new(0);
+
+fn grew(by: usize) {
+    let now = LIVE.fetch_add(by, Relaxed) + by;
+    PEAK.fetch_max(now, Relaxed);
+}
+
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, l: Layout) -> *mut u8 {
+        LARGEST.fetch_max(l.size(), Relaxed);
+        let p = System.alloc(l);
+        if !p.is_null() {
+            grew(l.size());
+        }
+        p
+    }
+    unsafe fn alloc_zeroed(&self, l: Layout) -> *mut u8 {
+        LARGEST.fetch_max(l.size(), Relaxed);
+        let p = System.alloc_zeroed(l);
+        if !p.is_null() {
+            grew(l.size());
+        }
+        p
+    }
+    unsafe fn dealloc(&self, p: *mut u8, l: Layout) {
+        System.dealloc(p, l);
+        LIVE.fetch_sub(l.size(), Relaxed);
+    }
+    unsafe fn realloc(&self, p: *mut u8, l: Layout, new: usize) -> *mut u8 {
+        LARGEST.fetch_max(new, Relaxed);
+        let q = System.realloc(p, l, new);
+        if !q.is_null() {
+            if new >= l.size() {
+                grew(new - l.size());
+            } else {
+                LIVE.fetch_sub(l.size() - new, Relaxed);
+            }
+        }
+        q
+    }
+}
+
+#[global_allocator]
+static ALLOC: Counting = Counting;
+
+// ---------------------------------------------------------------------------------------------
+// Bounds.
+
+/// Random cases by default (each mutates one base file).
+const DEFAULT_CASES: usize = 20_000;
+/// A case (build and read to the end) that takes longer than this is a hang.
+const CASE_TIMEOUT: Duration = Duration::from_secs(20);
+/// The memory budget of every fuzzed scan.
+const BUDGET: usize = 4 << 20;
+/// What a scan may hold on top of its budget: per decode thread one page being decompressed
+/// (a page claiming more than `max(budget, 64 MiB)` is rejected, and more than twice its column
+/// chunk's declared size + 1 MiB too), and the footers, plans and batches in flight.
+const MEMORY_SLACK: usize = 2 * (64 << 20) + (32 << 20);
+/// No single allocation may be larger (the page limit of a scan with [`BUDGET`], plus room).
+const LARGEST_ALLOCATION: usize = (64 << 20) + (16 << 20);
+
+/// The tests of this binary run one at a time: the allocator's counts are process-wide.
+static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+const TESTING: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/parquet-testing");
+
+// ---------------------------------------------------------------------------------------------
+// Base files.
+
+struct Base {
+    name: String,
+    bytes: Vec<u8>,
+    /// Page headers (offset in the file) of its column chunks, for page-level mutations;
+    /// empty for files parquet cannot parse.
+    pages: Vec<u64>,
+}
+
+fn testing_files() -> Vec<(String, Vec<u8>)> {
+    let mut out = Vec::new();
+    for dir in ["data", "bad_data"] {
+        let path = std::path::Path::new(TESTING).join(dir);
+        let entries = std::fs::read_dir(&path).unwrap_or_else(|e| {
+            panic!(
+                "cannot read {} ({e}): the fuzz test needs the parquet-testing files at \
+                 ../shared/parquet-testing relative to the crate root",
+                path.display()
+            )
+        });
+        let mut names: Vec<_> = entries
+            .filter_map(|e| e.ok())
+            .map(|e| e.path())
+            .filter(|p| p.extension().is_some_and(|x| x == "parquet"))
+            .collect();
+        names.sort();
+        for p in names {
+            let bytes = std::fs::read(&p).unwrap();
+            // Files above 1 MiB only slow the fuzzing down.
+            if bytes.len() <= 1 << 20 {
+                let name = format!("{dir}/{}", p.file_name().unwrap().to_string_lossy());
+                out.push((name, bytes));
+            }
+        }
+    }
+    out
+}
+
+fn write(batches: &[RecordBatch], props: WriterProperties) -> Vec<u8> {
+    let mut out = Vec::new();
+    let mut w = ArrowWriter::try_new(&mut out, batches[0].schema(), Some(props)).unwrap();
+    for b in batches {
+        w.write(b).unwrap();
+    }
+    w.close().unwrap();
+    out
+}
+
+/// A struct nested `depth` levels deep around one Int32 leaf.
+fn nested_batch(depth: usize, rows: usize) -> RecordBatch {
+    let mut array: ArrayRef = Arc::new(Int32Array::from_iter(
+        (0..rows as i32).map(|i| (i % 5 != 0).then_some(i)),
+    ));
+    let mut field = Field::new("leaf", DataType::Int32, true);
+    for level in 0..depth {
+        let fields = vec![Arc::new(field.clone())];
+        let nulls = (level % 3 == 0).then(|| (0..rows).map(|r| r % 7 != level % 7).collect());
+        let s = StructArray::try_new(fields.into(), vec![array], nulls).unwrap();
+        field = Field::new(format!("s{level}"), s.data_type().clone(), true);
+        array = Arc::new(s);
+    }
+    let schema = Arc::new(Schema::new(vec![field]));
+    RecordBatch::try_new(schema, vec![array]).unwrap()
+}
+
+/// Run `f` on a thread with a large stack (deeply nested schemas recurse in the writer and in
+/// the reference reader).
+fn big_stack<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> T {
+    std::thread::Builder::new()
+        .stack_size(256 << 20)
+        .spawn(f)
+        .unwrap()
+        .join()
+        .unwrap()
+}
+
+fn generated_files() -> Vec<(String, Vec<u8>)> {
+    let mut out = Vec::new();
+    let data: Vec<RecordBatch> = (0..3)
+        .map(|i| rayquet::gen::batch(0, i * 700, 700, 7))
+        .collect();
+    let codecs = [
+        ("none", Compression::UNCOMPRESSED),
+        ("snappy", Compression::SNAPPY),
+        ("zstd", Compression::ZSTD(Default::default())),
+        ("lz4raw", Compression::LZ4_RAW),
+        ("gzip", Compression::GZIP(Default::default())),
+        ("brotli", Compression::BROTLI(Default::default())),
+    ];
+    for (i, (name, codec)) in codecs.into_iter().enumerate() {
+        let v2 = i % 2 == 1;
+        let props = WriterProperties::builder()
+            .set_compression(codec)
+            .set_max_row_group_row_count(Some(900))
+            .set_data_page_row_count_limit(256)
+            .set_write_batch_size(128)
+            .set_writer_version(if v2 {
+                WriterVersion::PARQUET_2_0
+            } else {
+                WriterVersion::PARQUET_1_0
+            })
+            .set_statistics_enabled(EnabledStatistics::Page)
+            .build();
+        out.push((
+            format!("gen/{name}-{}.parquet", if v2 { "v2" } else { "v1" }),
+            write(&data, props),
+        ));
+    }
+    // Plain encodings (no dictionary), delta encodings.
+    let props = WriterProperties::builder()
+        .set_dictionary_enabled(false)
+        .set_column_encoding("l_orderkey".into(), Encoding::DELTA_BINARY_PACKED)
+        .set_column_encoding("l_suppkey".into(), Encoding::DELTA_BINARY_PACKED)
+        .set_column_encoding("l_shipdate".into(), Encoding::DELTA_BINARY_PACKED)
+        .set_column_encoding("l_ts".into(), Encoding::DELTA_BINARY_PACKED)
+        .set_column_encoding("l_comment".into(), Encoding::DELTA_BYTE_ARRAY)
+        .set_column_encoding("l_discount_f".into(), Encoding::BYTE_STREAM_SPLIT)
+        .set_column_encoding("l_shipmode".into(), Encoding::DELTA_LENGTH_BYTE_ARRAY)
+        .set_column_encoding("l_returnflag".into(), Encoding::PLAIN)
+        .set_column_encoding("l_linestatus".into(), Encoding::PLAIN)
+        .set_column_encoding("l_shipinstruct".into(), Encoding::PLAIN)
+        .set_column_encoding("l_tags.list.element".into(), Encoding::PLAIN)
+        .set_data_page_row_count_limit(300)
+        .set_write_batch_size(100)
+        .set_compression(Compression::SNAPPY)
+        .build();
+    out.push(("gen/delta-plain.parquet".into(), write(&data, props)));
+    // Nesting within the schema depth limit.
+    for depth in [3, 12] {
+        let b = nested_batch(depth, 500);
+        let props = WriterProperties::builder()
+            .set_compression(Compression::LZ4_RAW)
+            .build();
+        out.push((format!("gen/nested-{depth}.parquet"), write(&[b], props)));
+    }
+    out
+}
+
+/// Offsets of the page headers of every column chunk of `bytes` (empty when parquet cannot
+/// parse its metadata or a chunk's pages do not chain).
+fn page_offsets(bytes: &[u8]) -> Vec<u64> {
+    let Ok(md) = parquet::file::metadata::ParquetMetaDataReader::new()
+        .parse_and_finish(&Bytes::copy_from_slice(bytes))
+    else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for rg in md.row_groups() {
+        for c in rg.columns() {
+            let (start, len) = c.byte_range();
+            let end = (start + len).min(bytes.len() as u64);
+            let mut at = start;
+            while at < end && out.len() < 4096 {
+                let Some(toks) = thrift::tokens(&bytes[at as usize..end as usize]) else {
+                    break;
+                };
+                let compressed = toks
+                    .tokens
+                    .iter()
+                    .find(|t| t.path == [3])
+                    .map_or(-1, |t| t.value);
+                if compressed < 0 {
+                    break;
+                }
+                out.push(at);
+                at += toks.len as u64 + compressed as u64;
+            }
+        }
+    }
+    out
+}
+
+// ---------------------------------------------------------------------------------------------
+// A test-side thrift compact-protocol tokenizer: where every integer and length is.
+
+mod thrift {
+    /// What a token is.
+    #[derive(Debug, Clone, Copy, PartialEq)]
+    pub enum Kind {
+        /// A zigzag varint (i16/i32/i64).
+        Int,
+        /// A list or set header (element type in `elem`).
+        List,
+        /// A binary's length varint.
+        BinLen,
+    }
+
+    /// One integer or length in a thrift struct.
+    #[derive(Debug, Clone)]
+    pub struct Token {
+        pub start: usize,
+        pub end: usize,
+        pub kind: Kind,
+        /// Field ids from the outer struct in.
+        pub path: Vec<i16>,
+        pub value: i64,
+        pub elem: u8,
+    }
+
+    pub struct Tokens {
+        pub tokens: Vec<Token>,
+        /// Length of the struct.
+        pub len: usize,
+    }
+
+    struct P<'a> {
+        b: &'a [u8],
+        pos: usize,
+        out: Vec<Token>,
+    }
+
+    impl P<'_> {
+        fn byte(&mut self) -> Option<u8> {
+            let v = *self.b.get(self.pos)?;
+            self.pos += 1;
+            Some(v)
+        }
+        fn varint(&mut self) -> Option<u64> {
+            let mut v = 0u64;
+            for s in 0..10 {
+                let b = self.byte()?;
+                v |= u64::from(b & 0x7f) << (7 * s);
+                if b & 0x80 == 0 {
+                    return Some(v);
+                }
+            }
+            None
+        }
+        fn value(&mut self, t: u8, path: &mut Vec<i16>, depth: usize) -> Option<()> {
+            if depth > 40 {
+                return None;
+            }
+            match t {
+                1 | 2 => {}
+                3 => {
+                    self.byte()?;
+                }
+                4..=6 => {
+                    let start = self.pos;
+                    let v = self.varint()?;
+                    let value = (v >> 1) as i64 ^ -((v & 1) as i64);
+                    self.out.push(super::thrift::Token {
+                        start,
+                        end: self.pos,
+                        kind: Kind::Int,
+                        path: path.clone(),
+                        value,
+                        elem: t,
+                    });
+                }
+                7 => self.pos = self.pos.checked_add(8).filter(|&p| p <= self.b.len())?,
+                8 => {
+                    let start = self.pos;
+                    let n = self.varint()?;
+                    self.out.push(Token {
+                        start,
+                        end: self.pos,
+                        kind: Kind::BinLen,
+                        path: path.clone(),
+                        value: n as i64,
+                        elem: 8,
+                    });
+                    self.pos = self
+                        .pos
+                        .checked_add(usize::try_from(n).ok()?)
+                        .filter(|&p| p <= self.b.len())?;
+                }
+                9 | 10 => {
+                    let start = self.pos;
+                    let h = self.byte()?;
+                    let n = if h >> 4 == 15 {
+                        self.varint()?
+                    } else {
+                        u64::from(h >> 4)
+                    };
+                    if n > self.b.len() as u64 {
+                        return None;
+                    }
+                    self.out.push(Token {
+                        start,
+                        end: self.pos,
+                        kind: Kind::List,
+                        path: path.clone(),
+                        value: n as i64,
+                        elem: h & 0x0f,
+                    });
+                    for _ in 0..n {
+                        match h & 0x0f {
+                            1 | 2 => {
+                                self.byte()?;
+                            }
+                            e => self.value(e, path, depth + 1)?,
+                        }
+                    }
+                }
+                11 => {
+                    let n = self.varint()?;
+                    if n > 0 {
+                        if n > self.b.len() as u64 {
+                            return None;
+                        }
+                        let kv = self.byte()?;
+                        for _ in 0..n {
+                            self.value(kv >> 4, path, depth + 1)?;
+                            self.value(kv & 0x0f, path, depth + 1)?;
+                        }
+                    }
+                }
+                12 => self.structure(path, depth + 1)?,
+                _ => return None,
+            }
+            Some(())
+        }
+        fn structure(&mut self, path: &mut Vec<i16>, depth: usize) -> Option<()> {
+            let mut last: i16 = 0;
+            loop {
+                let h = self.byte()?;
+                let t = h & 0x0f;
+                if t == 0 {
+                    return Some(());
+                }
+                let id = if h >> 4 == 0 {
+                    let v = self.varint()?;
+                    ((v >> 1) as i64 ^ -((v & 1) as i64)) as i16
+                } else {
+                    last.wrapping_add((h >> 4) as i16)
+                };
+                last = id;
+                path.push(id);
+                let r = self.value(t, path, depth);
+                path.pop();
+                r?;
+            }
+        }
+    }
+
+    /// The tokens of the thrift struct at the start of `b`, or `None` if it does not parse.
+    pub fn tokens(b: &[u8]) -> Option<Tokens> {
+        let mut p = P {
+            b,
+            pos: 0,
+            out: Vec::new(),
+        };
+        p.structure(&mut Vec::new(), 0)?;
+        Some(Tokens {
+            tokens: p.out,
+            len: p.pos,
+        })
+    }
+
+    pub fn varint(mut v: u64) -> Vec<u8> {
+        let mut out = Vec::new();
+        loop {
+            let b = (v & 0x7f) as u8;
+            v >>= 7;
+            if v == 0 {
+                out.push(b);
+                return out;
+            }
+            out.push(b | 0x80);
+        }
+    }
+
+    /// The bytes that encode `token` with `value` instead.
+    pub fn encode(token: &Token, value: i64) -> Vec<u8> {
+        match token.kind {
+            Kind::Int => varint(((value << 1) ^ (value >> 63)) as u64),
+            Kind::BinLen => varint(value as u64),
+            Kind::List => {
+                if (0..15).contains(&value) {
+                    vec![((value as u8) << 4) | token.elem]
+                } else {
+                    let mut v = vec![0xf0 | token.elem];
+                    v.extend(varint(value as u64));
+                    v
+                }
+            }
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Mutations.
+
+/// The footer's metadata range in `b`, if its tail is intact.
+fn metadata_range(b: &[u8]) -> Option<std::ops::Range<usize>> {
+    if b.len() < 12 || &b[b.len() - 4..] != b"PAR1" {
+        return None;
+    }
+    let len = u32::from_le_bytes(b[b.len() - 8..b.len() - 4].try_into().unwrap()) as usize;
+    let start = b.len().checked_sub(8 + len)?;
+    Some(start..b.len() - 8)
+}
+
+/// An extreme or nearby replacement for `v`.
+fn extreme(rng: &mut Rng, v: i64, kind: thrift::Kind) -> i64 {
+    let choices = [
+        0,
+        1,
+        -1,
+        i32::MAX as i64,
+        i32::MIN as i64,
+        (i32::MAX / 2) as i64,
+        1 << 30,
+        3 << 29,
+        i64::MAX,
+        i64::MIN,
+        v.wrapping_add(1),
+        v.wrapping_sub(1),
+        v.wrapping_mul(2),
+        v.wrapping_mul(1000),
+        v / 2,
+        v.wrapping_neg(),
+    ];
+    let x = choices[rng.below(choices.len() as u64) as usize];
+    match kind {
+        thrift::Kind::Int => x,
+        // Lengths are unsigned on the wire.
+        _ => x.max(0),
+    }
+}
+
+/// Replace `token` (offsets relative to `base`) in `b` by `value`; when the token lies in the
+/// footer metadata, the footer length is fixed up.
+fn splice(b: &mut Vec<u8>, base: usize, token: &thrift::Token, value: i64, in_footer: bool) {
+    let enc = thrift::encode(token, value);
+    let (s, e) = (base + token.start, base + token.end);
+    b.splice(s..e, enc.iter().copied());
+    if in_footer {
+        let n = b.len();
+        let old = u32::from_le_bytes(b[n - 8..n - 4].try_into().unwrap()) as i64;
+        let new = old + enc.len() as i64 - (token.end - token.start) as i64;
+        b[n - 8..n - 4].copy_from_slice(&(new as u32).to_le_bytes());
+    }
+}
+
+/// Mutate `base` once; returns the bytes and a label of what was done.
+fn mutate(rng: &mut Rng, base: &Base) -> (Vec<u8>, String) {
+    let mut b = base.bytes.clone();
+    let n = b.len().max(1);
+    let meta = metadata_range(&b);
+    for _attempt in 0..4 {
+        match rng.below(12) {
+            0 | 1 => {
+                let k = rng.between(1, 8);
+                for _ in 0..k {
+                    let at = rng.below(n as u64) as usize;
+                    if at < b.len() {
+                        b[at] ^= 1 << rng.below(8);
+                    }
+                }
+                return (b, format!("{k} bit flips"));
+            }
+            2 => {
+                let Some(m) = meta.clone() else { continue };
+                let k = rng.between(1, 4);
+                for _ in 0..k {
+                    let at = rng.between(m.start as u64, b.len() as u64 - 1) as usize;
+                    b[at] ^= 1 << rng.below(8);
+                }
+                return (b, format!("{k} bit flips in the footer"));
+            }
+            3 => {
+                let cut = rng.below(n as u64) as usize;
+                b.truncate(cut);
+                return (b, format!("truncated to {cut} bytes"));
+            }
+            4 => {
+                let Some(m) = meta.clone() else { continue };
+                if m.start == 0 {
+                    continue;
+                }
+                let cut = rng.below(m.start as u64) as usize;
+                let tail = b[m.start..].to_vec();
+                b.truncate(cut);
+                b.extend(tail);
+                return (b, format!("data truncated to {cut} bytes, footer kept"));
+            }
+            5 => {
+                let len = rng.between(1, 64) as usize;
+                let at = rng.below(n as u64) as usize;
+                let fill = rng.below(3);
+                for i in at..(at + len).min(b.len()) {
+                    b[i] = match fill {
+                        0 => 0,
+                        1 => 0xff,
+                        _ => rng.next() as u8,
+                    };
+                }
+                return (b, format!("{len} bytes overwritten at {at}"));
+            }
+            6..=8 => {
+                // A footer field set to an extreme value.
+                let Some(m) = meta.clone() else { continue };
+                let Some(toks) = thrift::tokens(&b[m.clone()]) else {
+                    continue;
+                };
+                if toks.tokens.is_empty() {
+                    continue;
+                }
+                // Half the time, a schema field (path [2, ..]: num_children, type lengths).
+                let schema: Vec<&thrift::Token> = toks
+                    .tokens
+                    .iter()
+                    .filter(|t| t.path.first() == Some(&2))
+                    .collect();
+                let t = if rng.chance(40) && !schema.is_empty() {
+                    schema[rng.below(schema.len() as u64) as usize].clone()
+                } else {
+                    toks.tokens[rng.below(toks.tokens.len() as u64) as usize].clone()
+                };
+                let v = extreme(rng, t.value, t.kind);
+                splice(&mut b, m.start, &t, v, true);
+                return (
+                    b,
+                    format!(
+                        "footer {:?} at path {:?}: {} -> {v}",
+                        t.kind, t.path, t.value
+                    ),
+                );
+            }
+            9 | 10 => {
+                // A page header field set to an extreme value.
+                if base.pages.is_empty() {
+                    continue;
+                }
+                let at = base.pages[rng.below(base.pages.len() as u64) as usize] as usize;
+                let Some(toks) = thrift::tokens(&b[at..]) else {
+                    continue;
+                };
+                if toks.tokens.is_empty() {
+                    continue;
+                }
+                let t = toks.tokens[rng.below(toks.tokens.len() as u64) as usize].clone();
+                let v = if t.path == [1] {
+                    rng.below(4) as i64 // another page type: dictionary out of place
+                } else {
+                    extreme(rng, t.value, t.kind)
+                };
+                splice(&mut b, at, &t, v, false);
+                return (
+                    b,
+                    format!(
+                        "page header at {at}: {:?} {:?} {} -> {v}",
+                        t.kind, t.path, t.value
+                    ),
+                );
+            }
+            _ => {
+                // A dictionary page moved after the data page that follows it.
+                let Some(i) = (0..base.pages.len().saturating_sub(1)).find(|&i| {
+                    let at = base.pages[i] as usize;
+                    rng.chance(30)
+                        && thrift::tokens(&b[at..])
+                            .is_some_and(|t| t.tokens.iter().any(|t| t.path == [1] && t.value == 2))
+                }) else {
+                    continue;
+                };
+                let (d, p) = (base.pages[i] as usize, base.pages[i + 1] as usize);
+                let Some(next) = thrift::tokens(&b[p..]).and_then(|t| {
+                    let c = t.tokens.iter().find(|t| t.path == [3])?.value;
+                    Some(p + t.len + usize::try_from(c).ok()?)
+                }) else {
+                    continue;
+                };
+                if next > b.len() {
+                    continue;
+                }
+                let dict = b[d..p].to_vec();
+                let data = b[p..next].to_vec();
+                b[d..d + data.len()].copy_from_slice(&data);
+                b[d + data.len()..next].copy_from_slice(&dict);
+                return (
+                    b,
+                    format!("dictionary page at {d} moved after its data page"),
+                );
+            }
+        }
+    }
+    // Nothing structural applied: one bit flip.
+    let at = rng.below(n as u64) as usize;
+    if at < b.len() {
+        b[at] ^= 1;
+    }
+    (b, "1 bit flip".into())
+}
+
+// ---------------------------------------------------------------------------------------------
+// Running one case.
+
+/// What one scan of a case gave.
+#[derive(Debug)]
+enum Got {
+    Rows(SchemaRef, Vec<RecordBatch>),
+    Failed(rayquet::Error),
+}
+
+/// Scan `bytes` as object `name` of an in-memory store with the watchdog; panics on a hang or
+/// an escaped panic. Returns what the scan gave and the peak of live heap bytes above what was
+/// live before it.
+fn scan_case(name: &str, bytes: Vec<u8>, rng: &mut Rng, what: &str) -> (Got, Peaks) {
+    let store: Arc<dyn ObjectStore> = Arc::new(InMemory::new());
+    let path = Path::from(name);
+    futures::executor::block_on(store.put(&path, Bytes::from(bytes).into())).unwrap();
+    let hint = rng.chance(15).then(|| rng.between(8, 4096) as usize);
+    let views = rng.chance(20);
+    let batch = batch_size(name);
+    let base = LIVE.load(Relaxed);
+    PEAK.store(base, Relaxed);
+    LARGEST.store(0, Relaxed);
+    let outcome = run_with_timeout(CASE_TIMEOUT, move || {
+        let mut scan = Scan::from_store(store, [path])
+            .memory_budget(BUDGET)
+            .batch_size(batch)
+            .string_views(views);
+        if let Some(h) = hint {
+            scan = scan.footer_size_hint(h);
+        }
+        match common::read_all(Ok(scan)) {
+            Ok((schema, batches)) => Got::Rows(schema, batches),
+            Err(e) => Got::Failed(e),
+        }
+    });
+    let peaks = Peaks {
+        live: PEAK.load(Relaxed).saturating_sub(base),
+        largest: LARGEST.load(Relaxed),
+    };
+    match outcome {
+        Outcome::Done(g) => (g, peaks),
+        Outcome::Panicked(m) => panic!("{what}: a panic escaped the scan: {m}"),
+        Outcome::TimedOut => panic!("{what}: no result within {CASE_TIMEOUT:?} (hang)"),
+    }
+}
+
+/// The batch size of the scan of object `name` (the reference reads with the same).
+fn batch_size(name: &str) -> usize {
+    [1024, 100, 8192][name.len() % 3]
+}
+
+/// parquet's own reader on `bytes` (all columns), on a large stack; `None` if it failed or
+/// panicked. Each row group is read on its own in batches of `batch` rows, as rayquet reads
+/// them: decoding corrupt data can depend on where batches start.
+fn reference(bytes: Vec<u8>, batch: usize) -> Option<(SchemaRef, Vec<RecordBatch>)> {
+    let out = run_with_timeout(CASE_TIMEOUT, move || {
+        big_stack(move || {
+            std::panic::catch_unwind(|| {
+                let bytes = Bytes::from(bytes);
+                let b = ParquetRecordBatchReaderBuilder::try_new(bytes.clone()).ok()?;
+                let schema = b.schema().clone();
+                let groups = b.metadata().num_row_groups();
+                let mut batches = Vec::new();
+                for rg in 0..groups {
+                    let r = ParquetRecordBatchReaderBuilder::try_new(bytes.clone())
+                        .ok()?
+                        .with_row_groups(vec![rg])
+                        .with_batch_size(batch)
+                        .build()
+                        .ok()?;
+                    for b in r {
+                        batches.push(b.ok()?);
+                    }
+                }
+                Some((schema, batches))
+            })
+            .ok()
+            .flatten()
+        })
+    });
+    outcome_value(out).flatten()
+}
+
+/// `batches` cast to `schema`'s column types (string views to strings), if they can be.
+fn cast_to(schema: &SchemaRef, batches: &[RecordBatch]) -> Option<Vec<RecordBatch>> {
+    batches
+        .iter()
+        .map(|b| {
+            if b.num_columns() != schema.fields().len() {
+                return None;
+            }
+            let cols = b
+                .columns()
+                .iter()
+                .zip(schema.fields())
+                .map(|(c, f)| arrow::compute::cast(c, f.data_type()).ok())
+                .collect::<Option<Vec<_>>>()?;
+            RecordBatch::try_new(schema.clone(), cols).ok()
+        })
+        .collect()
+}
+
+fn outcome_value<T>(o: Outcome<T>) -> Option<T> {
+    match o {
+        Outcome::Done(v) => Some(v),
+        _ => None,
+    }
+}
+
+/// Memory of one case: the peak of live heap bytes above those live before it, and the
+/// largest single allocation.
+#[derive(Debug, Clone, Copy)]
+struct Peaks {
+    live: usize,
+    largest: usize,
+}
+
+/// Tallies of the fuzz run.
+#[derive(Default)]
+struct Summary {
+    cases: usize,
+    ok: usize,
+    errors: BTreeMap<String, usize>,
+    panics: usize,
+    reference_agrees: usize,
+    reference_failed: usize,
+    peak: usize,
+    peak_case: String,
+    largest: usize,
+    largest_case: String,
+}
+
+impl Summary {
+    fn record(&mut self, what: &str, name: &str, got: &Got, peaks: Peaks) {
+        self.cases += 1;
+        let peak = peaks.live;
+        if peak > self.peak {
+            self.peak = peak;
+            self.peak_case = what.to_string();
+        }
+        if peaks.largest > self.largest {
+            self.largest = peaks.largest;
+            self.largest_case = what.to_string();
+        }
+        assert!(
+            peaks.largest <= LARGEST_ALLOCATION,
+            "{what}: an allocation of {} bytes (more than {LARGEST_ALLOCATION})",
+            peaks.largest
+        );
+        match got {
+            Got::Rows(..) => self.ok += 1,
+            Got::Failed(e) => {
+                *self.errors.entry(format!("{:?}", e.kind())).or_default() += 1;
+                if e.kind() == ErrorKind::Panic {
+                    self.panics += 1;
+                    println!("caught panic: {what}: {e}");
+                }
+                let named =
+                    e.path().is_some_and(|p| p.contains(name)) || e.to_string().contains(name);
+                assert!(named, "{what}: the error does not name {name}: {e}");
+            }
+        }
+        assert!(
+            peak <= BUDGET + MEMORY_SLACK,
+            "{what}: {peak} bytes live at the peak, more than the budget {BUDGET} + {MEMORY_SLACK}"
+        );
+    }
+}
+
+fn bases() -> Vec<Base> {
+    let mut files = testing_files();
+    files.extend(generated_files());
+    files
+        .into_iter()
+        .map(|(name, bytes)| {
+            let pages = if name.starts_with("bad_data/") {
+                Vec::new()
+            } else {
+                page_offsets(&bytes)
+            };
+            Base { name, bytes, pages }
+        })
+        .collect()
+}
+
+fn env_usize(key: &str) -> Option<u64> {
+    std::env::var(key).ok().and_then(|v| v.parse().ok())
+}
+
+#[test]
+fn fuzz_hostile_files() {
+    let _serial = serial();
+    let started = Instant::now();
+    let bases = bases();
+    let cases = env_usize("RAYQUET_FUZZ_CASES").map_or(DEFAULT_CASES, |n| n as usize);
+    let seed = env_usize("RAYQUET_FUZZ_SEED").unwrap_or(0x5eed_f00d);
+    let mut rng = Rng(seed);
+    let mut sum = Summary::default();
+
+    // Every base file as it is: the unmutated generated files must read like parquet's reader.
+    for (i, base) in bases.iter().enumerate() {
+        let name = format!("base-{i}.parquet");
+        let what = format!("{} (unmutated)", base.name);
+        let (got, peak) = scan_case(&name, base.bytes.clone(), &mut rng, &what);
+        if base.name.starts_with("gen/") {
+            let Got::Rows(schema, batches) = &got else {
+                panic!("{what}: {got:?}")
+            };
+            let (s, expected) =
+                reference(base.bytes.clone(), batch_size(&name)).expect("reference");
+            let names = |s: &SchemaRef| {
+                s.fields()
+                    .iter()
+                    .map(|f| f.name().clone())
+                    .collect::<Vec<_>>()
+            };
+            assert_eq!(names(schema), names(&s), "{what}: schema");
+            let batches = cast_to(&s, batches).expect("cast to the reference's types");
+            common::assert_same_rows(&s, &expected, &batches, &what);
+        }
+        sum.record(&what, &name, &got, peak);
+    }
+
+    for case in 0..cases {
+        let base = &bases[rng.below(bases.len() as u64) as usize];
+        let (bytes, how) = mutate(&mut rng, base);
+        let name = format!("case-{case}.parquet");
+        let what = format!("case {case}: {} with {how}", base.name);
+        let (got, peak) = scan_case(&name, bytes.clone(), &mut rng, &what);
+        if let Got::Rows(schema, batches) = &got {
+            // Differential check: where parquet's reader also reads the mutated bytes, the
+            // rows must be the same (rayquet may refuse more, never read differently).
+            if !base.name.starts_with("bad_data/") {
+                let same = |s: &SchemaRef| {
+                    s.fields().len() == schema.fields().len()
+                        && s.fields()
+                            .iter()
+                            .zip(schema.fields())
+                            .all(|(a, b)| a.name() == b.name())
+                };
+                match reference(bytes, batch_size(&name)) {
+                    Some((s, expected)) if same(&s) && cast_to(&s, batches).is_some() => {
+                        let batches = cast_to(&s, batches).unwrap();
+                        let r = common::same_rows(&s, &expected, &batches, &what);
+                        if let Err(m) = r {
+                            panic!("{what}: rayquet and parquet's reader differ: {m}");
+                        }
+                        sum.reference_agrees += 1;
+                    }
+                    _ => sum.reference_failed += 1,
+                }
+            }
+        }
+        sum.record(&what, &name, &got, peak);
+    }
+
+    println!(
+        "fuzz: {} cases ({} base files, {} mutated, seed {seed:#x}) in {:.1}s",
+        sum.cases,
+        bases.len(),
+        cases,
+        started.elapsed().as_secs_f64()
+    );
+    println!(
+        "  Ok: {} ({} identical to parquet's reader, {} where parquet's reader failed or \
+         read another schema)",
+        sum.ok, sum.reference_agrees, sum.reference_failed
+    );
+    for (kind, n) in &sum.errors {
+        println!("  Err {kind}: {n}");
+    }
+    println!("  panics caught (ErrorKind::Panic): {}", sum.panics);
+    println!(
+        "  peak live heap during one case: {:.1} MiB ({})",
+        sum.peak as f64 / (1 << 20) as f64,
+        sum.peak_case,
+    );
+    println!(
+        "  largest single allocation: {:.1} MiB ({})",
+        sum.largest as f64 / (1 << 20) as f64,
+        sum.largest_case,
+    );
+}
+
+/// Claims of gigabytes are refused before anything is allocated for them, with an error
+/// naming the file (and the row group for pages).
+#[test]
+fn huge_claims_are_refused() {
+    let _serial = serial();
+    let props = WriterProperties::builder()
+        .set_compression(Compression::SNAPPY)
+        .set_max_row_group_row_count(Some(1000))
+        .build();
+    let data: Vec<RecordBatch> = (0..2)
+        .map(|i| rayquet::gen::batch(0, i * 1000, 1000, 3))
+        .collect();
+    let file = write(&data, props);
+    let pages = page_offsets(&file);
+    assert!(!pages.is_empty());
+    let mut rng = Rng(1);
+
+    // A page header claiming 2 GiB uncompressed (the second row group's first page).
+    let md = parquet::file::metadata::ParquetMetaDataReader::new()
+        .parse_and_finish(&Bytes::copy_from_slice(&file))
+        .unwrap();
+    let rg1_start = md.row_group(1).column(0).byte_range().0;
+    let at = *pages.iter().find(|&&p| p >= rg1_start).unwrap() as usize;
+    let toks = thrift::tokens(&file[at..]).unwrap();
+    let t = toks.tokens.iter().find(|t| t.path == [2]).unwrap().clone();
+    let mut b = file.clone();
+    splice(&mut b, at, &t, i32::MAX as i64, false);
+    let (got, peaks) = scan_case("huge-page.parquet", b, &mut rng, "huge page");
+    assert!(peaks.largest <= LARGEST_ALLOCATION, "huge page: {peaks:?}");
+    let Got::Failed(e) = got else {
+        panic!("huge page: read {got:?}")
+    };
+    assert_eq!(e.kind(), ErrorKind::CorruptData, "{e}");
+    assert_eq!(e.row_group(), Some(1), "{e}");
+    assert!(e.path().unwrap().contains("huge-page.parquet"), "{e}");
+    assert!(e.message().contains("uncompressed"), "{e}");
+    println!("huge page: {e}");
+
+    // The footer's row group list claiming 2^31 - 1 entries.
+    let m = metadata_range(&file).unwrap();
+    let toks = thrift::tokens(&file[m.clone()]).unwrap();
+    let t = toks
+        .tokens
+        .iter()
+        .find(|t| t.path == [4] && t.kind == thrift::Kind::List)
+        .unwrap()
+        .clone();
+    let mut b = file.clone();
+    splice(&mut b, m.start, &t, i32::MAX as i64, true);
+    let (got, peaks) = scan_case("huge-list.parquet", b, &mut rng, "huge list");
+    assert!(peaks.largest <= LARGEST_ALLOCATION, "huge list: {peaks:?}");
+    let Got::Failed(e) = got else {
+        panic!("huge list: read {got:?}")
+    };
+    assert_eq!(e.kind(), ErrorKind::CorruptFooter, "{e}");
+    println!("huge list: {e}");
+
+    // A footer length of 4 GiB - 1.
+    let mut b = file.clone();
+    let n = b.len();
+    b[n - 8..n - 4].copy_from_slice(&u32::MAX.to_le_bytes());
+    let (got, _) = scan_case("huge-footer.parquet", b, &mut rng, "huge footer");
+    let Got::Failed(e) = got else {
+        panic!("huge footer: read {got:?}")
+    };
+    assert_eq!(e.kind(), ErrorKind::CorruptFooter, "{e}");
+    println!("huge footer: {e}");
+
+    // num_children of the root claiming 2^31 - 1 children.
+    let t = toks
+        .tokens
+        .iter()
+        .find(|t| t.path == [2, 5])
+        .unwrap()
+        .clone();
+    let mut b = file.clone();
+    splice(&mut b, m.start, &t, i32::MAX as i64, true);
+    let (got, peaks) = scan_case("huge-children.parquet", b, &mut rng, "huge num_children");
+    assert!(
+        peaks.largest <= LARGEST_ALLOCATION,
+        "huge num_children: {peaks:?}"
+    );
+    let Got::Failed(e) = got else {
+        panic!("huge num_children: read {got:?}")
+    };
+    assert_eq!(e.kind(), ErrorKind::CorruptFooter, "{e}");
+    println!("huge num_children: {e}");
+}
+
+/// A schema nested deeper than rayquet's limit is refused with a clear error (no stack
+/// overflow); one within it reads like parquet's reader.
+#[test]
+fn deep_nesting() {
+    let _serial = serial();
+    let mut rng = Rng(2);
+    for depth in [40, 1000] {
+        let file = big_stack(move || write(&[nested_batch(depth, 50)], Default::default()));
+        let name = format!("deep-{depth}.parquet");
+        let (got, _) = scan_case(&name, file.clone(), &mut rng, &name);
+        match got {
+            Got::Rows(schema, batches) => {
+                assert!(depth < 64, "{name}: read");
+                let (s, expected) = reference(file, batch_size(&name)).expect("reference");
+                assert_eq!(schema.fields(), s.fields());
+                common::assert_same_rows(&schema, &expected, &batches, &name);
+            }
+            Got::Failed(e) => {
+                assert!(depth >= 64, "{name}: {e}");
+                assert_eq!(e.kind(), ErrorKind::CorruptFooter, "{e}");
+                assert!(e.message().contains("nests deeper"), "{e}");
+                println!("{name}: {e}");
+            }
+        }
+    }
+}
+
+/// A panic caught inside a scan prints nothing to stderr, unless `RAYQUET_SHOW_PANICS=1`: the
+/// test binary runs itself (`panic_child`) and reads the child's stderr.
+#[test]
+fn caught_panics_are_quiet() {
+    for show in [false, true] {
+        let mut cmd = Command::new(std::env::current_exe().unwrap());
+        cmd.args(["panic_child", "--exact", "--nocapture", "--test-threads=1"])
+            .env("RAYQUET_PANIC_CHILD", "1");
+        if show {
+            cmd.env("RAYQUET_SHOW_PANICS", "1");
+        } else {
+            cmd.env_remove("RAYQUET_SHOW_PANICS");
+        }
+        let out = cmd.output().expect("run the child");
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            out.status.success() && stdout.contains("panic_child: Panic error"),
+            "child failed ({}):\n{stdout}\n{stderr}",
+            out.status
+        );
+        let printed = stderr.contains("panicked") || stderr.contains("deliberate panic");
+        assert_eq!(
+            printed, show,
+            "RAYQUET_SHOW_PANICS={show}: the child's stderr:\n{stderr}"
+        );
+    }
+}
+
+/// The child half of [`caught_panics_are_quiet`]: a scan whose transform panics on the decode
+/// pool must end with an `ErrorKind::Panic` error naming the file. Does nothing when run
+/// directly.
+#[test]
+fn panic_child() {
+    if std::env::var_os("RAYQUET_PANIC_CHILD").is_none() {
+        return;
+    }
+    let file = write(
+        &[rayquet::gen::batch(0, 0, 100, 1)],
+        WriterProperties::builder().build(),
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("p.parquet");
+    std::fs::write(&path, file).unwrap();
+    let schema = rayquet::gen::schema();
+    let task = rayquet::task::FileTask::new(path.to_str().unwrap()).transform(Arc::new(
+        |_b: RecordBatch| -> rayquet::Result<RecordBatch> { panic!("deliberate panic") },
+    ));
+    let scan = Scan::from_tasks(schema, [task]);
+    let err = common::read_all(Ok(scan)).expect_err("the transform panics");
+    assert_eq!(err.kind(), ErrorKind::Panic, "{err}");
+    assert!(err.to_string().contains("p.parquet"), "{err}");
+    println!("panic_child: Panic error: {err}");
+}
