@@ -98,52 +98,18 @@ fn ids_of(batches: &[RecordBatch]) -> Vec<i64> {
 
 #[test]
 fn golden_compared_tables_through_table_scan() {
-    let names = compared_tables();
-    let mut failures = Vec::new();
-    for name in &names {
-        let url = golden_table_url(name);
-        match table_scan(TableScan::new(url.as_str())) {
-            Err(e) => failures.push(format!("{name}: {e}")),
-            Ok(read) => {
-                let (schema, expected) = expected_table(name);
-                if let Err(e) = compare_tables(&schema, &expected, &read.schema, &read.batches) {
-                    failures.push(format!("{name}: {e}"));
-                }
-            }
-        }
-    }
-    assert!(
-        failures.is_empty(),
-        "TableScan differs from expected/ on {} of {} tables:\n{}",
-        failures.len(),
-        names.len(),
-        failures.join("\n")
-    );
+    check_compared_golden("TableScan", |url| {
+        let read = table_scan(TableScan::new(url.as_str())).map_err(|e| e.to_string())?;
+        Ok((read.schema, read.batches))
+    });
 }
 
 #[test]
 fn golden_compared_tables_through_rayquet_engine() {
-    let names = compared_tables();
-    let mut failures = Vec::new();
-    for name in &names {
-        let url = golden_table_url(name);
-        match engine_read(&url, &ReadOptions::default()) {
-            Err(e) => failures.push(format!("{name}: {}", error_message(&e))),
-            Ok(read) => {
-                let (schema, expected) = expected_table(name);
-                if let Err(e) = compare_tables(&schema, &expected, &read.schema, &read.batches) {
-                    failures.push(format!("{name}: {e}"));
-                }
-            }
-        }
-    }
-    assert!(
-        failures.is_empty(),
-        "Scan::execute with RayquetEngine differs from expected/ on {} of {} tables:\n{}",
-        failures.len(),
-        names.len(),
-        failures.join("\n")
-    );
+    check_compared_golden("Scan::execute with RayquetEngine", |url| {
+        let read = engine_read(url, &ReadOptions::default()).map_err(|e| error_message(&e))?;
+        Ok((read.schema, read.batches))
+    });
 }
 
 #[test]

@@ -80,26 +80,10 @@ fn golden_unpack_once_for_all_threads() {
 
 #[test]
 fn golden_compared_tables_equal_expected() {
-    let mut failures = Vec::new();
-    let names = compared_tables();
-    for name in &names {
-        match read_table(&golden_table_url(name), &ReadOptions::default()) {
-            Err(e) => failures.push(format!("{name}: read failed: {}", error_message(&e))),
-            Ok(read) => {
-                let (schema, expected) = expected_table(name);
-                if let Err(e) = compare_tables(&schema, &expected, &read.schema, &read.batches) {
-                    failures.push(format!("{name}: {e}"));
-                }
-            }
-        }
-    }
-    assert!(
-        failures.is_empty(),
-        "the default engine disagrees with expected/ on {} of {} compared tables:\n{}",
-        failures.len(),
-        names.len(),
-        failures.join("\n")
-    );
+    check_compared_golden("the default engine", |url| {
+        let read = read_table(url, &ReadOptions::default()).map_err(|e| error_message(&e))?;
+        Ok((read.schema, read.batches))
+    });
 }
 
 #[test]

@@ -281,6 +281,34 @@ pub fn compared_tables() -> Vec<&'static str> {
     golden_names(|k| matches!(k, GoldenKind::Compared))
 }
 
+/// Reads every compared golden table with `read` (its schema and batches, or an error text)
+/// and checks it against `expected/` as a multiset; panics listing every table that differs.
+pub fn check_compared_golden(
+    reader: &str,
+    read: impl Fn(&Url) -> Result<(ArrowSchemaRef, Vec<RecordBatch>), String>,
+) {
+    let names = compared_tables();
+    let mut failures = Vec::new();
+    for name in &names {
+        match read(&golden_table_url(name)) {
+            Err(e) => failures.push(format!("{name}: read failed: {e}")),
+            Ok((schema_read, batches)) => {
+                let (schema, expected) = expected_table(name);
+                if let Err(e) = compare_tables(&schema, &expected, &schema_read, &batches) {
+                    failures.push(format!("{name}: {e}"));
+                }
+            }
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{reader} differs from expected/ on {} of {} compared tables:\n{}",
+        failures.len(),
+        names.len(),
+        failures.join("\n")
+    );
+}
+
 /// The tables the kernel skips, with its reason.
 pub fn skipped_tables() -> Vec<(&'static str, &'static str)> {
     GOLDEN_TABLES
