@@ -114,56 +114,29 @@ fn golden_compared_tables_through_rayquet_engine() {
 
 #[test]
 fn golden_negative_tables_fail_clearly() {
-    let mut problems = Vec::new();
-    for (name, _) in negative_tables() {
-        let want = NEGATIVE_ERRORS
-            .iter()
-            .find(|(n, _)| *n == name)
-            .map(|(_, e)| *e)
-            .expect("an expected error for every negative table");
-        // This one fails inside the parquet handler in the default engine (an Arrow error on
-        // the checkpoint): any handler may word it its own way.
-        let any_wording = name == "deltalog-state-reconstruction-from-checkpoint-missing-protocol";
-        let url = golden_table_url(name);
-
-        let scan = std::panic::catch_unwind(|| table_scan(TableScan::new(url.as_str())));
-        match scan {
-            Err(_) => problems.push(format!("{name}: TableScan panicked")),
-            Ok(Ok(read)) => problems.push(format!(
-                "{name}: TableScan read {} rows, expected an error",
-                read.num_rows()
-            )),
-            Ok(Err(e)) => {
-                let msg = e.to_string();
-                if !any_wording && !msg.contains(want) {
-                    problems.push(format!("{name}: TableScan error {msg:?} lacks {want:?}"));
-                }
-                if !msg.contains(url.path().trim_end_matches('/')) {
-                    problems.push(format!("{name}: TableScan error {msg:?} names no table"));
-                }
-            }
-        }
-
-        let engine = std::panic::catch_unwind(|| engine_read(&url, &ReadOptions::default()));
-        match engine {
-            Err(_) => problems.push(format!("{name}: RayquetEngine panicked")),
-            Ok(Ok(read)) => problems.push(format!(
-                "{name}: RayquetEngine read {} rows, expected an error",
-                read.num_rows()
-            )),
-            Ok(Err(e)) => {
-                let msg = error_message(&e);
-                if !any_wording && !msg.contains(want) {
-                    problems.push(format!(
-                        "{name}: RayquetEngine error {msg:?} lacks {want:?}"
-                    ));
-                }
-                if msg.trim().is_empty() {
-                    problems.push(format!("{name}: RayquetEngine gave an empty error"));
-                }
-            }
-        }
-    }
+    // This one fails inside the parquet handler in the default engine (an Arrow error on the
+    // checkpoint): any handler may word it its own way.
+    let any_wording = ["deltalog-state-reconstruction-from-checkpoint-missing-protocol"];
+    let mut problems = negative_golden_problems(
+        "TableScan",
+        &any_wording,
+        |url| match table_scan(TableScan::new(url.as_str())) {
+            Ok(read) => Ok(read.num_rows()),
+            Err(e) => Err(e.to_string()),
+        },
+        |url, msg| {
+            (!msg.contains(url.path().trim_end_matches('/'))).then(|| "names no table".into())
+        },
+    );
+    problems.extend(negative_golden_problems(
+        "RayquetEngine",
+        &any_wording,
+        |url| match engine_read(url, &ReadOptions::default()) {
+            Ok(read) => Ok(read.num_rows()),
+            Err(e) => Err(error_message(&e)),
+        },
+        |_, _| None,
+    ));
     assert!(problems.is_empty(), "{}", problems.join("\n"));
 }
 

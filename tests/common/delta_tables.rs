@@ -309,6 +309,45 @@ pub fn check_compared_golden(
     );
 }
 
+/// Reads every negative golden table with `read` (rows read, or the error's text) and returns
+/// the problems: a panic, rows instead of an error, an empty error, or an error without the
+/// kernel's wording (`NEGATIVE_ERRORS`; tables in `any_wording` may word it their own way).
+/// `check` adds the reader's own checks of an error message.
+pub fn negative_golden_problems(
+    reader: &str,
+    any_wording: &[&str],
+    read: impl Fn(&Url) -> Result<usize, String>,
+    check: impl Fn(&Url, &str) -> Option<String>,
+) -> Vec<String> {
+    let mut problems = Vec::new();
+    for (name, _) in negative_tables() {
+        let want = NEGATIVE_ERRORS
+            .iter()
+            .find(|(n, _)| *n == name)
+            .map(|(_, e)| *e)
+            .expect("an expected error for every negative table");
+        let url = golden_table_url(name);
+        match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| read(&url))) {
+            Err(_) => problems.push(format!("{name}: {reader} panicked instead of an error")),
+            Ok(Ok(rows)) => problems.push(format!(
+                "{name}: {reader} read {rows} rows, expected an error"
+            )),
+            Ok(Err(msg)) => {
+                if !any_wording.contains(&name) && !msg.contains(want) {
+                    problems.push(format!("{name}: {reader} error {msg:?} lacks {want:?}"));
+                }
+                if msg.trim().is_empty() {
+                    problems.push(format!("{name}: {reader} gave an empty error"));
+                }
+                if let Some(p) = check(&url, &msg) {
+                    problems.push(format!("{name}: {reader} error {msg:?} {p}"));
+                }
+            }
+        }
+    }
+    problems
+}
+
 /// The tables the kernel skips, with its reason.
 pub fn skipped_tables() -> Vec<(&'static str, &'static str)> {
     GOLDEN_TABLES
