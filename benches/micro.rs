@@ -13,6 +13,7 @@
 //!
 //! Each scan gets the same explicitly built IO runtime (2 workers) and a pool of the given
 //! size, built once per benchmark, not per iteration.
+use rayquet::ScanBuilder;
 use std::sync::{Arc, OnceLock};
 
 use bytes::Bytes;
@@ -22,8 +23,8 @@ use object_store::memory::InMemory;
 use object_store::path::Path;
 use object_store::{ObjectMeta, ObjectStore, ObjectStoreExt};
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
-use rayquet::gen;
 use rayquet::Scan;
+use rayquet_gen as gen;
 
 fn main() {
     divan::main();
@@ -121,7 +122,7 @@ fn parquet_sync_row_group(bencher: Bencher) {
     bencher.counter(ItemsCount::new(ONE_GROUP_ROWS)).bench(|| {
         let rows: usize = ParquetRecordBatchReaderBuilder::try_new(bytes.clone())
             .expect("reader")
-            .with_batch_size(rayquet::DEFAULT_BATCH_SIZE)
+            .with_batch_size(rayquet::ScanOptions::new().get_batch_size())
             .build()
             .expect("build")
             .map(|b| b.expect("batch").num_rows())

@@ -5,10 +5,11 @@
 //! cargo run --release --example scan -- /data/lineitem/ l_orderkey,l_extendedprice
 //! cargo run --release --example scan -- s3://bucket/table/
 //! ```
+use rayquet::ScanBuilder;
 use std::time::Instant;
 
-use rayquet::gen::{generate, GenOptions};
 use rayquet::Scan;
+use rayquet_gen::{generate, GenOptions};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut args = std::env::args().skip(1);

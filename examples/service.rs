@@ -44,14 +44,15 @@
 //!   with the connections open at once (they only parse HTTP and queue requests).
 //!
 //! No scan starts a thread: scans add tasks to the shared runtime and pool.
+use rayquet::ScanBuilder;
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use rayquet::gen::{generate, GenOptions};
 use rayquet::{ErrorKind, Scan};
+use rayquet_gen::{generate, GenOptions};
 use serde_json::{json, Value};
 use tiny_http::{Header, Method, Request, Response, Server};
 
@@ -191,7 +192,7 @@ fn demo_dataset() -> Result<String, Box<dyn std::error::Error>> {
         rows_per_row_group: 50_000,
         ..GenOptions::default()
     };
-    let complete = (0..opts.files).all(|f| dir.join(rayquet::gen::file_name(f)).exists());
+    let complete = (0..opts.files).all(|f| dir.join(rayquet_gen::file_name(f)).exists());
     if !complete {
         println!("writing a demo dataset to {} ...", dir.display());
         generate(&dir, &opts)?;
@@ -322,7 +323,7 @@ fn scan(url: &url::Url, state: &State) -> Reply {
                 batches += 1;
                 bytes += b.get_array_memory_size();
             }
-            Err(e) => return error_reply(&e),
+            Err(e) => return error_reply(&e.into()),
         }
     }
     let m = metrics.snapshot();

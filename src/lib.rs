@@ -10,72 +10,77 @@
 //!
 //! ```no_run
 //! # fn main() -> rayquet::Result<()> {
-//! let reader = rayquet::Scan::new("/data/lineitem/")?
+//! use rayquet::prelude::*;
+//! let reader = Scan::new("s3://bucket/lineitem/")?      // or a local dir, a file, gs://, az://...
 //!     .columns(["l_orderkey", "l_extendedprice"])
-//!     .build()?;
+//!     .filter(col("l_quantity").lt(5))
+//!     .build()?;                                         // lists, reads the first footer
 //! println!("{}", reader.schema());
 //! let mut rows = 0;
 //! for batch in reader {
-//!     rows += batch?.num_rows();
+//!     rows += batch?.num_rows();                         // errors name the file and row group
 //! }
 //! # Ok(()) }
 //! ```
 //!
-//! See `ARCHITECTURE.md` for the pipeline: `source` → `plan` → `fetch` → `decode` → `deliver`,
-//! driven by `pipeline`.
+//! Every scan builder (this crate's [`Scan`] of files or [`task`]s, `rayquet-iceberg`'s and
+//! `rayquet-delta`'s table scans, `rayquet-datafusion`'s tables) takes the same options with
+//! the same names: the methods of [`ScanBuilder`], and a [`ScanOptions`] value that holds them
+//! all, built once and reused. A [`ScanReader`] is an arrow `RecordBatchReader`.
+//!
+//! ## Features
+//! - `cloud` (default): S3, GCS and Azure stores (`s3://`, `gs://`, `az://`). Local files and
+//!   memory always work.
+//! - `sql`: [`Expr::parse_sql`], filters written as SQL.
+//! - `serde`: tasks and filters serialize (to ship them to other processes).
+//!
+//! ## Layout
+//! The pipeline, one folder a stage, each depending only on those before it: `input`
+//! (inputs → files and stores) → `io` (GETs, fetched bytes) → `footer` (metadata) → `plan`
+//! (mapping, pruning, slots) → `decode` (rayon) → `deliver` (the iterators); `drive` runs the
+//! async side of a scan over them, `flow` holds the control state they share (budget, events,
+//! part flow control), and `scan` builds it all. See `ARCHITECTURE.md`.
 #![deny(missing_docs)]
 
-mod assemble;
-mod budget;
-mod chunk;
+mod builder;
 mod decode;
 mod deliver;
-#[cfg(feature = "delta")]
-pub mod delta;
-mod driver;
+mod drive;
 mod error;
 pub mod expr;
-mod fetch;
 mod flow;
 mod footer;
-pub mod gen;
-#[cfg(feature = "iceberg")]
-pub mod iceberg;
-pub mod latency;
-mod mapping;
-mod materialize;
+mod input;
+mod io;
 mod metrics;
-mod open;
 mod options;
 mod panic;
 mod plan;
-mod prune;
-mod retry;
-pub mod runtime;
+mod runtime;
 mod scan;
-mod select;
-mod source;
-#[cfg(feature = "sql")]
-mod sql;
-mod state;
 pub mod task;
 mod validate;
 
+pub use builder::ScanBuilder;
 pub use deliver::{ScanReader, TaggedReader};
 pub use error::{Error, ErrorKind, Result};
 pub use expr::{col, Expr};
 pub use footer::read_metadata;
+pub use input::ObjectRef;
 pub use metrics::{Metrics, MetricsSnapshot};
-pub use options::{
-    DEFAULT_BATCH_SIZE, DEFAULT_COALESCE_GAP, DEFAULT_DECODE_AHEAD, DEFAULT_FOOTERS_AHEAD,
-    DEFAULT_FOOTER_SIZE_HINT, DEFAULT_MEMORY_BUDGET, DEFAULT_PREFETCH_BYTES,
-    DEFAULT_REQUESTS_IN_FLIGHT, DEFAULT_REQUEST_SIZE, DEFAULT_SPLIT_BYTES, NARROW_FOOTER_SIZE_HINT,
-    WHOLE_FILE_BYTES,
-};
+pub use options::ScanOptions;
 pub use parquet::arrow::arrow_reader::{RowSelection, RowSelector};
 pub use scan::Scan;
-pub use source::{object_store_for, ObjectRef};
-pub use task::{ColumnSource, FileTask, TaskBatch};
+pub use task::{ColumnSource, FileTask, TaskInfo};
+
+/// What most programs need: `use rayquet::prelude::*;`.
+pub mod prelude {
+    pub use crate::builder::ScanBuilder;
+    pub use crate::expr::{col, Expr};
+    pub use crate::options::ScanOptions;
+    pub use crate::scan::Scan;
+    pub use crate::task::{ColumnSource, FileTask};
+}
 
 /// Re-exports of the crates whose types appear in rayquet's API.
 pub mod reexports {

@@ -8,12 +8,19 @@
 //! hands every other panic to the hook that was installed before (so the application's own
 //! panics print as usual). Set `RAYQUET_SHOW_PANICS=1` to print caught panics too.
 //!
+//! Every place that runs code which may panic goes through here: [`catch`] on the current
+//! thread, [`on_pool`] for work sent to the decode pool from async code, and [`panicked`]
+//! for the error either becomes.
+//!
 //! Invariant: the hook is installed once per process and chains to the previous one; a
 //! panic is silenced only on a thread that is inside `catch` at that moment.
 
 use std::cell::{Cell, RefCell};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Once;
+
+use crate::error::{Error, ErrorKind, Result};
+use crate::metrics::TaskGuard;
 
 thread_local! {
     /// This thread is inside `catch`.
@@ -67,4 +74,33 @@ pub(crate) fn message(payload: &(dyn std::any::Any + Send)) -> String {
         .or_else(|| payload.downcast_ref::<&str>().copied())
         .unwrap_or("unknown panic")
         .to_string()
+}
+
+/// The error for a caught panic of `what` (e.g. "the parquet decoder") with message `msg`.
+pub(crate) fn panicked(what: &str, msg: impl std::fmt::Display) -> Error {
+    Error::new(ErrorKind::Panic, format!("{what} panicked: {msg}"))
+}
+
+/// Run `f` on `pool` and await its result from async code (the awaiting task never blocks a
+/// thread); a panic in `f` becomes an `ErrorKind::Panic` error about `what`. `guard` counts
+/// the task as running until it ends.
+pub(crate) async fn on_pool<T: Send + 'static>(
+    pool: &rayon::ThreadPool,
+    guard: Option<TaskGuard>,
+    what: &str,
+    f: impl FnOnce() -> Result<T> + Send + 'static,
+) -> Result<T> {
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    pool.spawn(move || {
+        let _guard = guard;
+        let _ = tx.send(catch(f));
+    });
+    match rx.await {
+        Ok(Ok(r)) => r,
+        Ok(Err(msg)) => Err(panicked(what, msg)),
+        Err(_) => Err(Error::new(
+            ErrorKind::Cancelled,
+            format!("{what} was dropped (its pool shut down)"),
+        )),
+    }
 }

@@ -1,5 +1,6 @@
 //! The shared thread pools: one small tokio runtime for IO and one rayon pool for decoding,
-//! each created lazily, once per process, on first use, and never shut down.
+//! each created lazily, once per process, on first use, and never shut down, used by every scan
+//! that is not given its own (`ScanBuilder::io_runtime`, `ScanBuilder::decode_pool`).
 //!
 //! Invariant: tokio threads only wait on the network or disk; every CPU-heavy step (footer
 //! parsing, decompression, decoding) runs on the rayon pool.
@@ -7,16 +8,16 @@
 use std::sync::{Arc, OnceLock};
 
 /// Worker threads of the shared IO runtime.
-pub const IO_THREADS: usize = 2;
+pub(crate) const IO_THREADS: usize = 2;
 
 /// Most blocking threads of the shared IO runtime. object_store reads local files with
 /// `spawn_blocking`; tokio's default (512) would let concurrent local scans start hundreds of
 /// threads.
-pub const IO_BLOCKING_THREADS: usize = 16;
+pub(crate) const IO_BLOCKING_THREADS: usize = 16;
 
 /// A handle to the shared IO runtime (2 worker threads named `rayquet-io`, and at most
 /// [`IO_BLOCKING_THREADS`] threads for blocking file reads), created on first use.
-pub fn io_handle() -> tokio::runtime::Handle {
+pub(crate) fn io_handle() -> tokio::runtime::Handle {
     static RT: OnceLock<tokio::runtime::Runtime> = OnceLock::new();
     RT.get_or_init(|| {
         tokio::runtime::Builder::new_multi_thread()
@@ -32,7 +33,7 @@ pub fn io_handle() -> tokio::runtime::Handle {
 }
 
 /// The shared decode pool (one thread per core, named `rayquet-decode-N`), created on first use.
-pub fn decode_pool() -> Arc<rayon::ThreadPool> {
+pub(crate) fn decode_pool() -> Arc<rayon::ThreadPool> {
     static POOL: OnceLock<Arc<rayon::ThreadPool>> = OnceLock::new();
     POOL.get_or_init(|| {
         Arc::new(
@@ -48,7 +49,7 @@ pub fn decode_pool() -> Arc<rayon::ThreadPool> {
 /// Run `fut` on the runtime behind `io` and wait for its output on this thread, without
 /// `block_on` (so it may be called from any thread, even a tokio worker, which it blocks).
 /// `None` if the runtime shut down or the future panicked.
-pub fn wait<T: Send + 'static>(
+pub(crate) fn wait<T: Send + 'static>(
     io: &tokio::runtime::Handle,
     fut: impl std::future::Future<Output = T> + Send + 'static,
 ) -> Option<T> {
@@ -57,4 +58,18 @@ pub fn wait<T: Send + 'static>(
         let _ = tx.send(fut.await);
     });
     rx.recv().ok()
+}
+
+/// [`wait`] for a job that returns a `Result`: a runtime that stopped (or a job that panicked)
+/// before answering is a `Cancelled` error.
+pub(crate) fn block_on_io<T: Send + 'static>(
+    io: &tokio::runtime::Handle,
+    fut: impl std::future::Future<Output = crate::Result<T>> + Send + 'static,
+) -> crate::Result<T> {
+    wait(io, fut).unwrap_or_else(|| {
+        Err(crate::Error::new(
+            crate::ErrorKind::Cancelled,
+            "the IO runtime stopped (or the job panicked) before answering",
+        ))
+    })
 }

@@ -36,10 +36,11 @@
 //!         .deleted_rows([3, 17, 18]) // e.g. Iceberg position deletes
 //!         .tag(format!("file-{i}"))
 //! });
-//! let reader = rayquet::Scan::from_tasks(schema, tasks).build()?;
-//! for item in reader.tagged() {
-//!     let item = item?;
-//!     println!("task {} ({:?}): {} rows", item.task, item.tag, item.batch.num_rows());
+//! let mut reader = rayquet::Scan::from_tasks(schema, tasks).build()?.tagged();
+//! while let Some(batch) = reader.next() {
+//!     let batch = batch?;
+//!     let task = reader.task().expect("a batch came");
+//!     println!("task {} ({:?}): {} rows", task.index, task.tag, batch.num_rows());
 //! }
 //! # Ok(()) }
 //! ```
@@ -74,7 +75,6 @@ pub use roaring::RoaringTreemap;
 
 use crate::error::Result;
 use crate::expr::Value;
-use crate::source::FileRef;
 
 /// Metadata key of the Parquet field id on an Arrow field (as parquet's reader writes it).
 pub const FIELD_ID_KEY: &str = parquet::arrow::PARQUET_FIELD_ID_META_KEY;
@@ -205,26 +205,16 @@ impl fmt::Debug for LoadContext {
 }
 
 impl LoadContext {
-    /// Run `f` on the scan's decode pool and await its result (a panic becomes an error).
+    /// Run `f` on the scan's decode pool and await its result (a panic becomes an
+    /// `ErrorKind::Panic` error).
     pub fn spawn_cpu<T: Send + 'static>(
         &self,
         f: impl FnOnce() -> Result<T> + Send + 'static,
     ) -> BoxFuture<'static, Result<T>> {
         let pool = Arc::clone(&self.pool);
-        Box::pin(async move {
-            let (tx, rx) = tokio::sync::oneshot::channel();
-            pool.spawn(move || {
-                let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f));
-                let _ = tx.send(r);
-            });
-            match rx.await {
-                Ok(Ok(r)) => r,
-                _ => Err(crate::Error::new(
-                    crate::ErrorKind::Panic,
-                    "a task on the decode pool panicked",
-                )),
-            }
-        })
+        Box::pin(
+            async move { crate::panic::on_pool(&pool, None, "a delete loader's task", f).await },
+        )
     }
 }
 
@@ -273,9 +263,6 @@ pub struct FileTask {
     pub(crate) row_filter: Option<Arc<dyn RowFilter>>,
     #[cfg_attr(feature = "serde", serde(skip))]
     pub(crate) transform: Option<BatchTransform>,
-    /// Plain scans: the file, already resolved (listing) by `Scan::build`.
-    #[cfg_attr(feature = "serde", serde(skip))]
-    pub(crate) resolved: Option<FileRef>,
     /// Plain scans: the caller's row selection (`Scan::select_rows`).
     #[cfg_attr(feature = "serde", serde(skip))]
     pub(crate) selection: Option<RowSelection>,
@@ -298,7 +285,7 @@ impl fmt::Debug for FileTask {
 impl FileTask {
     /// A task reading the object at `location`: a URL (`s3://`, `gs://`, `az://`, `file://`,
     /// `memory://`...) or a local path. Stores are built from the environment and the scan's
-    /// store options, or taken from [`crate::Scan::object_store`].
+    /// store options, or taken from [`crate::ScanBuilder::object_store`].
     pub fn new(location: impl Into<String>) -> Self {
         FileTask {
             location: location.into(),
@@ -417,16 +404,14 @@ impl FileTask {
     }
 }
 
-/// A batch and the task it came from.
-#[derive(Debug, Clone)]
-pub struct TaskBatch {
+/// Which task a batch came from (see [`crate::TaggedReader::task`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TaskInfo {
     /// The task's position in the scan's input (0 for the first task, or the first file of a
     /// plain scan).
-    pub task: u64,
+    pub index: u64,
     /// The task's [`FileTask::tag`].
     pub tag: Option<Arc<str>>,
-    /// The rows.
-    pub batch: RecordBatch,
 }
 
 /// An item of a task iterator: a task, or an error from the planner that produces them (it

@@ -5,7 +5,7 @@
 //!
 //! Each test runs over all files and reports every failure together.
 
-mod common;
+use rayquet_testkit as common;
 
 use std::fs;
 use std::path::{Path as FsPath, PathBuf};
@@ -251,7 +251,7 @@ fn bad_data_files_error_without_panic_or_hang() {
 }
 
 /// rayquet does not decrypt: every encrypted file (encrypted footer or plaintext footer with
-/// encrypted columns) must give an `Encrypted` error naming the file.
+/// encrypted columns) must give an `Unsupported` error naming the file.
 #[test]
 fn encrypted_files_error() {
     let data = PathBuf::from(TESTING).join("data");
@@ -266,8 +266,8 @@ fn encrypted_files_error() {
     let mut report = Vec::new();
     for path in &files {
         match expect_error(path, scan_local(path, BAD_TIMEOUT), BAD_TIMEOUT) {
-            Ok(r) if r.contains(": Encrypted: ") => report.push(r),
-            Ok(r) => failures.push(format!("{r} (expected kind Encrypted)")),
+            Ok(r) if r.contains(": Unsupported: ") => report.push(r),
+            Ok(r) => failures.push(format!("{r} (expected kind Unsupported)")),
             Err(m) => failures.push(m),
         }
     }

@@ -11,7 +11,8 @@
 //! Without moto the test prints `SKIPPED` and passes, except with `CI=true` (see `common::s3`).
 #![cfg(feature = "cloud")]
 
-mod common;
+use rayquet::ScanBuilder;
+use rayquet_testkit as common;
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
@@ -338,8 +339,9 @@ fn run(what: &str, scan: rayquet::Result<Scan>) -> Ran {
         let metrics = reader.metrics();
         let schema = reader.schema();
         let result = reader
-            .collect::<rayquet::Result<Vec<_>>>()
-            .map(|b| (schema, b));
+            .collect::<Result<Vec<_>, _>>()
+            .map(|b| (schema, b))
+            .map_err(rayquet::Error::from);
         let m = metrics.snapshot();
         Ran {
             result,
@@ -591,12 +593,10 @@ fn faults_against_s3() {
             .unwrap_or_else(|e| panic!("server killed: build: {e}"));
         let _ = child.kill();
         let _ = child.wait();
-        let out = run_with_timeout(SCAN_TIMEOUT, move || {
-            reader.collect::<rayquet::Result<Vec<_>>>()
-        });
+        let out = run_with_timeout(SCAN_TIMEOUT, move || reader.collect::<Result<Vec<_>, _>>());
         let err = match out {
             Outcome::Done(Ok(b)) => panic!("server killed: read {} batches", b.len()),
-            Outcome::Done(Err(e)) => e,
+            Outcome::Done(Err(e)) => rayquet::Error::from(e),
             Outcome::Panicked(m) => panic!("server killed: panicked: {m}"),
             Outcome::TimedOut => panic!("server killed: no result within {SCAN_TIMEOUT:?}"),
         };

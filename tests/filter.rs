@@ -16,7 +16,8 @@
 //! Beyond correctness, targeted tests check that pruning really happens (row groups, pages,
 //! bloom filters, bytes fetched) and never wrongly (NaN, truncated statistics).
 
-mod common;
+use rayquet::ScanBuilder;
+use rayquet_testkit as common;
 
 use std::cmp::Ordering;
 use std::collections::HashMap;

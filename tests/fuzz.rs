@@ -24,7 +24,8 @@
 //! `RAYQUET_FUZZ_CASES` sets the number of random cases (default [`DEFAULT_CASES`]),
 //! `RAYQUET_FUZZ_SEED` the seed. Run with `--nocapture` for the summary.
 
-mod common;
+use rayquet::ScanBuilder;
+use rayquet_testkit as common;
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::collections::BTreeMap;
@@ -205,7 +206,7 @@ fn big_stack<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> T {
 fn generated_files() -> Vec<(String, Vec<u8>)> {
     let mut out = Vec::new();
     let data: Vec<RecordBatch> = (0..3)
-        .map(|i| rayquet::gen::batch(0, i * 700, 700, 7))
+        .map(|i| rayquet_gen::batch(0, i * 700, 700, 7))
         .collect();
     let codecs = [
         ("none", Compression::UNCOMPRESSED),
@@ -1008,7 +1009,7 @@ fn huge_claims_are_refused() {
         .set_max_row_group_row_count(Some(1000))
         .build();
     let data: Vec<RecordBatch> = (0..2)
-        .map(|i| rayquet::gen::batch(0, i * 1000, 1000, 3))
+        .map(|i| rayquet_gen::batch(0, i * 1000, 1000, 3))
         .collect();
     let file = write(&data, props);
     let pages = page_offsets(&file);
@@ -1152,13 +1153,13 @@ fn panic_child() {
         return;
     }
     let file = write(
-        &[rayquet::gen::batch(0, 0, 100, 1)],
+        &[rayquet_gen::batch(0, 0, 100, 1)],
         WriterProperties::builder().build(),
     );
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("p.parquet");
     std::fs::write(&path, file).unwrap();
-    let schema = rayquet::gen::schema();
+    let schema = rayquet_gen::schema();
     let task = rayquet::task::FileTask::new(path.to_str().unwrap()).transform(Arc::new(
         |_b: RecordBatch| -> rayquet::Result<RecordBatch> { panic!("deliberate panic") },
     ));

@@ -5,8 +5,9 @@
 //! read is compared with parquet's sync reader (the reference): ordered reads exactly,
 //! unordered reads as multisets of rendered rows.
 
-mod common;
 use common::Rng;
+use rayquet::ScanBuilder;
+use rayquet_testkit as common;
 
 use std::collections::HashMap;
 use std::fs::File;

@@ -2,7 +2,8 @@
 //! window. Checked structurally, by the requests in flight a `LatencyStore` observes, never by
 //! timing.
 
-mod common;
+use rayquet::ScanBuilder;
+use rayquet_testkit as common;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -17,7 +18,7 @@ use object_store::ObjectStoreExt;
 use parquet::arrow::ArrowWriter;
 use parquet::basic::Compression;
 use parquet::file::properties::WriterProperties;
-use rayquet::latency::LatencyStore;
+use rayquet_testkit::latency::LatencyStore;
 
 const SLOT_BYTES: usize = 4 << 20;
 

@@ -1,7 +1,8 @@
 //! The pipeline's own guarantees: ordering, splitting, budget, limit, cancellation, errors,
 //! shared pools and calls from async contexts. Reference: parquet's sync reader.
 
-mod common;
+use rayquet::ScanBuilder;
+use rayquet_testkit as common;
 
 use std::fs::File;
 use std::path::{Path, PathBuf};
@@ -313,7 +314,7 @@ fn errors_name_files_and_fuse() {
     let err = loop {
         match reader.next() {
             Some(Ok(b)) => rows += b.num_rows(),
-            Some(Err(e)) => break e,
+            Some(Err(e)) => break rayquet::Error::from(e),
             None => panic!("expected an error"),
         }
     };
@@ -342,7 +343,7 @@ fn errors_name_files_and_fuse() {
         .collect();
     let err = results
         .iter()
-        .find_map(|r| r.as_ref().err())
+        .find_map(|r| r.as_ref().err().and_then(rayquet::Error::of))
         .expect("mismatch error");
     assert_eq!(err.kind(), ErrorKind::SchemaMismatch);
     let msg = err.to_string();

@@ -6,7 +6,8 @@
 //! fail: CI installs moto (`.ci/run`).
 #![cfg(feature = "cloud")]
 
-mod common;
+use rayquet::ScanBuilder;
+use rayquet_testkit as common;
 
 use std::path::PathBuf;
 use std::process::Command;

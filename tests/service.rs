@@ -3,7 +3,8 @@
 //! sync reader; the process's thread count stays bounded while they run (no thread per scan);
 //! and every scan's tasks wind down once its reader is dropped. No timing assertions.
 
-mod common;
+use rayquet::ScanBuilder;
+use rayquet_testkit as common;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -50,10 +51,10 @@ fn dataset(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
     (0..FILES)
         .map(|f| {
             let batches: Vec<RecordBatch> = (0..ROW_GROUPS)
-                .map(|g| rayquet::gen::batch(f, (g * ROWS) as u64, ROWS, 7))
+                .map(|g| rayquet_gen::batch(f, (g * ROWS) as u64, ROWS, 7))
                 .collect();
             let bytes = common::write_parquet(&batches, ROWS);
-            let path = dir.join(rayquet::gen::file_name(f));
+            let path = dir.join(rayquet_gen::file_name(f));
             std::fs::write(&path, &bytes).unwrap();
             (path, bytes)
         })

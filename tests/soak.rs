@@ -11,7 +11,8 @@
 //! `RAYQUET_SOAK_SCANS` sets the number of scans (default [`DEFAULT_SCANS`]). Run with
 //! `--nocapture` for the figures.
 
-mod common;
+use rayquet::ScanBuilder;
+use rayquet_testkit as common;
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::collections::BTreeMap;
@@ -94,7 +95,7 @@ struct Data {
 
 fn file(f: usize) -> Vec<u8> {
     let batches: Vec<RecordBatch> = (0..3)
-        .map(|g| rayquet::gen::batch(f, g * 1500, 1500, 11))
+        .map(|g| rayquet_gen::batch(f, g * 1500, 1500, 11))
         .collect();
     let props = WriterProperties::builder()
         .set_max_row_group_row_count(Some(1500))
@@ -241,7 +242,7 @@ fn handle(
             None => break,
             Some(Ok(b)) => batches.push(b),
             Some(Err(e)) => {
-                error = Some(e);
+                error = Some(rayquet::Error::from(e));
                 break;
             }
         }

@@ -4,7 +4,8 @@
 //! reader on each whole file, with the task's mapping and deletes applied by brute force in
 //! this file (arrow's cast kernel for promotions).
 
-mod common;
+use rayquet::ScanBuilder;
+use rayquet_testkit as common;
 
 use std::collections::HashMap;
 use std::fs::File;
@@ -406,9 +407,11 @@ fn table() -> &'static Table {
     })
 }
 
-/// The test table as a suite input: one task per spec.
+/// The test table as a suite input: one task per spec. `by_scan`: projections are asked of
+/// the scan (`ScanBuilder::columns` on tasks of every column) rather than built into the tasks.
 struct Tasks {
     specs: Vec<Spec>,
+    by_scan: bool,
 }
 
 impl Tasks {
@@ -432,7 +435,10 @@ impl Tasks {
 
 impl Input for Tasks {
     fn label(&self) -> String {
-        "tasks".into()
+        match self.by_scan {
+            true => "tasks projected by the scan".into(),
+            false => "tasks".into(),
+        }
     }
 
     fn expected(&self) -> (SchemaRef, Vec<RecordBatch>) {
@@ -442,14 +448,18 @@ impl Input for Tasks {
     }
 
     fn scan(&self, columns: Option<&[&str]>) -> rayquet::Result<Scan> {
-        let fields = Tasks::fields(columns);
+        let fields = Tasks::fields(if self.by_scan { None } else { columns });
         let tasks: Vec<FileTask> = self
             .specs
             .iter()
             .enumerate()
             .map(|(i, s)| s.task(&fields, i))
             .collect();
-        Ok(Scan::from_tasks(Tasks::schema(&fields), tasks))
+        let scan = Scan::from_tasks(Tasks::schema(&fields), tasks);
+        Ok(match columns {
+            Some(c) if self.by_scan => scan.columns(c.iter().copied()),
+            _ => scan,
+        })
     }
 
     fn projection(&self) -> Vec<&'static str> {
@@ -527,6 +537,17 @@ impl Input for Tasks {
 fn tasks_conform() {
     suite::run(&Tasks {
         specs: table().specs.clone(),
+        by_scan: false,
+    });
+}
+
+/// `ScanBuilder::columns` on a task scan keeps those fields of the scan's schema and of every
+/// task's columns: the same rows as tasks built with only those columns.
+#[test]
+fn task_scans_project_with_columns() {
+    suite::run(&Tasks {
+        specs: table().specs.clone(),
+        by_scan: true,
     });
 }
 
@@ -603,7 +624,9 @@ fn plain_files_conform() {
 }
 
 fn read_tasks(schema: SchemaRef, tasks: Vec<FileTask>) -> rayquet::Result<Vec<RecordBatch>> {
-    Scan::from_tasks(schema, tasks).build()?.collect()
+    Ok(Scan::from_tasks(schema, tasks)
+        .build()?
+        .collect::<Result<_, _>>()?)
 }
 
 #[test]
@@ -736,19 +759,20 @@ fn lazy_iterator_of_ten_thousand_tasks_runs_in_bounded_memory() {
     let metrics = reader.metrics();
     let mut reader = reader.tagged();
     let first = reader.next().unwrap().unwrap();
-    assert_eq!(first.task, 0);
+    assert_eq!(reader.task().unwrap().index, 0);
     let at_first = pulled.load(Ordering::SeqCst);
     assert!(
         at_first < 1_000,
         "the iterator is pulled lazily: {at_first} tasks pulled before the first batch"
     );
-    let mut rows = first.batch.num_rows();
+    let mut rows = first.num_rows();
     let mut last = 0;
-    for item in reader {
-        let item = item.unwrap();
-        assert!(item.task >= last);
-        last = item.task;
-        rows += item.batch.num_rows();
+    while let Some(batch) = reader.next() {
+        let batch = batch.unwrap();
+        let task = reader.task().unwrap().index;
+        assert!(task >= last);
+        last = task;
+        rows += batch.num_rows();
     }
     assert_eq!(rows, N * 49);
     assert_eq!(pulled.load(Ordering::SeqCst), N);
@@ -923,10 +947,17 @@ fn errors_name_the_task_file() {
     assert!(e.to_string().contains(&s.location()), "{e}");
     // Options that belong to plain scans.
     let e = Scan::from_tasks(Tasks::schema(&["a"]), Vec::<FileTask>::new())
-        .columns(["a"])
+        .row_index("pos")
         .build()
         .unwrap_err();
     assert_eq!(e.kind(), ErrorKind::InvalidArgument);
+    // A projection of a task scan names the scan's columns.
+    let e = Scan::from_tasks(Tasks::schema(&["a"]), Vec::<FileTask>::new())
+        .columns(["nope"])
+        .build()
+        .unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::InvalidArgument);
+    assert!(e.to_string().contains("nope"), "{e}");
     // An error from the planner ends the scan at its position, after the tasks before it.
     let items: Vec<rayquet::Result<FileTask>> = vec![
         Ok(s.task(&["a"], 0)),
@@ -940,7 +971,7 @@ fn errors_name_the_task_file() {
     let e = loop {
         match reader.next() {
             Some(Ok(b)) => rows += b.num_rows(),
-            Some(Err(e)) => break e,
+            Some(Err(e)) => break rayquet::Error::from(e),
             None => panic!("no error"),
         }
     };
@@ -958,7 +989,7 @@ fn plain_scans_keep_the_schema_mismatch_error() {
         .unwrap()
         .build()
         .unwrap()
-        .find_map(|b| b.err())
+        .find_map(|b| b.err().map(rayquet::Error::from))
         .expect("a mismatch error");
     assert_eq!(e.kind(), ErrorKind::SchemaMismatch);
     assert!(

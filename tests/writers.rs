@@ -3,8 +3,9 @@
 //! check confirms the file really has the feature under test, and rayquet's read is compared
 //! with parquet's sync reader (the reference) under several scan configurations.
 
-mod common;
 use common::Rng;
+use rayquet::ScanBuilder;
+use rayquet_testkit as common;
 
 use std::fs::File;
 use std::path::{Path, PathBuf};

@@ -13,7 +13,7 @@ use libfuzzer_sys::fuzz_target;
 use object_store::memory::InMemory;
 use object_store::path::Path;
 use object_store::{ObjectStore, ObjectStoreExt};
-use rayquet::{ErrorKind, Scan};
+use rayquet::{ErrorKind, Scan, ScanBuilder};
 
 fuzz_target!(|data: &[u8]| {
     let store: Arc<dyn ObjectStore> = Arc::new(InMemory::new());
@@ -25,7 +25,7 @@ fuzz_target!(|data: &[u8]| {
         .batch_size(1024);
     let error = match scan.build() {
         Err(e) => Some(e),
-        Ok(reader) => reader.filter_map(Result::err).next(),
+        Ok(reader) => reader.filter_map(Result::err).next().map(rayquet::Error::from),
     };
     if let Some(e) = error {
         assert!(

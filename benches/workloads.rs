@@ -1,0 +1,12 @@
+//! The workload benchmark: rayquet against parquet's sync and async readers and the table
+//! formats' own readers, locally and under simulated object-store latency, each reader in its
+//! own child process. The harness is `rayquet_testkit::bench`; see BENCHMARKS.md.
+//!
+//! ```sh
+//! cargo bench --bench workloads -- --workloads W1,W2,W7 --readers rayquet --runs 3
+//! cargo bench --bench workloads -- --help
+//! ```
+
+fn main() -> std::process::ExitCode {
+    rayquet_testkit::bench::main()
+}

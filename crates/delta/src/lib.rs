@@ -1,0 +1,371 @@
+//! Delta tables read on every core by rayquet: a parallel `ParquetHandler` and `Engine` for
+//! delta-kernel, and a whole-table scan that reads every file of a snapshot at once. A layer on
+//! rayquet's public API.
+//!
+//! delta-kernel's default engine reads Parquet one file after another, decoding on its tokio
+//! thread, and `Scan::execute` hands its handler one file at a time (delta-kernel-rs PR #595:
+//! 50 s for 100 files of 1 MB on S3, where concurrent reads took 7.6 s). Here:
+//!
+//! - [`RayquetEngine`]: the default engine with rayquet's [`RayquetParquetHandler`], so any
+//!   kernel API (`Snapshot`, `Scan::execute`, checkpoints) reads Parquet with concurrent
+//!   fetches and row groups decoded in parallel.
+//! - [`TableScan`]: the table's logical rows through one rayquet scan of all its files: the
+//!   kernel's scan metadata (stats-based file skipping from the filter) becomes tasks, each
+//!   file's deletion vector its deleted rows (never delivered, not decoded where the page
+//!   index allows), the kernel's per-file transform (partition values, column mapping) runs on
+//!   the decode pool, and the filter prunes row groups and pages, then holds exactly.
+//!
+//! ```no_run
+//! # fn main() -> rayquet::Result<()> {
+//! use rayquet::prelude::*;
+//! let reader = rayquet_delta::TableScan::new("s3://bucket/events/")
+//!     .version(12)                              // Delta's own: time travel
+//!     .columns(["id", "country"])               // the same options as any rayquet scan
+//!     .filter(col("country").eq("NZ"))
+//!     .batch_size(16 * 1024)
+//!     .build()?;
+//! for batch in reader {
+//!     let batch = batch?;
+//! }
+//! # Ok(()) }
+//! ```
+
+mod dv;
+mod engine;
+mod handler;
+mod log_cache;
+pub mod predicate;
+
+use std::sync::Arc;
+
+use arrow::array::{Array, RecordBatch};
+use arrow::datatypes::{Schema as ArrowSchema, SchemaRef as ArrowSchemaRef};
+use delta_kernel::engine::arrow_conversion::TryIntoArrow;
+use delta_kernel::engine::arrow_data::{ArrowEngineData, EngineDataArrowExt};
+use delta_kernel::scan::state::{transform_to_logical, ScanFile};
+use delta_kernel::schema::{SchemaRef, StructType};
+use delta_kernel::{Engine, EngineData, Snapshot};
+use url::Url;
+
+pub use engine::{table_url, RayquetEngine};
+pub use handler::RayquetParquetHandler;
+
+use handler::from_kernel_error;
+use rayquet::expr::Expr;
+use rayquet::task::{ColumnSource, FileTask};
+use rayquet::{Error, ErrorKind, Result, Scan, ScanBuilder, ScanOptions, ScanReader};
+
+/// A scan of a Delta table's logical rows: a version (time travel), and every option of a
+/// rayquet scan ([`ScanBuilder`]: columns, filter, limit, batch size, budget, stores,
+/// runtime...). Ends in [`TableScan::build`] (or [`TableScan::to_scan`], the rayquet [`Scan`]
+/// of its files).
+///
+/// [`ScanBuilder::columns`] selects top-level columns of the table, in order.
+/// [`ScanBuilder::filter`] names the table's logical columns: the kernel skips files by their
+/// statistics and partition values, rayquet prunes row groups and pages, and every row read
+/// is checked exactly. [`ScanBuilder::object_store`] for the table's `scheme://authority`
+/// reads the log, data files and deletion vectors through that store.
+#[derive(Debug, Clone)]
+pub struct TableScan {
+    location: String,
+    version: Option<u64>,
+    options: ScanOptions,
+}
+
+impl ScanBuilder for TableScan {
+    fn options_mut(&mut self) -> &mut ScanOptions {
+        &mut self.options
+    }
+}
+
+impl TableScan {
+    /// A scan of the newest version of the table at `location` (a URL or a local directory:
+    /// the table root, above `_delta_log`), all columns.
+    pub fn new(location: impl Into<String>) -> Self {
+        TableScan {
+            location: location.into(),
+            version: None,
+            options: ScanOptions::default(),
+        }
+    }
+
+    /// Read this version of the table.
+    pub fn version(mut self, version: u64) -> Self {
+        self.version = Some(version);
+        self
+    }
+
+    /// Read the snapshot and start reading its files.
+    pub fn build(self) -> Result<ScanReader> {
+        self.to_scan()?.build()
+    }
+
+    /// The rayquet scan of the table's files, with this scan's options: the kernel's scan
+    /// files stream in as tasks.
+    pub fn to_scan(self) -> Result<Scan> {
+        let url = table_url(&self.location)?;
+        let mut options = self.options;
+        let columns = options.take_columns();
+        let filter = options.take_filter();
+        // One store for the log, the data files and the deletion vectors.
+        let (store, _) = options.store_for(url.as_str())?;
+        let root = format!("{}://{}", url.scheme(), url.authority());
+        let options = options.object_store(root, Arc::clone(&store));
+        let engine = RayquetEngine::build(&url, Arc::clone(&store), &options);
+        let engine_dyn: Arc<dyn Engine> = engine.clone();
+        let kernel = |e: delta_kernel::Error| from_kernel_error(e).with_path(url.as_str());
+        let mut builder = Snapshot::builder_for(url.as_str());
+        if let Some(v) = self.version {
+            builder = builder.at_version(v);
+        }
+        let snapshot = builder
+            .build(engine.as_ref())
+            .map_err(|e| kernel(e).context("reading the table's log"))?;
+        let table_schema = snapshot.schema();
+        // The columns delivered, and those the filter also needs.
+        let selected: Vec<String> = match &columns {
+            Some(c) => c.clone(),
+            None => table_schema.fields().map(|f| f.name().clone()).collect(),
+        };
+        let mut read = selected.clone();
+        if let Some(f) = &filter {
+            for c in f.columns() {
+                let top = if table_schema.field(c).is_some() {
+                    c
+                } else {
+                    c.split('.').next().unwrap_or(c)
+                };
+                if !read.iter().any(|r| r == top) {
+                    read.push(top.to_string());
+                }
+            }
+        }
+        let logical = table_schema.project(&read).map_err(|e| {
+            let names: Vec<_> = table_schema.fields().map(|f| f.name().clone()).collect();
+            Error::new(
+                ErrorKind::InvalidArgument,
+                format!("{e}; the table's columns are {names:?}"),
+            )
+            .with_path(url.as_str())
+        })?;
+        let mut sb = snapshot.scan_builder().with_schema(Arc::clone(&logical));
+        if let Some(f) = &filter {
+            sb = sb.with_predicate(Arc::new(predicate::to_kernel(f, &table_schema)));
+        }
+        let scan = sb.build().map_err(kernel)?;
+        let physical: SchemaRef = Arc::clone(scan.physical_schema());
+        let logical: SchemaRef = Arc::clone(scan.logical_schema());
+        let (read_schema, sources) = handler::read_columns(&physical).map_err(kernel)?;
+        let logical_arrow: ArrowSchema = logical.as_ref().try_into_arrow()?;
+        let keep: Vec<usize> = selected
+            .iter()
+            .map(|c| logical_arrow.index_of(c))
+            .collect::<std::result::Result<_, _>>()
+            .map_err(|e| Error::new(ErrorKind::InvalidArgument, e.to_string()))?;
+        let out: ArrowSchemaRef = Arc::new(logical_arrow.project(&keep)?);
+        // The filter on the files' columns: exact (rayquet's filter stage, late
+        // materialization) when every leaf is on one, else only for pruning, and then the
+        // transform filters the logical rows.
+        let pushed = filter
+            .as_ref()
+            .and_then(|f| physical_filter(f, &table_schema, &physical));
+        let exact = pushed.as_ref().is_some_and(|(_, exact)| *exact);
+        let context = Arc::new(Context {
+            root: url.clone(),
+            engine: engine_dyn,
+            physical,
+            logical,
+            sources,
+            filter: if exact { None } else { filter.clone() },
+            keep,
+            dv_files: Arc::new(dv::DvFiles::new(options.clone())),
+        });
+        let metadata = scan.scan_metadata(engine.as_ref()).map_err(kernel)?;
+        let files = metadata.flat_map(|m| -> Vec<delta_kernel::DeltaResult<ScanFile>> {
+            let push: delta_kernel::scan::state::ScanCallback<Vec<ScanFile>> =
+                |v: &mut Vec<ScanFile>, f: ScanFile| v.push(f);
+            match m.and_then(|m| m.visit_scan_files(Vec::new(), push)) {
+                Ok(files) => files.into_iter().map(Ok).collect(),
+                Err(e) => vec![Err(e)],
+            }
+        });
+        let ctx = Arc::clone(&context);
+        let tasks = files.map(move |f| match f {
+            Ok(f) => ctx.task(f),
+            Err(e) => Err(from_kernel_error(e)
+                .context("reading the table's log")
+                .with_path(ctx.root.as_str())),
+        });
+        let mut scan = Scan::from_tasks(read_schema, tasks)
+            .with_options(options)
+            .transformed_schema(out);
+        match pushed {
+            Some((p, true)) => scan = scan.filter(p),
+            Some((p, false)) => scan = scan.prune(p),
+            None => {}
+        }
+        Ok(scan)
+    }
+}
+
+/// The filter's leaves on columns Parquet files hold, in their physical names (leaves on
+/// partition columns, or on nested fields of a table with column mapping, become TRUE), and
+/// whether that is the whole filter (no leaf replaced): then it can be evaluated exactly on
+/// the files' columns. `None` when nothing is left.
+fn physical_filter(e: &Expr, table: &StructType, physical: &StructType) -> Option<(Expr, bool)> {
+    let exact = std::cell::Cell::new(true);
+    let walk_exact = |e: Expr| walk(e, table, physical, &exact);
+    fn walk(
+        e: Expr,
+        table: &StructType,
+        physical: &StructType,
+        exact: &std::cell::Cell<bool>,
+    ) -> Expr {
+        let rename = |c: &str| -> Option<String> {
+            let (top, rest) = match table.field(c) {
+                Some(_) => (c, None),
+                None => match c.split_once('.') {
+                    Some((t, r)) => (t, Some(r)),
+                    None => (c, None),
+                },
+            };
+            let f = table.field(top)?;
+            let phys = f
+                .get_config_value(
+                    &delta_kernel::schema::ColumnMetadataKey::ColumnMappingPhysicalName,
+                )
+                .map(|v| match v {
+                    delta_kernel::schema::MetadataValue::String(s) => s.clone(),
+                    other => other.to_string(),
+                });
+            let name = phys.clone().unwrap_or_else(|| top.to_string());
+            physical.field(&name)?;
+            match rest {
+                None => Some(name),
+                Some(_) if phys.is_some() => None,
+                Some(r) => Some(format!("{name}.{r}")),
+            }
+        };
+        let leaf = |column: &str, make: &dyn Fn(String) -> Expr| match rename(column) {
+            Some(n) => make(n),
+            None => {
+                exact.set(false);
+                Expr::Literal(true)
+            }
+        };
+        match e {
+            Expr::And(a, b) => {
+                walk(*a, table, physical, exact).and(walk(*b, table, physical, exact))
+            }
+            Expr::Or(a, b) => walk(*a, table, physical, exact).or(walk(*b, table, physical, exact)),
+            Expr::Not(_) => {
+                exact.set(false);
+                Expr::Literal(true)
+            }
+            Expr::Literal(b) => Expr::Literal(b),
+            Expr::Compare { column, op, value } => leaf(&column, &|c| Expr::Compare {
+                column: c,
+                op,
+                value: value.clone(),
+            }),
+            Expr::InList {
+                column,
+                values,
+                negated,
+            } => leaf(&column, &|c| Expr::InList {
+                column: c,
+                values: values.clone(),
+                negated,
+            }),
+            Expr::IsNull { column, negated } => {
+                leaf(&column, &|c| Expr::IsNull { column: c, negated })
+            }
+            Expr::Between {
+                column,
+                low,
+                high,
+                negated,
+            } => leaf(&column, &|c| Expr::Between {
+                column: c,
+                low: low.clone(),
+                high: high.clone(),
+                negated,
+            }),
+        }
+    }
+    let p = walk_exact(e.clone().negation_normal_form());
+    (p != Expr::Literal(true)).then(|| (p, exact.get()))
+}
+
+/// What turning the kernel's scan files into tasks needs.
+struct Context {
+    root: Url,
+    engine: Arc<dyn Engine>,
+    physical: SchemaRef,
+    logical: SchemaRef,
+    sources: Vec<ColumnSource>,
+    filter: Option<Expr>,
+    /// Columns of the logical batch that are delivered (the rest were read for the filter).
+    keep: Vec<usize>,
+    dv_files: Arc<dv::DvFiles>,
+}
+
+impl Context {
+    fn task(&self, f: ScanFile) -> Result<FileTask> {
+        let location = self.root.join(&f.path).map_err(|e| {
+            Error::new(
+                ErrorKind::InvalidArgument,
+                format!("bad file path {:?}: {e}", f.path),
+            )
+            .with_path(self.root.as_str())
+        })?;
+        let mut task = FileTask::new(location.to_string())
+            .size(f.size.max(0) as u64)
+            .columns(self.sources.clone());
+        if f.dv_info.has_vector() {
+            task = task.delete_loader(Arc::new(dv::DvLoader {
+                dv: f.dv_info.clone(),
+                root: self.root.clone(),
+                file: location.to_string(),
+                files: Arc::clone(&self.dv_files),
+                engine: Arc::clone(&self.engine),
+            }));
+        }
+        let engine = Arc::clone(&self.engine);
+        let (physical, logical) = (Arc::clone(&self.physical), Arc::clone(&self.logical));
+        let (transform, filter, keep) =
+            (f.transform.clone(), self.filter.clone(), self.keep.clone());
+        let fix = handler::fix_nulls();
+        Ok(task.transform(Arc::new(move |batch: RecordBatch| {
+            let batch = fix(batch)?;
+            let data: Box<dyn EngineData> = Box::new(ArrowEngineData::new(batch));
+            let logical = transform_to_logical(
+                engine.as_ref(),
+                data,
+                &physical,
+                &logical,
+                transform.clone(),
+            )
+            .and_then(|d| d.try_into_record_batch())
+            .map_err(|e| {
+                Error::new(
+                    ErrorKind::CorruptData,
+                    format!("applying the file's transform: {e}"),
+                )
+            })?;
+            let logical = match &filter {
+                Some(f) => {
+                    let keep_rows = f.evaluate(&logical)?;
+                    // A NULL result drops the row (prep_null_mask_filter needs a null buffer).
+                    let keep_rows = match keep_rows.null_count() {
+                        0 => keep_rows,
+                        _ => arrow::compute::prep_null_mask_filter(&keep_rows),
+                    };
+                    arrow::compute::filter_record_batch(&logical, &keep_rows)?
+                }
+                None => logical,
+            };
+            Ok(logical.project(&keep)?)
+        })))
+    }
+}

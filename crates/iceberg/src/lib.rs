@@ -1,0 +1,960 @@
+//! Iceberg tables read on every core by rayquet: a table, or `FileScanTask`s planned by
+//! iceberg-rust, through rayquet's pipeline. A layer on rayquet's public API.
+//!
+//! iceberg-rust plans the scan (`plan_files()`, on rayquet's IO runtime: manifests pruned by
+//! partition and column metrics, deletes attached by partition and sequence number), and its
+//! tasks stream into one rayquet scan as they come: each becomes a [`FileTask`] whose columns
+//! are found by field id (or the table's name mapping, for files written without ids),
+//! whose identity-partition columns are constants, whose position deletes are deleted rows
+//! and whose equality deletes are a hash-set row filter. Decoding runs on the rayon pool.
+//!
+//! ```no_run
+//! # fn main() -> rayquet::Result<()> {
+//! use rayquet::prelude::*;
+//! use rayquet_iceberg::{load_table, TableScan};
+//! let options = ScanOptions::new().store_option("aws_region", "eu-west-1");
+//! let table = load_table("s3://warehouse/db/events", &options)?; // or a metadata JSON file
+//! let reader = TableScan::new(table)
+//!     .with_options(options)                       // the same options as any rayquet scan
+//!     .columns(["id", "ts", "payload"])
+//!     .filter(col("ts").gt_eq("2024-01-01"))
+//!     .snapshot_id(42)                             // Iceberg's own: time travel
+//!     .build()?;
+//! for batch in reader {
+//!     let batch = batch?;
+//! }
+//! # Ok(()) }
+//! ```
+//!
+//! Output schema and field metadata are what iceberg-rust's `to_arrow()` gives: the table's
+//! schema as of the snapshot (`schema_to_arrow_schema`, with `PARQUET:field_id` metadata on
+//! every field, nested ones included), the selected columns in selection order, `_file` run-end
+//! encoded (non-null, id `i32::MAX - 1`), and `_pos` (which iceberg-rust does not support) a
+//! non-null `Int64` with id `i32::MAX - 2`: the row's position in its data file, counting
+//! every row, deleted ones included.
+//!
+//! # Semantics, and where rayquet departs from iceberg-rust 0.10.1
+//!
+//! Rows are those the Iceberg spec gives. Where iceberg-rust's `to_arrow()` departs from the
+//! spec (each case is pinned by `tests/iceberg_fixtures.rs` and checked against rayquet in
+//! `tests/iceberg.rs`), rayquet follows the spec:
+//!
+//! * **Identity-partition columns** come from the partition tuple, with the partition spec
+//!   the data file was written with (looked up in the table metadata by the file's spec id:
+//!   iceberg-rust's planner leaves `partition_spec` unset and reads the column from the file,
+//!   so files that lack it read NULL and filters on it find nothing).
+//! * **Nested fields added later** read NULL (or are cast when promoted) inside old files'
+//!   structs; iceberg-rust fails the scan.
+//! * **Name mapping** applies at every level (iceberg-rust maps top-level columns only, so
+//!   mapped structs read NULL). Files without field ids and without a table name mapping
+//!   resolve no column (spec rules 2-4: NULL, or the initial default); iceberg-rust (and Java)
+//!   assign ids by position instead.
+//! * **Filters on columns missing from a file** see the column's initial default (or the
+//!   partition value), not NULL; **filters on promoted columns** (`int` → `long`...) are left
+//!   out of the planner's predicate, whose metrics evaluator compares the old type's bounds
+//!   with the new type's literal and drops those files; rayquet prunes them itself, with the
+//!   statistics cast to the new type.
+//! * **Equality deletes** delete a row iff its key equals a delete row's key on every
+//!   equality column, a NULL delete value matching only NULL (a hash set of the keys,
+//!   O(rows + deletes)). iceberg-rust drops every row whose key has a NULL compared
+//!   with a non-null delete value (Kleene logic in a row filter).
+//! * **Case-insensitive** scans resolve selections, predicates and filters without regard to
+//!   case (iceberg-rust ignores the flag for selections and filters); output columns keep the
+//!   table's spelling.
+//! * **Filters** use SQL's three-valued logic, as rayquet's filters always do and as
+//!   iceberg-rust's reader does: a row whose filter is NULL is dropped, so `c != 5` and
+//!   `NOT starts_with(c, 'p')` drop rows where `c` is NULL. (Iceberg Java's row-level
+//!   `Evaluator` keeps them for `notEqual`/`notStartsWith`; the spec leaves row filtering to
+//!   the engine.) Filters may name columns that are not selected, and nested fields by dotted
+//!   path.
+//!
+//! Sequence numbers (which deletes apply to which data file) are the planner's, as are
+//! partition and metrics pruning of manifests and files. Each delete file is read once per
+//! scan, however many data files it applies to; a data file, delete file or manifest that is
+//! missing or cannot be read fails the scan with an error naming it (rows of a data file are
+//! never delivered without its deletes). Not supported: ORC/Avro data files, deletion vectors
+//! (format v3 Puffin), predicates with binary/fixed/uuid literals, initial defaults of nested
+//! fields (they read NULL).
+//!
+//! Metadata, manifests and delete files go through [`storage`], an object_store-backed
+//! FileIO configured like the data stores, when rayquet loads the table ([`load_table`]); a
+//! `Table` from another catalog keeps its own FileIO for them.
+
+mod deletes;
+pub mod predicate;
+pub mod storage;
+
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+
+use arrow::datatypes::{Field, Schema as ArrowSchema, SchemaRef};
+use futures::{StreamExt, TryStreamExt};
+use iceberg::io::FileIO;
+use iceberg::metadata_columns::{
+    file_field, RESERVED_COL_NAME_FILE, RESERVED_COL_NAME_POS, RESERVED_FIELD_ID_FILE,
+    RESERVED_FIELD_ID_POS,
+};
+use iceberg::scan::FileScanTask;
+use iceberg::spec::{
+    DataContentType, Literal, NameMapping as IcebergNameMapping, PartitionSpecRef, Schema,
+    Transform, Type,
+};
+use iceberg::table::{StaticTable, Table};
+use iceberg::TableIdent;
+
+use rayquet::expr::Expr;
+use rayquet::task::{ColumnSource, FileTask, NameMapping, FIELD_ID_KEY};
+use rayquet::{Error, ErrorKind, Result, Scan, ScanBuilder, ScanOptions, ScanReader};
+
+pub use iceberg::expr::Predicate;
+
+use deletes::{DeleteFiles, EqualityDeletes, TaskDeletes};
+
+/// An iceberg error as a rayquet one (kept as the source). Damaged metadata is
+/// `CorruptTable`, a missing object `NotFound`, unsupported features `Unsupported`.
+fn ice(e: iceberg::Error) -> Error {
+    use iceberg::ErrorKind as K;
+    let kind = match e.kind() {
+        K::DataInvalid => ErrorKind::CorruptTable,
+        K::FeatureUnsupported => ErrorKind::Unsupported,
+        K::PreconditionFailed => ErrorKind::InvalidArgument,
+        _ => ErrorKind::Io,
+    };
+    Error::new(kind, e.to_string()).with_source(e)
+}
+
+/// Load the table at `location`: a metadata JSON file (`.../metadata/00003-....metadata.json`,
+/// local path or URL), or a table directory, whose `metadata/version-hint.text` or newest
+/// `metadata/*.metadata.json` is read. `options`: the stores (store options, caller stores
+/// by URL root) and IO runtime used for metadata, manifests, delete and data files.
+pub fn load_table(location: &str, options: &ScanOptions) -> Result<Table> {
+    let loc = location.to_string();
+    let opts = options.clone();
+    options.wait(async move {
+        let metadata = metadata_file(&loc, &opts).await?;
+        let factory = storage::ObjectStoreStorageFactory::new(&opts);
+        let file_io = iceberg::io::FileIOBuilder::new(Arc::new(factory)).build();
+        let name = loc
+            .trim_end_matches('/')
+            .rsplit('/')
+            .next()
+            .unwrap_or("table");
+        let ident = TableIdent::from_strs(["rayquet", name]).map_err(ice)?;
+        let table = StaticTable::from_metadata_file(&metadata, ident, file_io)
+            .await
+            .map_err(|e| {
+                ice(e)
+                    .context("loading table metadata")
+                    .with_path(metadata.clone())
+            })?;
+        Ok(table.into_table())
+    })
+}
+
+/// The metadata file of a table location (see [`load_table`]).
+async fn metadata_file(location: &str, options: &ScanOptions) -> Result<String> {
+    if location.ends_with(".metadata.json") {
+        return Ok(location.to_string());
+    }
+    let root = location.trim_end_matches('/');
+    let dir = format!("{root}/metadata/");
+    let (store, prefix) = options.store_for(&dir)?;
+    use object_store::ObjectStoreExt;
+    // version-hint.text (Hadoop-style tables): the current version number.
+    let hint = prefix.clone().join("version-hint.text");
+    if let Ok(r) = store.get(&hint).await {
+        if let Ok(b) = r.bytes().await {
+            let v = String::from_utf8_lossy(&b).trim().to_string();
+            if !v.is_empty() {
+                let candidates = [format!("v{v}.metadata.json"), format!("{v}.metadata.json")];
+                for c in candidates {
+                    if store.head(&prefix.clone().join(c.as_str())).await.is_ok() {
+                        return Ok(format!("{dir}{c}"));
+                    }
+                }
+            }
+        }
+    }
+    let listed: Vec<object_store::ObjectMeta> = store
+        .list(Some(&prefix))
+        .try_collect()
+        .await
+        .map_err(|e| Error::from(e).context("listing").with_path(dir.clone()))?;
+    let version = |name: &str| -> Option<u64> {
+        let stem = name.strip_suffix(".metadata.json")?;
+        let digits: String = stem
+            .trim_start_matches('v')
+            .chars()
+            .take_while(|c| c.is_ascii_digit())
+            .collect();
+        digits.parse().ok()
+    };
+    listed
+        .iter()
+        .filter_map(|m| {
+            let name = m.location.filename()?;
+            version(name).map(|v| (v, name.to_string()))
+        })
+        .max()
+        .map(|(_, name)| format!("{dir}{name}"))
+        .ok_or_else(|| {
+            Error::new(
+                ErrorKind::NotFound,
+                "no metadata/*.metadata.json (or version-hint.text) under the table location",
+            )
+            .with_path(location)
+        })
+}
+
+/// A scan of an Iceberg table: a snapshot (or branch/tag), and every option of a rayquet scan
+/// ([`ScanBuilder`]: columns, filter, limit, batch size, budget, stores, runtime...). Ends in
+/// [`TableScan::build`] (or [`TableScan::to_scan`], the rayquet [`Scan`] of its tasks).
+///
+/// [`ScanBuilder::columns`] selects top-level columns, in order (a column may be named twice;
+/// `_file` and `_pos` are the metadata columns: the data file's path and the row's position in
+/// it, counting every row of the file, deleted ones included). [`ScanBuilder::filter`] names
+/// columns of the table (dotted paths into structs), selected or not; it is also handed to
+/// iceberg's planner to skip files.
+///
+/// Files come in the order iceberg's planner emits them, which varies from run to run (it
+/// reads manifests concurrently); within a file rows keep their order. A scan whose order
+/// matters should sort, or plan the tasks itself and use [`scan_tasks`].
+pub struct TableScan {
+    table: Table,
+    snapshot: Option<i64>,
+    reference: Option<String>,
+    predicate: Option<Predicate>,
+    case_sensitive: bool,
+    options: ScanOptions,
+}
+
+impl ScanBuilder for TableScan {
+    fn options_mut(&mut self) -> &mut ScanOptions {
+        &mut self.options
+    }
+}
+
+impl std::fmt::Debug for TableScan {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TableScan")
+            .field("table", self.table.identifier())
+            .field("snapshot", &self.snapshot)
+            .field("reference", &self.reference)
+            .field("options", &self.options)
+            .finish_non_exhaustive()
+    }
+}
+
+impl TableScan {
+    /// A scan of the table's current snapshot, all columns.
+    pub fn new(table: Table) -> Self {
+        TableScan {
+            table,
+            snapshot: None,
+            reference: None,
+            predicate: None,
+            case_sensitive: true,
+            options: ScanOptions::default(),
+        }
+    }
+
+    /// Read this snapshot (time travel), in the schema it was written with.
+    pub fn snapshot_id(mut self, id: i64) -> Self {
+        self.snapshot = Some(id);
+        self
+    }
+
+    /// Read the snapshot a branch or tag points to (takes precedence over
+    /// [`TableScan::snapshot_id`]).
+    pub fn reference(mut self, name: impl Into<String>) -> Self {
+        self.reference = Some(name.into());
+        self
+    }
+
+    /// Only rows where this iceberg predicate holds: used by iceberg's planner (manifests,
+    /// data files) and by rayquet (row groups, pages, bloom filters, then exactly per row,
+    /// with SQL's three-valued logic: see the module docs). Combined with
+    /// [`ScanBuilder::filter`] by AND.
+    pub fn predicate(mut self, predicate: Predicate) -> Self {
+        self.predicate = Some(predicate);
+        self
+    }
+
+    /// Match column names (selection, predicate, filter) case-sensitively (the default) or
+    /// not. Output columns are named as the table names them.
+    pub fn case_sensitive(mut self, yes: bool) -> Self {
+        self.case_sensitive = yes;
+        self
+    }
+
+    /// The snapshot to read (`None`: the table has none, so the scan is empty) and its schema.
+    fn snapshot(&self) -> Result<(Option<i64>, Arc<Schema>)> {
+        let md = self.table.metadata();
+        let snap = match (&self.reference, self.snapshot) {
+            (Some(r), _) => Some(md.snapshot_for_ref(r).ok_or_else(|| {
+                Error::new(
+                    ErrorKind::InvalidArgument,
+                    format!("the table has no branch or tag {r:?}"),
+                )
+            })?),
+            (None, Some(id)) => Some(md.snapshot_by_id(id).ok_or_else(|| {
+                Error::new(
+                    ErrorKind::InvalidArgument,
+                    format!("the table has no snapshot {id}"),
+                )
+            })?),
+            (None, None) => md.current_snapshot(),
+        };
+        match snap {
+            Some(s) => Ok((Some(s.snapshot_id()), s.schema(md).map_err(ice)?)),
+            None => Ok((None, Arc::clone(md.current_schema()))),
+        }
+    }
+
+    /// The field ids the scan projects, in order.
+    fn field_ids(&self, schema: &Schema) -> Result<Vec<i32>> {
+        let Some(cols) = self.options.get_columns() else {
+            return Ok(schema.as_struct().fields().iter().map(|f| f.id).collect());
+        };
+        cols.iter()
+            .map(|c| {
+                let (name, top) = resolve_column(schema, c, self.case_sensitive)?;
+                let top_name = match schema.as_struct().field_by_id(top) {
+                    Some(f) => f.name.as_str(),
+                    None => name.as_str(), // _file, _pos
+                };
+                if name != top_name {
+                    return Err(Error::new(
+                        ErrorKind::InvalidArgument,
+                        format!("{c:?} is a nested field: select top-level columns"),
+                    ));
+                }
+                Ok(top)
+            })
+            .collect()
+    }
+
+    /// The Arrow schema of the scan's batches.
+    pub fn output_schema(&self) -> Result<SchemaRef> {
+        let (_, schema) = self.snapshot()?;
+        output_schema(&schema, &self.field_ids(&schema)?)
+    }
+
+    /// Plan the scan (iceberg plans on the scan's IO runtime; its tasks stream in as they
+    /// come) and start reading.
+    pub fn build(self) -> Result<ScanReader> {
+        self.to_scan()?.build()
+    }
+
+    /// The rayquet scan of this table scan's tasks, with its options: iceberg plans it on the
+    /// scan's IO runtime and its tasks stream in as they come.
+    pub fn to_scan(mut self) -> Result<Scan> {
+        let (snapshot, schema) = self.snapshot()?;
+        let ids = self.field_ids(&schema)?;
+        let mut options = std::mem::take(&mut self.options);
+        options.take_columns();
+        let filter = options.take_filter();
+        let filter = match (&self.predicate, &filter) {
+            (Some(p), Some(f)) => Some(predicate::to_expr(p)?.and(f.clone())),
+            (Some(p), None) => Some(predicate::to_expr(p)?),
+            (None, Some(f)) => Some(f.clone()),
+            (None, None) => None,
+        };
+        // Column names as the table spells them (unknown names fail here).
+        let case_sensitive = self.case_sensitive;
+        let filter = filter
+            .map(|f| {
+                rename_columns(f, &mut |c| {
+                    resolve_column(&schema, &c, case_sensitive).map(|(n, _)| n)
+                })
+            })
+            .transpose()?;
+        let layout = Layout::new(&schema, ids, filter.as_ref())?;
+        // The planner only skips files: columns whose type was promoted are left out of its
+        // predicate (iceberg-rust 0.10.1 compares the old type's bounds with the new type's
+        // literal and wrongly skips those files).
+        let promoted = promoted_ids(&self.table, &schema);
+        let plan_predicate = filter
+            .as_ref()
+            .map(|f| predicate::to_predicate(f, &schema, &promoted));
+        let table = on_io_runtime(&self.table, &options)?;
+        let names: Vec<String> = layout
+            .out_ids()
+            .iter()
+            .map(|id| match *id {
+                RESERVED_FIELD_ID_FILE => RESERVED_COL_NAME_FILE.to_string(),
+                RESERVED_FIELD_ID_POS => RESERVED_COL_NAME_POS.to_string(),
+                id => schema.name_by_field_id(id).unwrap_or_default().to_string(),
+            })
+            .collect();
+        let (read, out) = (Arc::clone(&layout.read), Arc::clone(&layout.out));
+        let context = Context::new(Some(&table), table.file_io().clone(), layout);
+        let tasks = async move {
+            let Some(snapshot) = snapshot else {
+                return Ok::<_, Error>(futures::stream::empty().boxed());
+            };
+            let mut b = table
+                .scan()
+                .snapshot_id(snapshot)
+                .select(names)
+                .with_case_sensitive(case_sensitive);
+            if let Some(p) = plan_predicate {
+                b = b.with_filter(p);
+            }
+            let scan = b.build().map_err(ice)?;
+            let specs = spec_of_files(&table, snapshot).await?;
+            let context = Arc::new(context.with_spec_of(specs));
+            let stream = scan.plan_files().await.map_err(ice)?;
+            Ok(stream.map(move |t| context.task(t.map_err(ice)?)).boxed())
+        };
+        let stream = futures::stream::once(tasks).try_flatten();
+        let mut scan = Scan::from_task_stream(Arc::clone(&read), stream).with_options(options);
+        if read != out {
+            scan = scan.transformed_schema(out);
+        }
+        for (k, v) in storage::store_options(self.table.file_io().config().props()) {
+            scan = scan.store_option(k, v);
+        }
+        if let Some(f) = filter {
+            scan = scan.filter(f);
+        }
+        Ok(scan)
+    }
+}
+
+/// `table` bound to the scan's IO runtime, so iceberg plans (and spawns) there, whatever
+/// runtime the caller's catalog used (a table whose runtime has stopped plans nothing).
+fn on_io_runtime(table: &Table, options: &ScanOptions) -> Result<Table> {
+    let io = options.get_io_runtime();
+    let runtime = {
+        let _guard = io.enter();
+        iceberg::Runtime::try_current().map_err(ice)?
+    };
+    let mut b = Table::builder()
+        .metadata(table.metadata_ref())
+        .identifier(table.identifier().clone())
+        .file_io(table.file_io().clone())
+        .runtime(runtime)
+        .readonly(true);
+    if let Some(loc) = table.metadata_location() {
+        b = b.metadata_location(loc);
+    }
+    b.build().map_err(ice)
+}
+
+/// Field ids of `schema` (at any depth) whose primitive type differs in another schema of the
+/// table: columns promoted by schema evolution (int → long, float → double, wider decimals).
+fn promoted_ids(table: &Table, schema: &Schema) -> HashSet<i32> {
+    let mut out = HashSet::new();
+    for other in table.metadata().schemas_iter() {
+        for (id, f) in schema.field_id_to_fields() {
+            if let Some(g) = other.field_by_id(*id) {
+                if let (Type::Primitive(a), Type::Primitive(b)) =
+                    (f.field_type.as_ref(), g.field_type.as_ref())
+                {
+                    if a != b {
+                        out.insert(*id);
+                    }
+                }
+            }
+        }
+    }
+    out
+}
+
+/// A column named in a selection or filter, as `schema` spells it (a top-level name or a
+/// dotted path through structs; `_file`, `_pos`), and the id of its top-level field.
+fn resolve_column(schema: &Schema, name: &str, case_sensitive: bool) -> Result<(String, i32)> {
+    let eq = |a: &str, b: &str| {
+        if case_sensitive {
+            a == b
+        } else {
+            a.eq_ignore_ascii_case(b) || a.to_lowercase() == b.to_lowercase()
+        }
+    };
+    if eq(name, RESERVED_COL_NAME_FILE) {
+        return Ok((RESERVED_COL_NAME_FILE.to_string(), RESERVED_FIELD_ID_FILE));
+    }
+    if eq(name, RESERVED_COL_NAME_POS) {
+        return Ok((RESERVED_COL_NAME_POS.to_string(), RESERVED_FIELD_ID_POS));
+    }
+    let top = schema.as_struct().fields();
+    if let Some(f) = top.iter().find(|f| f.name == name) {
+        return Ok((f.name.clone(), f.id));
+    }
+    let found = top.iter().filter(|f| eq(&f.name, name)).collect::<Vec<_>>();
+    if let [f] = found.as_slice() {
+        return Ok((f.name.clone(), f.id));
+    }
+    // A path into structs.
+    let first = name.split('.').next().unwrap_or_default();
+    let walk = || -> Option<(String, i32)> {
+        let root = top.iter().find(|f| eq(&f.name, first))?;
+        let mut path = root.name.clone();
+        let mut field = root;
+        for p in name.split('.').skip(1) {
+            let Type::Struct(st) = field.field_type.as_ref() else {
+                return None;
+            };
+            field = st.fields().iter().find(|f| eq(&f.name, p))?;
+            path.push('.');
+            path.push_str(&field.name);
+        }
+        Some((path, root.id))
+    };
+    if name.contains('.') {
+        if let Some(found) = walk() {
+            return Ok(found);
+        }
+    }
+    let names: Vec<_> = top.iter().map(|f| &f.name).collect();
+    Err(Error::new(
+        ErrorKind::InvalidArgument,
+        format!("no column {name:?}; columns are {names:?}"),
+    ))
+}
+
+/// `e` with every column name replaced by `f`'s answer.
+fn rename_columns(e: Expr, f: &mut dyn FnMut(String) -> Result<String>) -> Result<Expr> {
+    Ok(match e {
+        Expr::Compare { column, op, value } => Expr::Compare {
+            column: f(column)?,
+            op,
+            value,
+        },
+        Expr::InList {
+            column,
+            values,
+            negated,
+        } => Expr::InList {
+            column: f(column)?,
+            values,
+            negated,
+        },
+        Expr::IsNull { column, negated } => Expr::IsNull {
+            column: f(column)?,
+            negated,
+        },
+        Expr::Between {
+            column,
+            low,
+            high,
+            negated,
+        } => Expr::Between {
+            column: f(column)?,
+            low,
+            high,
+            negated,
+        },
+        Expr::And(a, b) => rename_columns(*a, f)?.and(rename_columns(*b, f)?),
+        Expr::Or(a, b) => rename_columns(*a, f)?.or(rename_columns(*b, f)?),
+        Expr::Not(a) => rename_columns(*a, f)?.negate(),
+        Expr::Literal(b) => Expr::Literal(b),
+    })
+}
+
+/// The columns a scan reads: the output's, then the top-level columns only its filter
+/// needs (dropped again by a transform once the filter ran).
+struct Layout {
+    /// Field ids read, in order: the output's, then the filter's.
+    read_ids: Vec<i32>,
+    /// How many of them are output columns.
+    n_out: usize,
+    read: SchemaRef,
+    out: SchemaRef,
+}
+
+impl Layout {
+    fn new(schema: &Schema, ids: Vec<i32>, filter: Option<&Expr>) -> Result<Layout> {
+        let out = output_schema(schema, &ids)?;
+        let n_out = ids.len();
+        let mut read_ids = ids;
+        if let Some(f) = filter {
+            for c in f.columns() {
+                if out.fields().iter().any(|o| o.name() == c) {
+                    continue;
+                }
+                let (_, top) = resolve_column(schema, c, true)?;
+                if !read_ids.contains(&top) {
+                    read_ids.push(top);
+                }
+            }
+        }
+        if read_ids.is_empty() {
+            // No column selected: read one to count rows (the output keeps none).
+            if let Some(f) = schema.as_struct().fields().first() {
+                read_ids.push(f.id);
+            }
+        }
+        let read = if read_ids.len() == n_out {
+            Arc::clone(&out)
+        } else {
+            output_schema(schema, &read_ids)?
+        };
+        Ok(Layout {
+            read_ids,
+            n_out,
+            read,
+            out,
+        })
+    }
+
+    fn out_ids(&self) -> &[i32] {
+        &self.read_ids[..self.n_out]
+    }
+
+    /// The transform from the read columns to the output's, when they differ.
+    fn projection(&self) -> Option<rayquet::task::BatchTransform> {
+        if self.read_ids.len() == self.n_out {
+            return None;
+        }
+        let (out, n) = (Arc::clone(&self.out), self.n_out);
+        Some(Arc::new(move |b: arrow::array::RecordBatch| {
+            let options =
+                arrow::array::RecordBatchOptions::new().with_row_count(Some(b.num_rows()));
+            arrow::array::RecordBatch::try_new_with_options(
+                Arc::clone(&out),
+                b.columns()[..n].to_vec(),
+                &options,
+            )
+            .map_err(|e| Error::new(ErrorKind::SchemaMismatch, e.to_string()))
+        }))
+    }
+}
+
+/// The Arrow schema of a scan projecting `ids` of `schema`, as iceberg's `to_arrow()` gives
+/// it.
+pub fn output_schema(schema: &Schema, ids: &[i32]) -> Result<SchemaRef> {
+    let arrow = iceberg::arrow::schema_to_arrow_schema(schema).map_err(ice)?;
+    let fields = ids
+        .iter()
+        .map(|id| match *id {
+            RESERVED_FIELD_ID_FILE => {
+                let f = file_field();
+                let ty =
+                    iceberg::arrow::datum_to_arrow_type_with_ree(&iceberg::spec::Datum::string(""));
+                Ok(Arc::new(
+                    Field::new(&f.name, ty, !f.required).with_metadata(HashMap::from([(
+                        FIELD_ID_KEY.to_string(),
+                        f.id.to_string(),
+                    )])),
+                ))
+            }
+            RESERVED_FIELD_ID_POS => Ok(Arc::new(
+                Field::new(
+                    RESERVED_COL_NAME_POS,
+                    arrow::datatypes::DataType::Int64,
+                    false,
+                )
+                .with_metadata(HashMap::from([(
+                    FIELD_ID_KEY.to_string(),
+                    RESERVED_FIELD_ID_POS.to_string(),
+                )])),
+            )),
+            id => arrow
+                .fields()
+                .iter()
+                .find(|f| f.metadata().get(FIELD_ID_KEY).and_then(|v| v.parse().ok()) == Some(id))
+                .cloned()
+                .ok_or_else(|| {
+                    Error::new(
+                        ErrorKind::InvalidArgument,
+                        format!("field id {id} is not a top-level field of the schema"),
+                    )
+                }),
+        })
+        .collect::<Result<Vec<_>>>()?;
+    Ok(Arc::new(ArrowSchema::new(fields)))
+}
+
+/// The partition spec id of every data file of `snapshot`, when the table has more than one
+/// spec (with one, every file has it).
+async fn spec_of_files(table: &Table, snapshot: i64) -> Result<Option<Arc<HashMap<String, i32>>>> {
+    let md = table.metadata();
+    if md.partition_specs_iter().len() <= 1 {
+        return Ok(None);
+    }
+    let snap = md
+        .snapshot_by_id(snapshot)
+        .ok_or_else(|| Error::new(ErrorKind::InvalidArgument, "no such snapshot"))?;
+    let list = table.manifest_list_reader(snap).load().await.map_err(ice)?;
+    let mut out = HashMap::new();
+    let manifests = list
+        .entries()
+        .iter()
+        .filter(|m| m.content == iceberg::spec::ManifestContentType::Data);
+    for m in manifests {
+        let manifest = m.load_manifest(table.file_io()).await.map_err(ice)?;
+        for e in manifest.entries() {
+            out.insert(e.file_path().to_string(), m.partition_spec_id);
+        }
+    }
+    Ok(Some(Arc::new(out)))
+}
+
+/// What turning `FileScanTask`s into rayquet tasks needs, shared by a scan's tasks.
+struct Context {
+    layout: Layout,
+    project: Option<rayquet::task::BatchTransform>,
+    specs: HashMap<i32, PartitionSpecRef>,
+    spec_of: Option<Arc<HashMap<String, i32>>>,
+    deletes: Arc<DeleteFiles>,
+    mappings: std::sync::Mutex<Option<(IcebergNameMapping, Arc<NameMapping>)>>,
+    /// The mapping of tables without one: it maps nothing.
+    no_mapping: Arc<NameMapping>,
+}
+
+impl Context {
+    fn new(table: Option<&Table>, file_io: FileIO, layout: Layout) -> Self {
+        let specs = table
+            .map(|t| {
+                t.metadata()
+                    .partition_specs_iter()
+                    .map(|s| (s.spec_id(), Arc::clone(s)))
+                    .collect()
+            })
+            .unwrap_or_default();
+        Context {
+            project: layout.projection(),
+            layout,
+            specs,
+            spec_of: None,
+            deletes: Arc::new(DeleteFiles::new(file_io)),
+            mappings: Default::default(),
+            no_mapping: Arc::default(),
+        }
+    }
+
+    fn with_spec_of(mut self, spec_of: Option<Arc<HashMap<String, i32>>>) -> Self {
+        self.spec_of = spec_of;
+        self
+    }
+
+    /// The partition spec of a task's data file.
+    fn spec(&self, t: &FileScanTask) -> Option<PartitionSpecRef> {
+        if let Some(s) = &t.partition_spec {
+            return Some(Arc::clone(s));
+        }
+        match &self.spec_of {
+            Some(map) => self.specs.get(map.get(&t.data_file_path)?).cloned(),
+            None if self.specs.len() == 1 => self.specs.values().next().cloned(),
+            None => None,
+        }
+    }
+
+    /// The name mapping as rayquet takes it (converted once per distinct mapping).
+    fn name_mapping(&self, m: &IcebergNameMapping) -> Arc<NameMapping> {
+        let mut cached = self.mappings.lock().expect("mapping lock");
+        if let Some((k, v)) = cached.as_ref() {
+            if k == m {
+                return Arc::clone(v);
+            }
+        }
+        let mut out = NameMapping::default();
+        fn walk(fields: &[Arc<iceberg::spec::MappedField>], out: &mut NameMapping) {
+            for f in fields {
+                if let Some(id) = f.field_id() {
+                    out.insert(id, f.names().iter().cloned());
+                }
+                walk(f.fields(), out);
+            }
+        }
+        let top: Vec<Arc<iceberg::spec::MappedField>> =
+            m.fields().iter().cloned().map(Arc::new).collect();
+        walk(&top, &mut out);
+        let out = Arc::new(out);
+        *cached = Some((m.clone(), Arc::clone(&out)));
+        out
+    }
+
+    /// One planned task as a rayquet task.
+    fn task(&self, t: FileScanTask) -> Result<FileTask> {
+        let path = t.data_file_path.clone();
+        if t.data_file_format != iceberg::spec::DataFileFormat::Parquet {
+            return Err(Error::new(
+                ErrorKind::InvalidArgument,
+                format!(
+                    "{:?} data files are not supported (Parquet only)",
+                    t.data_file_format
+                ),
+            )
+            .with_path(path));
+        }
+        let schema = t.schema();
+        // Identity-partition constants, by source field id.
+        let mut constants: HashMap<i32, Option<rayquet::expr::Value>> = HashMap::new();
+        if let (Some(spec), Some(partition)) = (self.spec(&t), &t.partition) {
+            if spec.fields().len() == partition.fields().len() {
+                for (pf, value) in spec.fields().iter().zip(partition.iter()) {
+                    if pf.transform != Transform::Identity {
+                        continue;
+                    }
+                    let Some(field) = schema.field_by_id(pf.source_id) else {
+                        continue;
+                    };
+                    let Type::Primitive(ty) = field.field_type.as_ref() else {
+                        continue;
+                    };
+                    match value {
+                        None => {
+                            constants.insert(pf.source_id, None);
+                        }
+                        Some(Literal::Primitive(p)) => {
+                            if let Some(v) = predicate::literal_value(p, ty) {
+                                constants.insert(pf.source_id, Some(v));
+                            }
+                        }
+                        Some(_) => {}
+                    }
+                }
+            }
+        }
+        if t.project_field_ids != self.layout.out_ids() {
+            return Err(Error::new(
+                ErrorKind::InvalidArgument,
+                format!(
+                    "the task projects the fields {:?}, the scan {:?}: every task of a scan \
+                     must project the same fields",
+                    t.project_field_ids,
+                    self.layout.out_ids()
+                ),
+            )
+            .with_path(path));
+        }
+        // How a field of the table is produced in this file: a partition constant, else the
+        // file's column by field id (or its initial default when the file lacks it).
+        let source = |id: i32| match id {
+            RESERVED_FIELD_ID_FILE => ColumnSource::FilePath,
+            RESERVED_FIELD_ID_POS => ColumnSource::RowIndex,
+            id => match constants.get(&id) {
+                Some(Some(v)) => ColumnSource::Constant(v.clone()),
+                Some(None) => ColumnSource::Null,
+                None => {
+                    let src = ColumnSource::field_id(id);
+                    let default = schema.field_by_id(id).and_then(|f| {
+                        let Type::Primitive(ty) = f.field_type.as_ref() else {
+                            return None;
+                        };
+                        match f.initial_default.as_ref()? {
+                            Literal::Primitive(p) => predicate::literal_value(p, ty),
+                            _ => None,
+                        }
+                    });
+                    match default {
+                        Some(d) => src.or_default(d),
+                        None => src,
+                    }
+                }
+            },
+        };
+        let columns: Vec<ColumnSource> =
+            self.layout.read_ids.iter().map(|&id| source(id)).collect();
+        let mut task = FileTask::new(path.clone())
+            .size(t.file_size_in_bytes)
+            .columns(columns)
+            .strict_field_ids(true);
+        // Files without field ids resolve columns through the table's name mapping only: with
+        // none, no column (the spec's rules 2-4; Java and iceberg-rust fall back to ids by
+        // position, which the spec does not have).
+        task = task.name_mapping(match &t.name_mapping {
+            Some(m) => self.name_mapping(m),
+            None => Arc::clone(&self.no_mapping),
+        });
+        if let Some(p) = &self.project {
+            task = task.transform(Arc::clone(p));
+        }
+        if t.start != 0 || t.length != t.file_size_in_bytes {
+            task = task.byte_range(t.start..t.start + t.length);
+        }
+        let positions: Vec<String> = t
+            .deletes
+            .iter()
+            .filter(|d| d.file_type == DataContentType::PositionDeletes)
+            .map(|d| d.file_path.clone())
+            .collect();
+        let equality: Vec<(String, Vec<i32>)> = t
+            .deletes
+            .iter()
+            .filter(|d| d.file_type == DataContentType::EqualityDeletes)
+            .map(|d| {
+                let ids = d.equality_ids.clone().unwrap_or_default();
+                (d.file_path.clone(), ids)
+            })
+            .collect();
+        let equality = if equality.is_empty() {
+            None
+        } else {
+            let eq = Arc::new(EqualityDeletes::new(equality, schema, &source)?);
+            task = task.row_filter(Arc::clone(&eq) as Arc<dyn rayquet::task::RowFilter>);
+            Some(eq)
+        };
+        if !positions.is_empty() || equality.is_some() {
+            task = task.delete_loader(Arc::new(TaskDeletes {
+                files: Arc::clone(&self.deletes),
+                data_file: path,
+                positions,
+                equality,
+            }));
+        }
+        Ok(task)
+    }
+}
+
+/// A scan of `FileScanTask`s the caller planned (an engine that plans and shards them
+/// itself, splits files by byte range...). Every task must project the same fields and
+/// carry the same predicate (as iceberg's planner makes them); the predicate filters rows
+/// exactly. `table` (when given) supplies the partition specs for identity-partition
+/// constants and the FileIO for delete files (otherwise the tasks' own `partition_spec` and
+/// an object_store FileIO from the environment). The output schema is the first task's; an
+/// empty list gives an error.
+///
+/// Tasks are pulled lazily, as the scan needs them, in their order (ordered scans deliver
+/// them in that order).
+pub fn scan_tasks<I>(tasks: I, table: Option<&Table>) -> Result<Scan>
+where
+    I: IntoIterator<Item = FileScanTask>,
+    I::IntoIter: Send + 'static,
+{
+    let mut tasks = tasks.into_iter().peekable();
+    let first = tasks
+        .peek()
+        .ok_or_else(|| Error::new(ErrorKind::InvalidArgument, "no tasks to scan"))?;
+    let schema = first.schema_ref();
+    let bound = first.predicate.clone();
+    let filter = bound
+        .as_ref()
+        .map(|p| predicate::bound_to_expr(p, &schema))
+        .transpose()?;
+    let layout = Layout::new(&schema, first.project_field_ids.clone(), filter.as_ref())?;
+    let (read, out) = (Arc::clone(&layout.read), Arc::clone(&layout.out));
+    let file_io = match table {
+        Some(t) => t.file_io().clone(),
+        None => storage::file_io(Vec::<(String, String)>::new()),
+    };
+    let context = Arc::new(Context::new(table, file_io, layout));
+    let mut scan = Scan::from_tasks(
+        Arc::clone(&read),
+        tasks.map(move |t| {
+            if t.predicate != bound {
+                return Err(Error::new(
+                    ErrorKind::InvalidArgument,
+                    "every task of a scan must carry the same predicate",
+                )
+                .with_path(t.data_file_path.clone()));
+            }
+            context.task(t)
+        }),
+    );
+    if read != out {
+        scan = scan.transformed_schema(out);
+    }
+    if let Some(t) = table {
+        for (k, v) in storage::store_options(t.file_io().config().props()) {
+            scan = scan.store_option(k, v);
+        }
+    }
+    if let Some(f) = filter {
+        scan = scan.filter(f);
+    }
+    Ok(scan)
+}

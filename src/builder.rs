@@ -1,0 +1,219 @@
+//! [`ScanBuilder`]: the one dialect of every rayquet scan builder. A builder (plain files,
+//! tasks, an Iceberg or Delta table, a DataFusion table) carries a [`ScanOptions`] and gets
+//! every method here from it, with the same names, meanings and defaults; `ScanOptions` itself
+//! is a `ScanBuilder`, so options can be built once and handed to any builder with
+//! [`ScanBuilder::with_options`].
+//!
+//! Invariant: a method here only records a value in the builder's `ScanOptions`; checking
+//! it (and failing) happens in the builder's `build()`.
+
+use std::sync::Arc;
+
+use object_store::ObjectStore;
+
+use crate::expr::Expr;
+use crate::options::ScanOptions;
+
+/// The options every scan builder shares: columns, filter, limit, batch size, ordering,
+/// memory budget, IO tuning, object stores and thread pools. Bring it into scope with
+/// `use rayquet::ScanBuilder` (or `use rayquet::prelude::*`).
+///
+/// ```no_run
+/// # fn main() -> rayquet::Result<()> {
+/// use rayquet::prelude::*;
+/// let reader = Scan::new("s3://bucket/lineitem/")?
+///     .columns(["l_orderkey", "l_extendedprice"])
+///     .filter(col("l_quantity").lt(5))
+///     .limit(1_000_000)
+///     .batch_size(8192)
+///     .store_option("aws_region", "us-east-1")
+///     .build()?;
+/// # drop(reader); Ok(()) }
+/// ```
+pub trait ScanBuilder: Sized {
+    /// The options this builder carries.
+    fn options_mut(&mut self) -> &mut ScanOptions;
+
+    /// Replace every option with `options` (built once, reused by many scans).
+    fn with_options(mut self, options: ScanOptions) -> Self {
+        *self.options_mut() = options;
+        self
+    }
+
+    /// Read only these columns, by name, in this order. A dotted path (`a.b`) selects a nested
+    /// field; a name that is itself a top-level column wins over a path. Unknown names fail
+    /// `build()`. Default: all columns.
+    fn columns<I, S>(mut self, columns: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.options_mut().columns = Some(columns.into_iter().map(Into::into).collect());
+        self
+    }
+
+    /// Deliver only the rows for which `filter` is true (null counts as false), in order.
+    ///
+    /// Row groups whose statistics or bloom filters prove that no row matches are never
+    /// fetched; with a page index, neither are pages that cannot match. The filter's columns
+    /// are fetched and decoded first, and only the pages of the other columns that hold
+    /// matching rows are fetched after (late materialization). The filter's columns need not
+    /// be among [`ScanBuilder::columns`]. See [`crate::expr`] for the semantics.
+    fn filter(mut self, filter: Expr) -> Self {
+        let o = self.options_mut();
+        o.filter = Some(filter);
+        o.filter_exact = true;
+        self
+    }
+
+    /// Deliver at most this many rows; fetching stops once enough rows are planned.
+    fn limit(mut self, rows: usize) -> Self {
+        self.options_mut().limit = Some(rows);
+        self
+    }
+
+    /// Rows per batch (default 8192). A row group's last batch may be shorter.
+    fn batch_size(mut self, rows: usize) -> Self {
+        self.options_mut().batch_size = rows;
+        self
+    }
+
+    /// Deliver batches in file (task), row group and row order (`true`, the default) or as
+    /// soon as each is ready (`false`).
+    fn ordered(mut self, ordered: bool) -> Self {
+        self.options_mut().ordered = ordered;
+        self
+    }
+
+    /// Bytes fetched or decoded but not yet delivered that the scan may hold (default 256 MiB).
+    /// A single row group larger than the budget is still read, alone.
+    fn memory_budget(mut self, bytes: usize) -> Self {
+        self.options_mut().memory_budget = bytes;
+        self
+    }
+
+    /// Decode string and binary columns to Arrow's view types, `Utf8View` and `BinaryView`
+    /// (default `false`: the file's own Arrow schema hint, else `Utf8` / `Binary`). Views skip
+    /// copying each value into one contiguous buffer. For task scans the output schema
+    /// decides, so only a `Utf8View` output field avoids the cast.
+    fn string_views(mut self, yes: bool) -> Self {
+        self.options_mut().string_views = yes;
+        self
+    }
+
+    /// An object-store configuration option for the stores the scan builds from URLs, such as
+    /// `aws_endpoint`, `aws_allow_http`, `aws_region`, `google_service_account` or
+    /// `azure_storage_account_name` (the keys of object_store's `AmazonS3ConfigKey`,
+    /// `GoogleConfigKey`, `AzureConfigKey`). Options override the environment.
+    fn store_option(mut self, key: impl Into<String>, value: impl Into<String>) -> Self {
+        self.options_mut()
+            .store_options
+            .push((key.into(), value.into()));
+        self
+    }
+
+    /// Use `store` for every URL under `url_root` (`scheme://authority`, e.g. `s3://bucket`,
+    /// or `file://` for local paths), instead of a store built from the environment and the
+    /// store options.
+    fn object_store(mut self, url_root: impl Into<String>, store: Arc<dyn ObjectStore>) -> Self {
+        self.options_mut().stores.push((url_root.into(), store));
+        self
+    }
+
+    /// How requests to the S3, GCS and Azure stores the scan builds are retried after transient
+    /// failures (5xx, throttling, connection errors, timeouts): object_store's `RetryConfig`
+    /// (default: 10 retries within 3 minutes, exponential backoff from 100 ms). A permanent
+    /// failure (not found, access denied) is never retried. Retries are counted in
+    /// [`crate::MetricsSnapshot::retries`].
+    #[cfg(feature = "cloud")]
+    fn retry(mut self, config: object_store::RetryConfig) -> Self {
+        self.options_mut().retry = Some(config);
+        self
+    }
+
+    /// HTTP client options of the cloud stores the scan builds: request and connect timeouts,
+    /// proxies, HTTP/2... (object_store's `ClientOptions`).
+    #[cfg(feature = "cloud")]
+    fn client_options(mut self, options: object_store::ClientOptions) -> Self {
+        self.options_mut().client_options = Some(options);
+        self
+    }
+
+    /// Run IO on this tokio runtime instead of the shared one the library owns. It must be a
+    /// multi-thread runtime: the scan's tasks run on it while the caller blocks in `next()`.
+    fn io_runtime(mut self, handle: tokio::runtime::Handle) -> Self {
+        self.options_mut().io = Some(handle);
+        self
+    }
+
+    /// Decode on this rayon pool instead of the shared one the library owns.
+    fn decode_pool(mut self, pool: Arc<rayon::ThreadPool>) -> Self {
+        self.options_mut().pool = Some(pool);
+        self
+    }
+
+    /// GET requests the scan may have in flight at once (default 48).
+    fn max_requests_in_flight(mut self, n: usize) -> Self {
+        self.options_mut().requests_in_flight = n;
+        self
+    }
+
+    /// Bytes of the suffix read that fetches a footer. Files no larger than this are fetched
+    /// whole in one request and their data is served from those bytes. Default: 512 KiB, and
+    /// files of known size up to 2 MiB read whole; with a projection, filter or row selection,
+    /// 64 KiB (metadata and page index: most data will be skipped).
+    fn footer_size_hint(mut self, bytes: usize) -> Self {
+        self.options_mut().footer_size_hint = Some(bytes);
+        self
+    }
+
+    /// Largest gap between two byte ranges that are fetched as one request (default 64 KiB:
+    /// parallel requests cost little, bytes of unread columns cost bandwidth).
+    fn coalesce_gap(mut self, bytes: usize) -> Self {
+        self.options_mut().coalesce_gap = bytes;
+        self
+    }
+
+    /// Size of the parallel requests a large byte range is split into (default 2 MiB).
+    fn request_size(mut self, bytes: usize) -> Self {
+        self.options_mut().request_size = bytes;
+        self
+    }
+
+    /// Footers loaded concurrently ahead of the file being scheduled (default 16; more while
+    /// the bytes they bring stay under a quarter of the memory budget).
+    fn footers_ahead(mut self, n: usize) -> Self {
+        self.options_mut().footers_ahead = n;
+        self
+    }
+
+    /// Decoded batches each row group may hold undelivered before its decode tasks park
+    /// (default 4); they are part of the row group's budget reservation.
+    fn decode_ahead(mut self, batches: usize) -> Self {
+        self.options_mut().decode_ahead = batches;
+        self
+    }
+
+    /// Uncompressed bytes of a row group's projection above which it is split by columns into
+    /// parts decoded in parallel (default 1 MiB).
+    fn split_bytes(mut self, bytes: usize) -> Self {
+        self.options_mut().split_bytes = bytes;
+        self
+    }
+
+    /// Largest IO window: compressed bytes being fetched at once (default 128 MiB). The window
+    /// starts at 16 MiB and doubles whenever decoders are found waiting on IO, so under
+    /// object-store latency it grows towards bandwidth x latency while a fast disk is not read
+    /// far ahead. The memory budget bounds it too.
+    fn prefetch_bytes(mut self, bytes: usize) -> Self {
+        self.options_mut().prefetch_bytes = bytes;
+        self
+    }
+}
+
+/// The options value is a builder of itself: the same methods build a `ScanOptions` to reuse.
+impl ScanBuilder for ScanOptions {
+    fn options_mut(&mut self) -> &mut ScanOptions {
+        self
+    }
+}

@@ -1,0 +1,44 @@
+//! Decode: everything that runs on the rayon pool once a slot's bytes are fetched.
+//!
+//! - [`stage`]: the filter stage of late materialization (decode the filter's columns,
+//!   evaluate exactly, return the rows to deliver).
+//! - [`part`]: a part's decoder ([`PartDecoder`](part::PartDecoder)), parquet's sync reader over
+//!   the fetched bytes, parking when the consumer is behind.
+//! - [`assemble`]: a slot's part batches joined and mapped to the output batch.
+//! - [`positions`]: the row-index column.
+//!
+//! Imports `plan` (what a file's slots share), `io::chunk`, `validate` and `flow`; never the
+//! driver or the reader. Invariant: a rayon task never blocks: it decodes at most its
+//! allowance ahead of the consumer and then parks and returns.
+
+pub(crate) mod assemble;
+pub(crate) mod part;
+pub(crate) mod positions;
+pub(crate) mod stage;
+
+use std::sync::{Arc, OnceLock};
+
+use arrow::datatypes::SchemaRef;
+
+use crate::flow::event::Outbox;
+use crate::flow::Flow;
+use crate::metrics::Metrics;
+
+/// What the decode tasks of one scan share.
+#[derive(Debug)]
+pub(crate) struct DecodeCtx {
+    pub pool: Arc<rayon::ThreadPool>,
+    pub outbox: Outbox,
+    pub flow: Arc<Flow>,
+    pub batch_size: usize,
+    /// The most uncompressed bytes one page may claim (`validate::page_limit`).
+    pub page_limit: u64,
+    /// The schema of delivered batches (after the tasks' transforms), once known.
+    pub output: OnceLock<SchemaRef>,
+}
+
+impl DecodeCtx {
+    pub fn metrics(&self) -> &Arc<Metrics> {
+        &self.flow.metrics
+    }
+}

@@ -1,0 +1,201 @@
+//! Decode: parquet's sync reader over fetched bytes, run on the rayon pool only.
+//!
+//! One [`PartDecoder`] per part of a slot. A decode task produces batches into the slot's
+//! [`Assembler`] until its part holds more undelivered bytes than its allowance and at least
+//! `decode_ahead` undelivered batches; then it parks in its [`PartCtl`] and returns, so a
+//! rayon thread never waits on the consumer. A panic inside parquet is caught and becomes an
+//! `Err` naming the file and row group.
+//!
+//! Invariants: per part, batches are produced in row order by one task at a time; the fetched
+//! bytes a part holds are counted as buffered until the part finishes or is dropped.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use arrow::array::RecordBatch;
+use parquet::arrow::arrow_reader::{
+    ParquetRecordBatchReader, ParquetRecordBatchReaderBuilder, RowSelection, RowSelectionPolicy,
+};
+use parquet::arrow::ProjectionMask;
+
+use crate::decode::assemble::Assembler;
+use crate::decode::DecodeCtx;
+use crate::error::{Error, Result};
+use crate::flow::event::Event;
+use crate::flow::held::Held;
+use crate::flow::part::PartCtl;
+use crate::io::chunk::SparseChunk;
+use crate::metrics::Metrics;
+use crate::plan::file::FileRun;
+use crate::plan::slots::PartPlan;
+
+/// Which rows a part reads: all, or a selection (read by selectors when only the selected
+/// pages were fetched).
+#[derive(Debug, Default, Clone)]
+pub(crate) struct PartRows {
+    pub selection: Option<RowSelection>,
+    pub page_level: bool,
+}
+
+/// The decoding state of one part, movable between rayon tasks.
+pub(crate) struct PartDecoder {
+    ctx: Arc<DecodeCtx>,
+    ctl: Arc<PartCtl>,
+    assembler: Arc<Assembler>,
+    slot: usize,
+    part: usize,
+    run: Arc<FileRun>,
+    row_group: usize,
+    leaves: Vec<usize>,
+    /// Uncompressed Parquet bytes of the part's column chunks, and Arrow bytes decoded so far.
+    uncompressed: u64,
+    decoded: u64,
+    /// The fetched bytes, until the reader is built from them.
+    chunk: Option<SparseChunk>,
+    rows: PartRows,
+    /// Keeps the slot's fetched bytes counted as buffered until every part has ended.
+    held: Option<Arc<Held>>,
+    reader: Option<ParquetRecordBatchReader>,
+}
+
+impl std::fmt::Debug for PartDecoder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PartDecoder")
+            .field("slot", &self.slot)
+            .field("part", &self.part)
+            .field("row_group", &self.row_group)
+            .field("file", &self.run.meta.file.name)
+            .finish()
+    }
+}
+
+impl PartDecoder {
+    /// A decoder for `part` of `slot` (`ids` = (slot, part)) of row group `row_group` of
+    /// `run`'s file, over the slot's fetched `chunk`, whose bytes stay counted as buffered
+    /// while `held` lives; its batches go to `assembler`.
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(
+        ctx: Arc<DecodeCtx>,
+        (ctl, assembler): (Arc<PartCtl>, Arc<Assembler>),
+        ids: (usize, usize),
+        (run, row_group): (Arc<FileRun>, usize),
+        plan: PartPlan,
+        (chunk, held): (SparseChunk, Arc<Held>),
+        rows: PartRows,
+    ) -> Self {
+        PartDecoder {
+            ctx,
+            ctl,
+            assembler,
+            slot: ids.0,
+            part: ids.1,
+            run,
+            row_group,
+            leaves: plan.leaves,
+            uncompressed: plan.uncompressed,
+            decoded: 0,
+            chunk: Some(chunk),
+            rows,
+            held: Some(held),
+            reader: None,
+        }
+    }
+
+    /// Run this decoder as a task on the decode pool.
+    pub fn spawn(self) {
+        let guard = self.ctx.metrics().task_started();
+        let pool = Arc::clone(&self.ctx.pool);
+        pool.spawn(move || {
+            let _guard = guard;
+            self.run();
+        });
+    }
+
+    fn error(&self, e: Error) {
+        self.ctx.outbox.send(Event::Error {
+            slot: self.slot,
+            error: e,
+        });
+    }
+
+    fn run(mut self) {
+        let _busy = self.ctx.flow.decoding.busy();
+        loop {
+            if self.ctx.outbox.cancelled() {
+                return;
+            }
+            let ctl = Arc::clone(&self.ctl);
+            let ctx = Arc::clone(&self.ctx);
+            self = match ctl.room_or_park(ctx.outbox.quit(), self, PartDecoder::spawn) {
+                Some(me) => me,
+                None => return,
+            };
+            let t = Instant::now();
+            let step = crate::panic::catch(|| self.next_batch());
+            Metrics::add_time(&self.ctx.metrics().decode_nanos, t.elapsed());
+            match step {
+                Ok(Ok(Some(batch))) => {
+                    if let Some(held) = &self.held {
+                        held.started();
+                    }
+                    let bytes = batch.get_array_memory_size() as u64;
+                    self.ctx.metrics().buffer(bytes);
+                    Metrics::add(&self.ctx.metrics().bytes_decoded, bytes);
+                    self.decoded += bytes;
+                    self.ctl.produced(bytes);
+                    self.assembler.push(self.part, batch, bytes);
+                }
+                Ok(Ok(None)) => {
+                    self.reader = None;
+                    let expansion = &self.ctx.flow.expansion;
+                    expansion.record(self.decoded, self.uncompressed);
+                    self.held = None;
+                    self.assembler.part_done(self.part);
+                    return;
+                }
+                Ok(Err(e)) => return self.error(e),
+                Err(msg) => {
+                    let e = crate::panic::panicked("the parquet decoder", msg)
+                        .with_path(&*self.run.meta.file.name)
+                        .with_row_group(self.row_group);
+                    return self.error(e);
+                }
+            }
+        }
+    }
+
+    fn next_batch(&mut self) -> Result<Option<RecordBatch>> {
+        let name = &*self.run.meta.file.name;
+        if self.reader.is_none() {
+            let chunk = self.chunk.take().unwrap_or_default();
+            let (meta, rg) = (&self.run.meta, self.row_group);
+            let (limit, batch) = (self.ctx.page_limit, self.ctx.batch_size);
+            let md = (meta.reader.metadata().as_ref(), name);
+            crate::validate::check_row_group(md, rg, &self.leaves, &chunk, (limit, batch))?;
+            let meta = &self.run.meta.reader;
+            let mask = ProjectionMask::leaves(meta.parquet_schema(), self.leaves.iter().copied());
+            let mut builder =
+                ParquetRecordBatchReaderBuilder::new_with_metadata(chunk, meta.clone())
+                    .with_projection(mask)
+                    .with_row_groups(vec![self.row_group])
+                    .with_batch_size(self.ctx.batch_size);
+            if let Some(sel) = self.rows.selection.take() {
+                builder = builder.with_row_selection(sel);
+                if self.rows.page_level {
+                    // Only the selected pages were fetched: selectors skip the others unread.
+                    builder = builder.with_row_selection_policy(RowSelectionPolicy::Selectors);
+                }
+            }
+            let reader = builder
+                .build()
+                .map_err(|e| Error::decoding(e, name, self.row_group))?;
+            self.reader = Some(reader);
+        }
+        let reader = self.reader.as_mut().expect("reader built above");
+        match reader.next() {
+            None => Ok(None),
+            Some(Ok(b)) => Ok(Some(b)),
+            Some(Err(e)) => Err(Error::decoding(e, name, self.row_group)),
+        }
+    }
+}

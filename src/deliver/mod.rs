@@ -1,0 +1,11 @@
+//! Deliver: the blocking iterators the caller pulls batches from ([`ScanReader`], and
+//! [`TaggedReader`] which also tells each batch's task), on the caller's thread.
+//!
+//! The last stage: it imports only `flow` (the events, the budget, part flow control) and the
+//! leaf modules, and is the only place that waits.
+
+pub(crate) mod reader;
+pub(crate) mod tagged;
+
+pub use reader::ScanReader;
+pub use tagged::TaggedReader;

@@ -1,0 +1,356 @@
+//! Deliver: the blocking iterator the caller pulls batches from.
+//!
+//! The pipeline sends [`Event`]s on one channel; this side keeps the batches of each slot in
+//! flight and hands them out in slot order, each slot's in batch order (or, unordered, from
+//! whichever slot has its next batch). Delivering a batch releases its memory and resumes the
+//! parked decoders it came from; finishing a slot returns its reservation to the budget.
+//!
+//! Invariants: ordered mode yields exactly the rows of parquet's reader (after the tasks'
+//! mappings), task by task and row group by row group; an error is yielded at its position
+//! (ordered) or at once (unordered), after which the iterator is fused and the pipeline
+//! cancelled; dropping the reader cancels. Waiting happens only here, on the caller's thread,
+//! never inside tokio or rayon.
+//!
+//! Imports only `flow` (events, budget, part control) and the leaf modules.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::Ordering::Relaxed;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use arrow::array::{RecordBatch, RecordBatchReader};
+use arrow::datatypes::SchemaRef;
+use arrow::error::ArrowError;
+use crossbeam_channel::{Receiver, RecvTimeoutError};
+
+use crate::deliver::tagged::TaggedReader;
+use crate::error::{Error, ErrorKind, Result};
+use crate::flow::event::{Event, Outbox, SlotInfo};
+use crate::flow::Flow;
+use crate::metrics::Metrics;
+use crate::options::ScanOptions;
+use crate::task::TaskInfo;
+
+/// A delivered batch and its task.
+pub(crate) type Item = (Arc<TaskInfo>, RecordBatch);
+
+#[derive(Debug, Default)]
+struct SlotBuf {
+    info: Option<SlotInfo>,
+    /// Batches that arrived, by number, with each part's decoded bytes.
+    batches: BTreeMap<usize, (RecordBatch, Vec<u64>)>,
+    /// The next batch number to deliver, and how many there are (once known).
+    next: usize,
+    total: Option<usize>,
+    error: Option<Error>,
+    /// Its decoders were told it is the slot being read (ordered mode).
+    promoted: bool,
+}
+
+/// A running scan: a blocking, `Send` iterator of Arrow record batches, and an arrow
+/// [`RecordBatchReader`].
+///
+/// Created by `build()` on any scan builder. Items are arrow's `Result<RecordBatch,
+/// ArrowError>`; a scan's error is carried whole (`ArrowError::ExternalError`) and
+/// `rayquet::Error::from(e)` (or `?` into a [`crate::Result`]) gives it back, with its kind,
+/// file and row group. Dropping the reader cancels the scan: no new requests are sent, work in
+/// flight is abandoned, and the shared pools stay usable. After an `Err` the iterator is fused
+/// (it returns `None`). [`ScanReader::tagged`] also tells which task each batch came from.
+///
+/// Async callers should iterate inside `tokio::task::spawn_blocking`, since `next()` blocks.
+///
+/// ```no_run
+/// # fn main() -> rayquet::Result<()> {
+/// use rayquet::prelude::*;
+/// let reader = Scan::new("/data/lineitem/")?.build()?;
+/// let metrics = reader.metrics();
+/// for batch in reader {
+///     let batch = batch?; // a rayquet::Error again: kind, file, row group, source
+///     println!("{} rows", batch.num_rows());
+/// }
+/// println!("{:?}", metrics.snapshot());
+/// # Ok(()) }
+/// ```
+pub struct ScanReader {
+    outbox: Outbox,
+    flow: Arc<Flow>,
+    rx: Receiver<Event>,
+    schema: SchemaRef,
+    task: Option<tokio::task::JoinHandle<()>>,
+    slots: BTreeMap<usize, SlotBuf>,
+    next_slot: usize,
+    finished_slots: usize,
+    end: Option<usize>,
+    remaining: Option<u64>,
+    ordered: bool,
+    done: bool,
+}
+
+impl std::fmt::Debug for ScanReader {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ScanReader")
+            .field("schema", &self.schema)
+            .field("metrics", &self.flow.metrics.snapshot())
+            .finish()
+    }
+}
+
+impl ScanReader {
+    /// A reader of the events of a pipeline (driven by `task`, sending through `outbox` to
+    /// `rx`, accounting in `flow`) of a scan with `opts`, delivering batches of `schema`.
+    pub(crate) fn new(
+        (outbox, rx): (Outbox, Receiver<Event>),
+        flow: Arc<Flow>,
+        opts: &ScanOptions,
+        schema: SchemaRef,
+        task: tokio::task::JoinHandle<()>,
+    ) -> Self {
+        ScanReader {
+            remaining: opts.limit.map(|l| l as u64),
+            ordered: opts.ordered,
+            outbox,
+            flow,
+            rx,
+            schema,
+            task: Some(task),
+            slots: BTreeMap::new(),
+            next_slot: 0,
+            finished_slots: 0,
+            end: None,
+            done: false,
+        }
+    }
+
+    /// The Arrow schema of every batch, known before the first batch.
+    pub fn schema(&self) -> SchemaRef {
+        Arc::clone(&self.schema)
+    }
+
+    /// The scan's live counters; they stay readable after the reader is dropped.
+    pub fn metrics(&self) -> Arc<Metrics> {
+        Arc::clone(&self.flow.metrics)
+    }
+
+    /// The same batches, telling which task each came from ([`TaggedReader::task`]): its
+    /// position in the scan's input (for plain scans, the file's position) and its tag.
+    pub fn tagged(self) -> TaggedReader {
+        TaggedReader::new(self)
+    }
+
+    /// Stop the pipeline: set the quit flag, abort the driver (and with it every fetch).
+    fn cancel(&mut self) {
+        self.done = true;
+        self.outbox.cancel();
+        if let Some(task) = self.task.take() {
+            task.abort();
+        }
+        // Parked decoders hold fetched bytes and an Arc to their own control: drop them now,
+        // including those of slots whose announcement is still in the channel. (A decoder that
+        // looks after `quit` was set does not park.)
+        let metrics = &self.flow.metrics;
+        let pending = self.rx.try_iter().filter_map(|ev| match ev {
+            Event::Slot { info, .. } => Some(info),
+            Event::Batch { bytes, .. } => {
+                metrics.release(bytes.iter().sum());
+                None
+            }
+            _ => None,
+        });
+        let buffered = std::mem::take(&mut self.slots)
+            .into_values()
+            .filter_map(|s| {
+                for (_, bytes) in s.batches.values() {
+                    metrics.release(bytes.iter().sum());
+                }
+                s.info
+            });
+        for info in buffered.chain(pending.collect::<Vec<_>>()) {
+            info.parts.iter().for_each(|ctl| ctl.abandon());
+        }
+    }
+
+    fn apply(&mut self, ev: Event) {
+        match ev {
+            Event::Slot { slot, info } => {
+                self.slots.entry(slot).or_default().info = Some(info);
+            }
+            Event::Batch {
+                slot,
+                seq,
+                batch,
+                bytes,
+            } => match self.slots.get_mut(&slot) {
+                Some(s) => {
+                    s.batches.insert(seq, (batch, bytes));
+                }
+                None => self.flow.metrics.release(bytes.iter().sum()),
+            },
+            Event::SlotDone { slot, batches } => {
+                self.slots.entry(slot).or_default().total = Some(batches);
+            }
+            Event::Error { slot, error } => {
+                let s = self.slots.entry(slot).or_default();
+                s.error.get_or_insert(error);
+            }
+            Event::End { slots } => self.end = Some(slots),
+        }
+    }
+
+    /// Try to produce the next item of slot `idx` without waiting. `Some(None)` means the slot
+    /// is finished.
+    fn take(&mut self, idx: usize) -> Option<Option<Result<Item>>> {
+        let s = self.slots.get_mut(&idx)?;
+        if let Some(e) = s.error.take() {
+            return Some(Some(Err(e)));
+        }
+        let info = s.info.as_ref()?;
+        if self.ordered && !s.promoted {
+            // The head slot decodes to its end without parking (see `PartCtl::promote`).
+            s.promoted = true;
+            info.parts.iter().for_each(|ctl| ctl.promote());
+        }
+        if let Some((batch, bytes)) = s.batches.remove(&s.next) {
+            s.next += 1;
+            for (ctl, b) in info.parts.iter().zip(&bytes) {
+                ctl.consumed(*b);
+            }
+            self.flow.metrics.release(bytes.iter().sum());
+            self.flow.budget.poke();
+            return Some(Some(Ok((Arc::clone(&info.task), batch))));
+        }
+        if s.total.is_some_and(|t| s.next >= t) {
+            return Some(None);
+        }
+        None
+    }
+
+    /// Release a finished slot's reservation.
+    fn finish_slot(&mut self, idx: usize) {
+        if let Some(s) = self.slots.remove(&idx) {
+            if let Some(info) = s.info {
+                self.flow.budget.release(info.reserve);
+            }
+        }
+        self.finished_slots += 1;
+    }
+
+    /// The next item if one is ready now; `Some(None)` at the end of the scan.
+    fn ready(&mut self) -> Option<Option<Result<Item>>> {
+        loop {
+            if self.end.is_some_and(|n| self.finished_slots >= n) && self.slots.is_empty() {
+                return Some(None);
+            }
+            let candidates: Vec<usize> = if self.ordered {
+                vec![self.next_slot]
+            } else {
+                self.slots.keys().copied().collect()
+            };
+            let mut progressed = false;
+            for idx in candidates {
+                match self.take(idx) {
+                    Some(Some(item)) => return Some(Some(item)),
+                    Some(None) => {
+                        self.finish_slot(idx);
+                        if self.ordered {
+                            self.next_slot += 1;
+                        }
+                        progressed = true;
+                    }
+                    None => {}
+                }
+            }
+            if !progressed {
+                return None;
+            }
+        }
+    }
+
+    fn stalled(&self) -> bool {
+        self.flow.metrics.tasks_running.load(Relaxed) == 0
+            && self.rx.is_empty()
+            && self.task.as_ref().is_none_or(|t| t.is_finished())
+    }
+
+    /// The next batch and its task.
+    pub(crate) fn next_item(&mut self) -> Option<Result<Item>> {
+        if self.done {
+            return None;
+        }
+        if self.remaining == Some(0) {
+            self.cancel();
+            return None;
+        }
+        let mut waited: Option<Instant> = None;
+        let item = loop {
+            if let Some(item) = self.ready() {
+                break item;
+            }
+            waited.get_or_insert_with(Instant::now);
+            match self.rx.recv_timeout(Duration::from_millis(250)) {
+                Ok(ev) => self.apply(ev),
+                Err(RecvTimeoutError::Timeout) => {
+                    if self.stalled() && self.ready().is_none() {
+                        break Some(Err(Error::new(
+                            ErrorKind::Io,
+                            "the scan stopped making progress (internal error)",
+                        )));
+                    }
+                }
+                Err(RecvTimeoutError::Disconnected) => {
+                    break Some(Err(Error::new(
+                        ErrorKind::Cancelled,
+                        "the scan's pipeline went away",
+                    )))
+                }
+            }
+        };
+        if let Some(t) = waited {
+            Metrics::add_time(&self.flow.metrics.wait_nanos, t.elapsed());
+        }
+        match item {
+            None => {
+                self.done = true;
+                None
+            }
+            Some(Err(e)) => {
+                self.cancel();
+                Some(Err(e))
+            }
+            Some(Ok((task, mut batch))) => {
+                if let Some(rem) = self.remaining.as_mut() {
+                    if (batch.num_rows() as u64) >= *rem {
+                        batch = batch.slice(0, *rem as usize);
+                    }
+                    *rem -= batch.num_rows() as u64;
+                }
+                Metrics::add(&self.flow.metrics.rows, batch.num_rows() as u64);
+                Metrics::add(&self.flow.metrics.batches, 1);
+                if self.remaining == Some(0) {
+                    self.cancel();
+                }
+                Some(Ok((task, batch)))
+            }
+        }
+    }
+}
+
+impl Iterator for ScanReader {
+    type Item = std::result::Result<RecordBatch, ArrowError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        self.next_item()
+            .map(|r| r.map(|(_, b)| b).map_err(ArrowError::from))
+    }
+}
+
+impl RecordBatchReader for ScanReader {
+    fn schema(&self) -> SchemaRef {
+        Arc::clone(&self.schema)
+    }
+}
+
+impl Drop for ScanReader {
+    fn drop(&mut self) {
+        self.cancel();
+    }
+}

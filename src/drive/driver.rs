@@ -1,0 +1,252 @@
+//! The driver: one async task per scan, on the IO runtime, that pulls the scan's tasks in
+//! order, opens their files ahead of need (`footers_ahead` at least, more while the bytes
+//! they bring stay under a quarter of the budget: [`Lookahead`]), plans each
+//! file's slots, admits them under the budget in delivery order and starts their fetches.
+//!
+//! Threads: this task and the tasks it spawns run on tokio and only wait on IO.
+//! Cancellation: dropping the reader sets `quit` and aborts this task, whose `JoinSet` aborts
+//! every fetch in flight; files being opened ahead are aborted by their guards.
+
+use std::panic::AssertUnwindSafe;
+use std::sync::Arc;
+
+use futures::{FutureExt, StreamExt};
+use tokio::task::JoinSet;
+
+use crate::drive::tasks::{AbortOnDrop, TaskStream};
+use crate::drive::{materialize, open, DriveCtx};
+use crate::error::{Error, ErrorKind, Result};
+use crate::flow::event::{Event, SlotInfo};
+use crate::flow::held::Held;
+use crate::flow::part::PartCtl;
+use crate::metrics::Metrics;
+use crate::options::ScanOptions;
+use crate::plan::file::{FileRun, Mode};
+use crate::plan::prune::Verdict;
+use crate::plan::slots::{self, SlotPlan};
+use crate::task::FileTask;
+
+/// Most files opened ahead of the one being planned (see [`Lookahead`]).
+pub(crate) const MAX_FILES_AHEAD: usize = 256;
+
+/// How many files are opened ahead of the one being planned: always `footers_ahead`, and
+/// more (up to [`MAX_FILES_AHEAD`]) while the bytes their footer reads bring (whole small
+/// files, or suffixes) stay under a quarter of the memory budget. Under object-store latency
+/// many small files are then in flight at once; a 100k-file scan still opens only what the
+/// bound allows. Bytes are reserved in KiB per file before it is opened and given back once
+/// its slots are admitted (their bytes then count in the budget).
+struct Lookahead {
+    permits: Arc<tokio::sync::Semaphore>,
+    /// Largest reservation of one file, so `footers_ahead` files always fit.
+    max_kib: u32,
+}
+
+impl Lookahead {
+    fn new(opts: &ScanOptions) -> Self {
+        let limit_kib = ((opts.memory_budget / 4) >> 10).clamp(1, u32::MAX as usize / 2);
+        let max_kib = (limit_kib / opts.footers_ahead.max(1)).max(1);
+        Lookahead {
+            permits: Arc::new(tokio::sync::Semaphore::new(limit_kib)),
+            max_kib: max_kib as u32,
+        }
+    }
+
+    /// Reserve what opening `task` brings into memory: its footer read (`plain`: a scan of
+    /// plain files).
+    async fn reserve(
+        &self,
+        opts: &ScanOptions,
+        plain: bool,
+        task: &FileTask,
+    ) -> tokio::sync::OwnedSemaphorePermit {
+        let (narrow, _) = open::footer_plan(opts, plain, task);
+        let bytes = opts.footer_read(task.size, narrow);
+        let kib = ((bytes >> 10) as u32).clamp(1, self.max_kib);
+        Arc::clone(&self.permits)
+            .acquire_many_owned(kib)
+            .await
+            .expect("lookahead semaphore never closed")
+    }
+}
+
+/// Fetched bytes waiting for the decoders (or two slots, if larger) above which no slot is
+/// admitted: enough to keep every decode thread fed, small enough not to touch fresh memory
+/// for bytes the decoders cannot reach yet.
+pub(crate) const DECODE_QUEUE_BYTES: u64 = 16 << 20;
+
+/// What a slot reserves from the budget: its compressed bytes plus `decode_ahead` batches of
+/// decoded data (estimated from the uncompressed size times the Arrow/Parquet expansion learnt
+/// so far). Decoding further ahead buys little once row groups are split across threads, and
+/// costs fresh memory.
+fn reservation(slot: &SlotPlan, opts: &ScanOptions, expansion: f64) -> u64 {
+    let decoded = slot.uncompressed().max(1) as f64 * expansion;
+    let ahead_rows = (opts.decode_ahead * opts.batch_size) as f64;
+    let ahead = decoded * (ahead_rows / slot.rows.max(1) as f64).min(1.0);
+    slot.compressed() + ahead as u64
+}
+
+/// Share the decoded bytes of a slot's reservation among its parts, by uncompressed size.
+fn allowances(slot: &SlotPlan, grant: u64) -> Vec<u64> {
+    let for_decoded = grant.saturating_sub(slot.compressed()) as f64;
+    let total = slot.uncompressed().max(1) as f64;
+    slot.parts
+        .iter()
+        .map(|p| (for_decoded * p.uncompressed as f64 / total) as u64)
+        .collect()
+}
+
+/// The driver task. `first`: the first task's file, already opened (plain scans learn their
+/// schema from it); `tasks`: the rest, numbered from `first_index`. Sends `End` after the
+/// last slot, or an `Error` at the position of a task that could not be opened.
+pub(crate) async fn run(
+    ctx: Arc<DriveCtx>,
+    first: Option<Arc<FileRun>>,
+    tasks: TaskStream,
+    first_index: u64,
+) {
+    let _guard = ctx.metrics().task_started();
+    let mut fetches = JoinSet::new();
+    let mut next_slot = 0usize;
+    let outcome = AssertUnwindSafe(drive(
+        &ctx,
+        first,
+        tasks,
+        first_index,
+        &mut fetches,
+        &mut next_slot,
+    ))
+    .catch_unwind()
+    .await;
+    let end = match outcome {
+        Ok(Ok(())) => Event::End { slots: next_slot },
+        Ok(Err(error)) => Event::Error {
+            slot: next_slot,
+            error,
+        },
+        Err(_) => Event::Error {
+            slot: next_slot,
+            error: Error::new(ErrorKind::Panic, "the scan's planner panicked"),
+        },
+    };
+    ctx.decode.outbox.send(end);
+    // Keep fetches alive until they have handed their bytes to the decode pool.
+    while fetches.join_next().await.is_some() {}
+}
+
+async fn drive(
+    ctx: &Arc<DriveCtx>,
+    first: Option<Arc<FileRun>>,
+    tasks: TaskStream,
+    first_index: u64,
+    fetches: &mut JoinSet<()>,
+    next_slot: &mut usize,
+) -> Result<()> {
+    let opts = &ctx.opts;
+    let threads = ctx.decode.pool.current_num_threads();
+    let flow = &ctx.decode.flow;
+    let plain = matches!(ctx.mode, Mode::Plain(_));
+    let limit = opts.limit.map(|l| l as u64);
+    let mut rows_planned = 0u64;
+    let sh = Arc::clone(ctx);
+    let ahead = Arc::new(Lookahead::new(opts));
+    let lookahead = Arc::clone(&ahead);
+    let opened = tasks.enumerate().map(move |(i, task)| {
+        let sh = Arc::clone(&sh);
+        let ahead = Arc::clone(&lookahead);
+        async move {
+            let task = task?;
+            // Wait for room: bytes of files opened ahead stay bounded.
+            let permit = ahead.reserve(&sh.opts, plain, &task).await;
+            let index = first_index + i as u64;
+            match AbortOnDrop(tokio::spawn(open::open(sh, index, task))).await {
+                Ok(r) => r.map(|run| (run, permit)),
+                Err(e) => Err(Error::new(
+                    ErrorKind::Panic,
+                    format!("opening a file failed: {e}"),
+                )),
+            }
+        }
+    });
+    let mut opened = opened.buffered(MAX_FILES_AHEAD.max(opts.footers_ahead));
+    let mut current = first.map(|run| (run, None));
+    loop {
+        if limit.is_some_and(|l| rows_planned >= l) {
+            return Ok(());
+        }
+        // The permit is held until the file's slots are admitted (their bytes then count
+        // in the budget).
+        let (run, _permit) = match current.take() {
+            Some(run) => run,
+            None => match opened.next().await {
+                None => return Ok(()),
+                Some(r) => {
+                    let (run, permit) = r?;
+                    (run, Some(permit))
+                }
+            },
+        };
+        let prune = &run.prune;
+        let meta = &run.meta;
+        let (slots, skipped) =
+            slots::plan_file(meta, &run.mapping.roots, prune, opts.split_bytes, threads)?;
+        let m = ctx.metrics();
+        Metrics::add(&m.row_groups_pruned, skipped.row_groups);
+        Metrics::add(&m.bloom_pruned, skipped.by_bloom);
+        Metrics::add(&m.pages_pruned, skipped.pages);
+        // Statistics excluded most row groups: the filter's column is clustered, so a kept row
+        // group most likely holds matches and late materialization would only add a round trip.
+        let none = prune
+            .verdicts
+            .iter()
+            .filter(|v| **v == Verdict::None)
+            .count();
+        let clustered = !prune.verdicts.is_empty() && none * 2 >= prune.verdicts.len();
+        for slot_plan in slots {
+            if limit.is_some_and(|l| rows_planned >= l) {
+                return Ok(());
+            }
+            let reserve = reservation(&slot_plan, opts, flow.expansion.ratio());
+            let fetch = slot_plan.compressed();
+            flow.budget.admit(reserve, fetch, &flow.metrics).await;
+            let slot = *next_slot;
+            let ctls: Vec<Arc<PartCtl>> = allowances(&slot_plan, reserve)
+                .into_iter()
+                .map(|a| Arc::new(PartCtl::new(a, opts.decode_ahead)))
+                .collect();
+            let info = SlotInfo {
+                parts: ctls.clone(),
+                reserve,
+                task: Arc::clone(&run.task),
+            };
+            ctx.decode.outbox.send(Event::Slot { slot, info });
+            Metrics::add(&m.row_groups, 1);
+            Metrics::add(&m.units, slot_plan.parts.len() as u64);
+            // A task's transform may drop rows (Delta's exact filter on logical columns): the
+            // limit then counts only delivered rows, and planning goes on until it is met.
+            if run.transform.is_none() {
+                rows_planned += slot_plan.known_rows();
+            }
+            let guard = m.task_started();
+            let held = Held::new(Arc::clone(flow), slot_plan.compressed());
+            let sh = Arc::clone(ctx);
+            let run = Arc::clone(&run);
+            fetches.spawn(async move {
+                let _guard = guard;
+                let rg = slot_plan.row_group;
+                let name = run.meta.file.name.clone();
+                let fetch =
+                    materialize::fetch_slot(&sh, run, clustered, slot_plan, ctls, held, slot);
+                let error = match AssertUnwindSafe(fetch).catch_unwind().await {
+                    Ok(Ok(())) => return,
+                    Ok(Err(e)) => e.with_row_group(rg),
+                    Err(_) => Error::new(ErrorKind::Panic, "fetch task panicked")
+                        .with_path(&*name)
+                        .with_row_group(rg),
+                };
+                sh.decode.outbox.send(Event::Error { slot, error });
+            });
+            *next_slot += 1;
+            while fetches.try_join_next().is_some() {}
+        }
+    }
+}

@@ -1,0 +1,311 @@
+//! Materialize: fetch one slot's bytes and start its decoders, on the IO runtime.
+//!
+//! A slot without a filter stage fetches its parts' byte ranges in one coalesced round. A
+//! slot with one (late materialization: the scan's exact filter, or the task's row filter)
+//! first fetches and decodes the columns those read, on the decode pool, to find the rows to
+//! deliver; then fetches only the pages of the other columns that hold such rows (or, when
+//! that cannot pay, everything in the first round).
+//!
+//! Invariants: bytes already fetched are never requested again; a slot that delivers no row
+//! ends with `SlotDone` after fetching only its filter columns; the decoders of a slot share
+//! one zero-copy chunk and one [`Held`] that keeps its bytes counted until they end.
+
+use std::sync::Arc;
+
+use std::sync::atomic::AtomicU64;
+use std::sync::atomic::Ordering::Relaxed;
+
+use crate::decode::assemble::Assembler;
+use crate::decode::part::{PartDecoder, PartRows};
+use crate::decode::positions::RowPositions;
+use crate::decode::stage;
+use crate::drive::DriveCtx;
+use crate::error::Result;
+use crate::flow::event::Event;
+use crate::flow::held::Held;
+use crate::flow::part::PartCtl;
+use crate::footer::FileMeta;
+use crate::io::chunk::SparseChunk;
+use crate::metrics::Metrics;
+use crate::plan::file::FileRun;
+use crate::plan::prune::Verdict;
+use crate::plan::selection::SelectedRows;
+use crate::plan::slots::{self, FilterStage, SlotPlan};
+
+/// Fetch one slot's bytes and start its decoders. One fetch per stage: the parts' ranges are
+/// coalesced together (so a gap between two parts' columns is never fetched twice) and every
+/// part decodes from the same zero-copy chunk.
+///
+/// With a filter stage (late materialization), the filter's columns are fetched first and
+/// decoded on the pool to find the matching rows; then only the pages of the projected
+/// columns that hold matching rows are fetched. A row group with no match delivers nothing.
+pub(crate) async fn fetch_slot(
+    sh: &Arc<DriveCtx>,
+    run: Arc<FileRun>,
+    clustered: bool,
+    plan: SlotPlan,
+    ctls: Vec<Arc<PartCtl>>,
+    mut held: Held,
+    slot: usize,
+) -> Result<()> {
+    let opts = &sh.opts;
+    let rg = plan.row_group;
+    let meta = Arc::clone(&run.meta);
+    let mut plan = plan;
+    // Decoded columns the filter stage hands over, by file root.
+    let mut stage_cols: Vec<(usize, arrow::array::ArrayRef)> = Vec::new();
+    let filter_stage = plan.filter.clone();
+    let (selection, page_level, chunk) = match &filter_stage {
+        Some(stage) => {
+            // Late materialization costs a round trip; it pays only when many pages of the
+            // other columns hold no match. Fetch everything at once when the page index (or
+            // the caller's selection) already narrowed the rows to a quarter, when statistics
+            // found the filter's column clustered, or when late materialization has not been
+            // saving bytes on this scan.
+            let narrowed = plan
+                .selection
+                .as_ref()
+                .is_some_and(|s| s.row_count() as u64 * 4 <= plan.rows);
+            let single = narrowed || clustered || !sh.late.worth_it();
+            let mut wanted = stage.ranges.clone();
+            if single {
+                wanted.extend(plan.parts.iter().flat_map(|p| p.ranges.iter().cloned()));
+            }
+            let first = fetch_ranges(sh, &meta, &wanted, plan.page_level, rg).await?;
+            held.fetched(first.bytes());
+            let (r, c, pre) = (Arc::clone(&run), first.clone(), plan.selection.clone());
+            let (page_level, batch, first_row) = (plan.page_level, opts.batch_size, plan.first_row);
+            let leaves = stage.leaves.clone();
+            // Output columns the stage decodes whole: kept from it, not decoded again.
+            let reused = reusable(&run, &stage.leaves);
+            let keep: Vec<usize> = reused.iter().map(|(_, k)| *k).collect();
+            let metrics = Arc::clone(sh.metrics());
+            let limit = sh.decode.page_limit;
+            let work = move || {
+                let t = std::time::Instant::now();
+                let md = (r.meta.reader.metadata().as_ref(), &*r.meta.file.name);
+                crate::validate::check_row_group(md, rg, &leaves, &c, (limit, batch))?;
+                let p = &r.prune;
+                let exact_filter = p.exact && p.verdicts.get(rg) == Some(&Verdict::Some);
+                let stage = stage::Stage {
+                    filter: p.filter.as_deref().filter(|_| exact_filter),
+                    row_filter: r.row_filter.as_ref(),
+                    leaves: &leaves,
+                };
+                let res = stage::filter_rows(
+                    &r.meta,
+                    rg,
+                    first_row,
+                    stage,
+                    pre.as_ref(),
+                    page_level,
+                    c,
+                    (batch, &keep),
+                );
+                Metrics::add_time(&metrics.decode_nanos, t.elapsed());
+                res
+            };
+            let out = sh
+                .on_pool((&meta.file.name, "filter evaluation"), work)
+                .await?;
+            let (exact, read) = (out.exact, out.read);
+            if exact.selects_any() {
+                stage_cols = reused
+                    .iter()
+                    .zip(out.kept)
+                    .filter_map(|((root, _), a)| Some((*root, a?)))
+                    .collect();
+                let taken = |root: usize| stage_cols.iter().any(|(x, _)| *x == root);
+                for part in plan.parts.iter_mut() {
+                    part.roots.retain(|&r| !taken(r));
+                    part.leaves.retain(|&l| !taken(root_of(&run, l)));
+                }
+            }
+            Metrics::add(&sh.metrics().rows_filtered, read - exact.row_count() as u64);
+            if !exact.selects_any() {
+                if !single {
+                    // Late materialization saved every other column's bytes.
+                    sh.late.record(late_bytes(&meta, &plan, stage)?, 0);
+                }
+                sh.decode.outbox.send(Event::SlotDone { slot, batches: 0 });
+                return Ok(());
+            }
+            // Pages the decoders must not touch: left out by the plan, or by this round.
+            let mut left_out = plan.page_level;
+            let chunk = if single {
+                first
+            } else {
+                let offsets = slots::has_offset_index(&meta, rg);
+                let mut ranges = Vec::new();
+                let mut after = 0;
+                let runs = offsets.then(|| SelectedRows::new(&exact));
+                for leaf in plan.parts.iter().flat_map(|p| &p.leaves) {
+                    let (r, skipped) =
+                        slots::chunk_ranges(&meta, rg, *leaf, runs.as_ref(), offsets)?;
+                    if !stage.leaves.contains(leaf) {
+                        Metrics::add(&sh.metrics().pages_pruned, skipped);
+                        after += r.iter().map(|r| r.end - r.start).sum::<u64>();
+                        left_out |= skipped > 0;
+                    }
+                    ranges.extend(r.into_iter().filter(|r| !first.covers(r)));
+                }
+                sh.late.record(late_bytes(&meta, &plan, stage)?, after);
+                let second = fetch_ranges(sh, &meta, &ranges, offsets, rg).await?;
+                held.fetched(second.bytes());
+                let mut chunk = first;
+                chunk.merge(&second);
+                chunk
+            };
+            let page_level = left_out;
+            // Every row matched: decode without a selection (cheaper than one long run).
+            let exact = (exact.skipped_row_count() > 0).then_some(exact);
+            (exact, page_level, chunk)
+        }
+        None => {
+            let ranges: Vec<_> = plan.parts.iter().flat_map(|p| p.ranges.clone()).collect();
+            let chunk = fetch_ranges(sh, &meta, &ranges, plan.page_level, rg).await?;
+            held.fetched(chunk.bytes());
+            (plan.selection.clone(), plan.page_level, chunk)
+        }
+    };
+    let held = Arc::new(held);
+    let positions = run
+        .mapping
+        .has_row_index()
+        .then(|| RowPositions::new(plan.first_row, plan.rows, selection.as_ref()));
+    let roots: Vec<Vec<usize>> = plan.parts.iter().map(|p| p.roots.clone()).collect();
+    let assembler = Arc::new(Assembler::new(
+        Arc::clone(&sh.decode),
+        Arc::clone(&run),
+        (slot, rg),
+        (&roots, stage_cols),
+        positions,
+    ));
+    let rows = PartRows {
+        selection,
+        page_level,
+    };
+    for (part, (part_plan, ctl)) in plan.parts.into_iter().zip(ctls).enumerate() {
+        PartDecoder::new(
+            Arc::clone(&sh.decode),
+            (ctl, Arc::clone(&assembler)),
+            (slot, part),
+            (Arc::clone(&run), rg),
+            part_plan,
+            (chunk.clone(), Arc::clone(&held)),
+            rows.clone(),
+        )
+        .spawn();
+    }
+    Ok(())
+}
+
+/// Bytes of the slot's non-filter columns under the page index's selection: what late
+/// materialization could have had to fetch.
+fn late_bytes(meta: &FileMeta, plan: &SlotPlan, stage: &FilterStage) -> Result<u64> {
+    let rg = plan.row_group;
+    let offsets = slots::has_offset_index(meta, rg);
+    let mut before = 0;
+    let runs = plan
+        .selection
+        .as_ref()
+        .filter(|_| offsets)
+        .map(SelectedRows::new);
+    for leaf in plan.parts.iter().flat_map(|p| &p.leaves) {
+        if !stage.leaves.contains(leaf) {
+            let (r, _) = slots::chunk_ranges(meta, rg, *leaf, runs.as_ref(), offsets)?;
+            before += r.iter().map(|r| r.end - r.start).sum::<u64>();
+        }
+    }
+    Ok(before)
+}
+
+/// Fetch `ranges` of `meta`'s file (serving what its footer read holds).
+async fn fetch_ranges(
+    sh: &DriveCtx,
+    meta: &FileMeta,
+    ranges: &[std::ops::Range<u64>],
+    page_level: bool,
+    rg: usize,
+) -> Result<SparseChunk> {
+    let gap = sh.opts.coalesce_gap as u64;
+    // Page-level plans skip data between pages: coalescing across large gaps would fetch it.
+    let gap = if page_level {
+        gap.min(PAGE_COALESCE_GAP)
+    } else {
+        gap
+    };
+    let request = sh.opts.request_size as u64;
+    let (chunk, _) = sh
+        .fetcher
+        .ranges(
+            (&meta.file, &format!("row group {rg}'s column chunks")),
+            meta.size,
+            ranges,
+            &meta.cached,
+            gap,
+            request,
+        )
+        .await?;
+    Ok(chunk)
+}
+
+/// Largest gap coalesced between the pages of a page-level fetch plan.
+const PAGE_COALESCE_GAP: u64 = 64 << 10;
+
+/// The file root of leaf `leaf`.
+fn root_of(run: &FileRun, leaf: usize) -> usize {
+    run.meta.reader.parquet_schema().get_column_root_idx(leaf)
+}
+
+/// The roots the mapping reads whose leaves are exactly the filter stage's leaves of that
+/// root (so the stage decodes them as the parts would), with their column in the stage's
+/// batches.
+fn reusable(run: &FileRun, stage_leaves: &[usize]) -> Vec<(usize, usize)> {
+    let mut stage_roots: Vec<usize> = stage_leaves.iter().map(|&l| root_of(run, l)).collect();
+    stage_roots.dedup();
+    run.mapping
+        .roots
+        .iter()
+        .filter_map(|(root, leaves)| {
+            let in_stage: Vec<usize> = stage_leaves
+                .iter()
+                .copied()
+                .filter(|&l| root_of(run, l) == *root)
+                .collect();
+            (in_stage == *leaves)
+                .then(|| {
+                    stage_roots
+                        .iter()
+                        .position(|r| r == root)
+                        .map(|k| (*root, k))
+                })
+                .flatten()
+        })
+        .collect()
+}
+
+/// Bytes of the non-filter columns' pages that late materialization could have fetched
+/// (`before`: under the page index's selection) and did fetch (`after`: pages holding
+/// matches), summed over the row groups that used it.
+#[derive(Debug, Default)]
+pub(crate) struct LateStats {
+    before: AtomicU64,
+    after: AtomicU64,
+    slots: AtomicU64,
+}
+
+impl LateStats {
+    pub fn record(&self, before: u64, after: u64) {
+        Metrics::add(&self.before, before);
+        Metrics::add(&self.after, after);
+        Metrics::add(&self.slots, 1);
+    }
+
+    /// Keep paying a round trip per row group for late materialization while it saves at
+    /// least a tenth of the bytes (judged after a few row groups).
+    pub fn worth_it(&self) -> bool {
+        let (b, a) = (self.before.load(Relaxed), self.after.load(Relaxed));
+        self.slots.load(Relaxed) < 4 || a * 10 < b * 9
+    }
+}

@@ -1,0 +1,121 @@
+//! Open: a task's file before its row groups are planned, on the IO runtime. The task's object
+//! is resolved to a store, its footer (and page index) fetched while its deleted rows load
+//! ([`crate::task::DeleteLoader`]); the CPU part runs on the decode pool
+//! ([`crate::plan::file::prepare`]); then the bloom filters that can still exclude row groups
+//! are fetched and checked.
+//!
+//! Invariant: every error names the task's file; a delete loader's error keeps the file it
+//! names (a deletion vector, a delete file).
+
+use std::sync::Arc;
+
+use crate::drive::DriveCtx;
+use crate::error::Result;
+use crate::footer;
+use crate::input::FileRef;
+use crate::metrics::Metrics;
+use crate::options::ScanOptions;
+use crate::plan::file::{prepare, Blooms, FileRun, Mode};
+use crate::plan::prune::{bloom, Verdict};
+use crate::task::{FileTask, LoadContext};
+
+/// How the footer of `task`'s file is read in a scan with `opts` (`plain`: a scan of plain
+/// files): (`narrow`: the scan reads only part of the file, so it wants the metadata and not
+/// the data near it; `want_index`: the page index can prune).
+pub(crate) fn footer_plan(opts: &ScanOptions, plain: bool, task: &FileTask) -> (bool, bool) {
+    let narrow = opts.filter.is_some()
+        || task.selection.is_some()
+        || task.range.is_some()
+        || task.row_groups.is_some()
+        || (plain && opts.columns.is_some());
+    let deletes_expected =
+        task.deletes.as_ref().is_some_and(|d| !d.is_empty()) || task.delete_loader.is_some();
+    let want_index = opts.filter.is_some()
+        || task.selection.is_some()
+        || task.row_filter.is_some()
+        || deletes_expected;
+    (narrow, want_index)
+}
+
+/// Open task number `index` of the scan.
+pub(crate) async fn open(ctx: Arc<DriveCtx>, index: u64, task: FileTask) -> Result<Arc<FileRun>> {
+    let _guard = ctx.metrics().task_started();
+    let opts = &ctx.opts;
+    let file = match &task.store {
+        Some((store, path)) => FileRef {
+            store: Arc::clone(store),
+            path: path.clone(),
+            size: task.size,
+            name: task.location.as_str().into(),
+        },
+        None => ctx
+            .stores
+            .lock()
+            .expect("stores lock")
+            .file(&task.location, task.size)?,
+    };
+    let name = file.name.clone();
+    let plain = matches!(ctx.mode, Mode::Plain(_));
+    let read = footer_plan(opts, plain, &task);
+    let footer = footer::fetch::load(&ctx.fetcher, &ctx.decode.pool, opts, file, read);
+    let loader = task.delete_loader.clone();
+    let load_ctx = LoadContext {
+        pool: Arc::clone(&ctx.decode.pool),
+    };
+    let loaded = async move {
+        match loader {
+            Some(l) => l.load(load_ctx).await.map(Some),
+            None => Ok(None),
+        }
+    };
+    let (meta, loaded) = futures::try_join!(footer, async {
+        loaded.await.map_err(|e| {
+            let path = e.path().unwrap_or(&name).to_string();
+            e.context("loading deleted rows").with_path(path)
+        })
+    })?;
+    let c = Arc::clone(&ctx);
+    let (mut run, blooms) = ctx
+        .on_pool((&name, "planning"), move || {
+            prepare((&c.opts, &c.mode, c.metrics()), index, task, meta, loaded)
+        })
+        .await?;
+    if !blooms.is_empty() {
+        check_blooms(&ctx, &mut run, blooms).await?;
+    }
+    Ok(Arc::new(run))
+}
+
+/// Fetch the bloom filters of the row groups statistics kept (one coalesced request) and
+/// exclude those a bloom filter rules out.
+async fn check_blooms(ctx: &DriveCtx, run: &mut FileRun, blooms: Blooms) -> Result<()> {
+    let opts = &ctx.opts;
+    let meta = Arc::clone(&run.meta);
+    let ranges: Vec<_> = blooms
+        .iter()
+        .flat_map(|(_, r)| r.iter().map(|x| x.1.clone()))
+        .collect();
+    let (chunk, fetched) = ctx
+        .fetcher
+        .ranges(
+            (&meta.file, "bloom filters"),
+            meta.size,
+            &ranges,
+            &meta.cached,
+            opts.coalesce_gap as u64,
+            opts.request_size as u64,
+        )
+        .await?;
+    Metrics::add(&ctx.metrics().metadata_bytes, fetched);
+    let filter = Arc::clone(run.prune.filter.as_ref().expect("blooms need a filter"));
+    let excluded = ctx
+        .on_pool((&meta.file.name, "bloom filter check"), move || {
+            Ok(bloom::excluded_row_groups(&filter, &chunk, blooms))
+        })
+        .await?;
+    for rg in excluded {
+        run.prune.verdicts[rg] = Verdict::None;
+        run.prune.by_bloom[rg] = true;
+    }
+    Ok(())
+}

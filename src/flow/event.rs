@@ -1,0 +1,82 @@
+//! The events the pipeline sends to the consumer, and the [`Outbox`] they go through.
+//!
+//! Invariant: every slot's story on the channel is `Slot`, then its `Batch`es (in any order),
+//! then `SlotDone` (or an `Error`); the driver's ends with `End` (or an `Error`). Once the
+//! consumer has cancelled (the quit flag), stages stop producing and what they send is
+//! dropped on the consumer's side.
+
+use std::sync::atomic::AtomicBool;
+use std::sync::atomic::Ordering::Relaxed;
+use std::sync::Arc;
+
+use arrow::array::RecordBatch;
+use crossbeam_channel::{Receiver, Sender};
+
+use crate::error::Error;
+use crate::flow::part::PartCtl;
+use crate::task::TaskInfo;
+
+/// What a slot needs on the delivery side, sent when the slot is admitted.
+#[derive(Debug)]
+pub(crate) struct SlotInfo {
+    pub parts: Vec<Arc<PartCtl>>,
+    pub reserve: u64,
+    pub task: Arc<TaskInfo>,
+}
+
+/// Messages from the pipeline to the reader.
+#[derive(Debug)]
+pub(crate) enum Event {
+    /// A slot was admitted; its batches follow.
+    Slot { slot: usize, info: SlotInfo },
+    /// Batch number `seq` of a slot (batches of one slot may arrive out of order), and the
+    /// decoded bytes it holds from each of the slot's parts.
+    Batch {
+        slot: usize,
+        seq: usize,
+        batch: RecordBatch,
+        bytes: Vec<u64>,
+    },
+    /// The slot has sent all its `batches`.
+    SlotDone { slot: usize, batches: usize },
+    /// The slot (or, for planning errors, the position) failed.
+    Error { slot: usize, error: Error },
+    /// No slot after `slots - 1` will be planned.
+    End { slots: usize },
+}
+
+/// The sending side of a scan's event channel, with the consumer's quit flag.
+#[derive(Debug, Clone)]
+pub(crate) struct Outbox {
+    tx: Sender<Event>,
+    quit: Arc<AtomicBool>,
+}
+
+impl Outbox {
+    /// A new channel: the outbox, and the consumer's receiver.
+    pub fn new() -> (Outbox, Receiver<Event>) {
+        let (tx, rx) = crossbeam_channel::unbounded();
+        let quit = Arc::new(AtomicBool::new(false));
+        (Outbox { tx, quit }, rx)
+    }
+
+    /// Send an event to the consumer (who may be gone: then nothing happens).
+    pub fn send(&self, ev: Event) {
+        let _ = self.tx.send(ev);
+    }
+
+    /// The quit flag: set once the consumer has cancelled the scan.
+    pub fn quit(&self) -> &AtomicBool {
+        &self.quit
+    }
+
+    /// Whether the consumer has cancelled the scan.
+    pub fn cancelled(&self) -> bool {
+        self.quit.load(Relaxed)
+    }
+
+    /// The consumer cancels the scan.
+    pub fn cancel(&self) {
+        self.quit.store(true, Relaxed);
+    }
+}

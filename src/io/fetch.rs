@@ -1,0 +1,178 @@
+//! Fetch: the IO side, run on the tokio runtime only. Byte ranges become GET requests:
+//! nearby ranges are coalesced (gaps up to `coalesce_gap`), large ones split into parallel
+//! requests of `request_size`, and every request waits for one of `requests_in_flight`
+//! permits.
+//!
+//! Nothing here decodes.
+
+use std::ops::Range;
+use std::sync::Arc;
+use std::time::Instant;
+
+use bytes::Bytes;
+use object_store::{GetOptions, GetRange, ObjectStore, ObjectStoreExt};
+use tokio::sync::Semaphore;
+
+use crate::error::{Error, Result};
+use crate::input::FileRef;
+use crate::io::chunk::SparseChunk;
+use crate::metrics::Metrics;
+
+/// Sends GET requests under a limit on requests in flight, counting them in the metrics.
+#[derive(Debug, Clone)]
+pub(crate) struct Fetcher {
+    pub permits: Arc<Semaphore>,
+    pub metrics: Arc<Metrics>,
+}
+
+impl Fetcher {
+    async fn timed<T>(
+        &self,
+        (file, what): (&FileRef, &str),
+        fut: impl std::future::Future<Output = object_store::Result<T>>,
+        len: impl Fn(&T) -> usize,
+    ) -> Result<T> {
+        let _permit = self
+            .permits
+            .acquire()
+            .await
+            .expect("semaphore never closed");
+        let t = Instant::now();
+        Metrics::add(&self.metrics.requests, 1);
+        let out = fut
+            .await
+            .map_err(|e| Error::from_store(e, &file.name).context(format_args!("reading {what}")));
+        Metrics::add_time(&self.metrics.io_nanos, t.elapsed());
+        if let Ok(v) = &out {
+            Metrics::add(&self.metrics.bytes_fetched, len(v) as u64);
+        }
+        out
+    }
+
+    /// GET `range` of `file` (`what` it holds, for errors).
+    pub async fn range(&self, file: &FileRef, range: Range<u64>, what: &str) -> Result<Bytes> {
+        let store: &Arc<dyn ObjectStore> = &file.store;
+        self.timed((file, what), store.get_range(&file.path, range), |b| {
+            b.len()
+        })
+        .await
+    }
+
+    /// GET the last `n` bytes of `file`; returns (file size, offset of the bytes, bytes).
+    pub async fn suffix(&self, file: &FileRef, n: u64) -> Result<(u64, u64, Bytes)> {
+        if let Some(size) = file.size {
+            let start = size.saturating_sub(n);
+            if size == 0 {
+                return Ok((0, 0, Bytes::new()));
+            }
+            let b = self.range(file, start..size, "the footer").await?;
+            return Ok((size, start, b));
+        }
+        let opts = GetOptions {
+            range: Some(GetRange::Suffix(n)),
+            ..Default::default()
+        };
+        let fut = async {
+            let r = file.store.get_opts(&file.path, opts).await?;
+            let (size, start) = (r.meta.size, r.range.start);
+            let b = r.bytes().await?;
+            Ok((size, start, b))
+        };
+        self.timed((file, "the footer"), fut, |(_, _, b)| b.len())
+            .await
+    }
+
+    /// Fetch `ranges` of `file` (`what` they hold, for errors) into a [`SparseChunk`],
+    /// serving what `cached` already covers. Also returns the bytes actually requested.
+    #[allow(clippy::too_many_arguments)]
+    pub async fn ranges(
+        &self,
+        (file, what): (&FileRef, &str),
+        size: u64,
+        ranges: &[Range<u64>],
+        cached: &SparseChunk,
+        gap: u64,
+        request_size: u64,
+    ) -> Result<(SparseChunk, u64)> {
+        let mut chunk = SparseChunk::new(size);
+        let mut todo = Vec::new();
+        for mut r in coalesce(ranges, gap) {
+            // The footer request may already hold the end of this range (or all of it).
+            if let Some((at, held)) = cached.tail_of(r.start, r.end) {
+                chunk.insert(at, held);
+                r.end = at;
+            }
+            if r.end > r.start {
+                todo.extend(split(r, request_size));
+            }
+        }
+        let got =
+            futures::future::try_join_all(todo.iter().map(|r| self.range(file, r.clone(), what)))
+                .await?;
+        let requested = todo.iter().map(|r| r.end - r.start).sum();
+        for (r, b) in todo.into_iter().zip(got) {
+            if b.len() as u64 != r.end - r.start {
+                return Err(Error::new(
+                    crate::error::ErrorKind::Io,
+                    format!(
+                        "short read: asked {}..{}, got {} bytes",
+                        r.start,
+                        r.end,
+                        b.len()
+                    ),
+                )
+                .with_path(&*file.name));
+            }
+            chunk.insert(r.start, b);
+        }
+        Ok((chunk, requested))
+    }
+}
+
+/// Merge ranges whose gap is at most `gap` bytes; the result is sorted and disjoint.
+pub(crate) fn coalesce(ranges: &[Range<u64>], gap: u64) -> Vec<Range<u64>> {
+    let mut sorted: Vec<Range<u64>> = ranges.iter().filter(|r| r.end > r.start).cloned().collect();
+    sorted.sort_by_key(|r| r.start);
+    let mut out: Vec<Range<u64>> = Vec::with_capacity(sorted.len());
+    for r in sorted {
+        match out.last_mut() {
+            Some(last) if r.start <= last.end.saturating_add(gap) => last.end = last.end.max(r.end),
+            _ => out.push(r),
+        }
+    }
+    out
+}
+
+/// Split a range into consecutive pieces of at most `size` bytes (the last may be smaller).
+pub(crate) fn split(r: Range<u64>, size: u64) -> impl Iterator<Item = Range<u64>> {
+    let size = size.max(1);
+    let n = (r.end - r.start).div_ceil(size);
+    (0..n).map(move |i| {
+        let start = r.start + i * size;
+        start..start.saturating_add(size).min(r.end)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn coalesce_merges_small_gaps_and_sorts() {
+        let r = coalesce(&[30..40, 0..10, 12..20, 100..110, 5..8, 50..50], 2);
+        assert_eq!(r, vec![0..20, 30..40, 100..110]);
+        assert_eq!(coalesce(&[0..10, 11..20], 0), vec![0..10, 11..20]);
+    }
+
+    #[test]
+    fn split_covers_range_exactly() {
+        let parts: Vec<_> = split(10..35, 10).collect();
+        assert_eq!(parts, vec![10..20, 20..30, 30..35]);
+        assert_eq!(split(0..10, 10).count(), 1);
+        let big = u64::MAX - 5;
+        assert_eq!(
+            split(big..big + 3, u64::MAX).collect::<Vec<_>>(),
+            vec![big..big + 3]
+        );
+    }
+}

@@ -1,0 +1,267 @@
+//! A task's file, opened: the CPU part of opening it, on the decode pool ([`prepare`]). The
+//! task's columns are mapped to the file ([`Mapping`]), the filter resolved through that
+//! mapping and judged against statistics and the page index, the task's row filter resolved,
+//! and the task's byte range, row groups, deletes and the caller's selection become per row
+//! group selections. The result is a [`FileRun`], shared by the file's slots. (The IO part,
+//! footer and deletes and bloom filters, is `drive::open`.)
+//!
+//! Invariants: a file whose schema cannot produce the scan's is an error naming it (plain
+//! files must match the first file's schema exactly); a deleted row is never selected.
+
+use std::sync::{Arc, OnceLock};
+
+use arrow::datatypes::{DataType, Field, FieldRef, Fields, Schema, SchemaRef};
+use roaring::RoaringTreemap;
+
+use crate::error::{Error, ErrorKind, Result};
+use crate::footer::FileMeta;
+use crate::metrics::Metrics;
+use crate::options::ScanOptions;
+use crate::plan::mapping::{Mapping, Rules};
+use crate::plan::project::{check_schema, project, projected_schema};
+use crate::plan::prune::{bloom, stats, FileFilter, Verdict};
+use crate::plan::selection::{deletes_by_row_group, excluded, split_selection};
+use crate::plan::slots::FilePrune;
+use crate::task::{BatchTransform, FileTask, RowFilter, TaskInfo};
+
+/// How a scan's output schema is known.
+#[derive(Debug)]
+pub(crate) enum Mode {
+    /// Plain files: the schema is the first file's (projected), and every other file must
+    /// match it exactly. Set when the first footer is read: (schema, first file's name).
+    Plain(OnceLock<(SchemaRef, Arc<str>)>),
+    /// Tasks: the caller's schema, which every task maps its file to.
+    Tasks(SchemaRef),
+}
+
+/// A task's row filter resolved against its file: the columns it reads, produced through a
+/// mapping prepared against the filter stage's decoded batch.
+#[derive(Debug)]
+pub(crate) struct RowFilterPlan {
+    pub filter: Arc<dyn RowFilter>,
+    pub mapping: Mapping,
+    /// For each root of `mapping`, its column in the filter stage's decoded batch.
+    pub columns: Vec<usize>,
+}
+
+/// A file being read: what its slots share.
+pub(crate) struct FileRun {
+    pub meta: Arc<FileMeta>,
+    /// The task's columns against this file, builds prepared.
+    pub mapping: Mapping,
+    /// The schema the mapping produces.
+    pub schema: SchemaRef,
+    pub task: Arc<TaskInfo>,
+    pub transform: Option<BatchTransform>,
+    pub row_filter: Option<RowFilterPlan>,
+    pub prune: FilePrune,
+}
+
+impl std::fmt::Debug for FileRun {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FileRun")
+            .field("file", &self.meta.file.name)
+            .field("task", &self.task)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Bloom filter byte ranges to check, per row group.
+pub(crate) type Blooms = Vec<(usize, bloom::BloomRanges)>;
+
+/// The CPU part of opening task number `index` of a scan with `opts` in `mode` (on the decode
+/// pool): `meta` is its file's footer, `loaded` the deleted rows its loader found. Returns the
+/// file's run and the bloom filters left to check.
+pub(crate) fn prepare(
+    (opts, mode, metrics): (&ScanOptions, &Mode, &Metrics),
+    index: u64,
+    mut task: FileTask,
+    meta: FileMeta,
+    loaded: Option<RoaringTreemap>,
+) -> Result<(FileRun, Blooms)> {
+    let name: &str = &meta.file.name;
+    let file_schema = Arc::clone(meta.reader.schema());
+    let rules = Rules {
+        name_mapping: task.name_mapping.clone(),
+        strict_ids: task.strict_ids,
+        positional_ids: task.positional_ids,
+    };
+    // The output columns, and what the filter's column names refer to.
+    let (mapping, schema, filter_mapping) = match mode {
+        Mode::Plain(first) => {
+            let proj = project(&meta, opts.columns.as_deref())?;
+            let (scan_schema, first_name) =
+                first.get_or_init(|| (proj.schema.clone(), name.into()));
+            check_schema(scan_schema, first_name, &proj, name)?;
+            let mut fields: Vec<FieldRef> = proj.schema.fields().iter().cloned().collect();
+            if let Some(ri) = &opts.row_index {
+                if proj.schema.field_with_name(ri).is_ok() {
+                    return Err(Error::new(
+                        ErrorKind::InvalidArgument,
+                        format!("the row index column {ri:?} has the name of a column of the file"),
+                    )
+                    .with_path(name));
+                }
+                fields.push(Arc::new(Field::new(ri, DataType::Int64, false)));
+            }
+            let schema = Arc::new(Schema::new_with_metadata(
+                fields,
+                proj.schema.metadata().clone(),
+            ));
+            let mapping = Mapping::identity(
+                schema.fields().clone(),
+                &proj.output,
+                proj.roots.clone(),
+                opts.row_index.is_some(),
+            );
+            // Filters may name any column of the file, projected or not.
+            let all: Vec<usize> = (0..file_schema.fields().len()).collect();
+            let whole = Mapping::identity(file_schema.fields().clone(), &all, Vec::new(), false);
+            (mapping, schema, Some(whole))
+        }
+        Mode::Tasks(schema) => {
+            let mut mapping = Mapping::resolve(
+                schema.fields(),
+                task.columns.as_deref(),
+                rules.clone(),
+                &file_schema,
+                name,
+            )?;
+            let decoded = projected_schema(&meta, &mapping.leaves())?;
+            let roots: Vec<usize> = mapping.roots.iter().map(|(r, _)| *r).collect();
+            mapping.prepare(&|r| decoded_root(&decoded, &roots, r), name)?;
+            (mapping, Arc::clone(schema), None)
+        }
+    };
+    let md = Arc::clone(meta.reader.metadata());
+    let n = md.num_row_groups();
+    let mut prune = FilePrune {
+        exact: opts.filter_exact,
+        row_filter: task.row_filter.is_some(),
+        ..Default::default()
+    };
+    let resolved = match &opts.filter {
+        Some(expr) => {
+            match FileFilter::resolve(expr, &meta, filter_mapping.as_ref().unwrap_or(&mapping)) {
+                Ok(f) => Some(f),
+                // A pruning hint (`Scan::prune`) this file cannot resolve (a column it cannot
+                // filter on, a literal of another type) prunes nothing: it is only a hint.
+                Err(_) if !opts.filter_exact => None,
+                Err(e) => return Err(e),
+            }
+        }
+        None => None,
+    };
+    if let Some(f) = resolved {
+        prune.verdicts = stats::row_groups(&f, &meta);
+        prune.by_bloom = vec![false; n];
+        prune.pages = (0..n)
+            .map(|rg| match prune.verdicts[rg] {
+                Verdict::Some => stats::pages(&f, &meta, rg),
+                _ => None,
+            })
+            .collect();
+        if prune.exact {
+            prune.stage_leaves = f.leaves.clone();
+        }
+        prune.filter = Some(Arc::new(f));
+    }
+    let row_filter = match task.row_filter.take() {
+        Some(rf) => Some(row_filter_plan(&meta, rf, rules, &mut prune)?),
+        None => None,
+    };
+    // Which row groups the task reads, and which rows of them.
+    prune.excluded = excluded(&md, &task, name)?;
+    let mut deletes = task.deletes.take();
+    if let Some(more) = loaded {
+        match &mut deletes {
+            Some(d) => *d |= more,
+            None => deletes = Some(more),
+        }
+    }
+    let mut selected = match task.selection.take() {
+        Some(sel) => split_selection(&md, sel, name)?,
+        None => vec![None; n],
+    };
+    if let Some(d) = deletes.as_ref().filter(|d| !d.is_empty()) {
+        let (kept, deleted) = deletes_by_row_group(&md, d, &prune.excluded);
+        Metrics::add(&metrics.rows_deleted, deleted);
+        for (s, k) in selected.iter_mut().zip(kept) {
+            *s = match (s.take(), k) {
+                (Some(a), Some(b)) => Some(a.intersection(&b)),
+                (a, b) => a.or(b),
+            };
+        }
+    }
+    prune.selected = selected;
+    let blooms: Blooms = match &prune.filter {
+        Some(f) => (0..n)
+            .filter(|&rg| prune.verdicts[rg] == Verdict::Some)
+            .filter(|&rg| !prune.excluded.get(rg).copied().unwrap_or(false))
+            .map(|rg| (rg, bloom::bloom_ranges(f, &meta, rg)))
+            .filter(|(_, r)| !r.is_empty())
+            .collect(),
+        None => Vec::new(),
+    };
+    let run = FileRun {
+        meta: Arc::new(meta),
+        mapping,
+        schema,
+        task: Arc::new(TaskInfo {
+            index,
+            tag: task.tag.take(),
+        }),
+        transform: task.transform.take(),
+        row_filter,
+        prune,
+    };
+    Ok((run, blooms))
+}
+
+/// The decoded field of file root `r` in a batch decoded for the roots `roots` (ascending).
+fn decoded_root(decoded: &Schema, roots: &[usize], r: usize) -> Option<FieldRef> {
+    let k = roots.iter().position(|x| *x == r)?;
+    decoded.fields().get(k).cloned()
+}
+
+/// Resolve a task's row filter: its columns through their own mapping, prepared against the
+/// filter stage's decoded batch (whose leaves it adds to the stage's).
+fn row_filter_plan(
+    meta: &FileMeta,
+    filter: Arc<dyn RowFilter>,
+    rules: Rules,
+    prune: &mut FilePrune,
+) -> Result<RowFilterPlan> {
+    let name: &str = &meta.file.name;
+    let (fields, sources): (Vec<FieldRef>, Vec<_>) = filter.columns().into_iter().unzip();
+    let fields: Fields = fields.into();
+    let mut mapping = Mapping::resolve(&fields, Some(&sources), rules, meta.reader.schema(), name)?;
+    let mut leaves = prune.stage_leaves.clone();
+    leaves.extend(mapping.leaves());
+    leaves.sort_unstable();
+    leaves.dedup();
+    let descr = meta.reader.parquet_schema();
+    let mut roots: Vec<usize> = leaves
+        .iter()
+        .map(|&l| descr.get_column_root_idx(l))
+        .collect();
+    roots.dedup();
+    let decoded = projected_schema(meta, &leaves)?;
+    mapping.prepare(&|r| decoded_root(&decoded, &roots, r), name)?;
+    let columns = mapping
+        .roots
+        .iter()
+        .map(|(r, _)| {
+            roots
+                .iter()
+                .position(|x| x == r)
+                .expect("stage reads the root")
+        })
+        .collect();
+    prune.stage_leaves = leaves;
+    Ok(RowFilterPlan {
+        filter,
+        mapping,
+        columns,
+    })
+}

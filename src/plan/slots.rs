@@ -1,0 +1,344 @@
+//! Slots: decide the units of work of one file and the byte ranges each needs.
+//!
+//! A *slot* is one row group of one file, the unit of ordering. A slot holds one or more
+//! *parts*: the column chunks one decode task reads. A row group whose projected columns are
+//! large is split by top-level column into several parts, decoded in parallel and joined again
+//! by the consumer, so one huge row group still keeps every decode thread busy.
+//!
+//! Invariants: every byte range a part will read lies inside its file (checked here, so a
+//! corrupt footer is an error and never an out-of-bounds request); parts of one slot select
+//! disjoint top-level columns whose union is the projection.
+
+use std::ops::Range;
+use std::sync::Arc;
+
+use parquet::arrow::arrow_reader::RowSelection;
+
+use crate::error::{Error, ErrorKind, Result};
+use crate::footer::FileMeta;
+use crate::plan::prune::{FileFilter, Verdict};
+use crate::plan::selection::SelectedRows;
+
+/// One part of a slot: the leaves one decode task reads, and the bytes it needs.
+#[derive(Debug, Clone)]
+pub(crate) struct PartPlan {
+    /// Top-level columns of this part, in file order.
+    pub roots: Vec<usize>,
+    pub leaves: Vec<usize>,
+    /// Column chunk byte ranges, in file order.
+    pub ranges: Vec<Range<u64>>,
+    pub compressed: u64,
+    pub uncompressed: u64,
+}
+
+/// The first stage of a filtered row group (late materialization): the filter's columns,
+/// fetched and decoded first to find the rows that match.
+#[derive(Debug, Clone)]
+pub(crate) struct FilterStage {
+    pub leaves: Vec<usize>,
+    pub ranges: Vec<Range<u64>>,
+    pub compressed: u64,
+}
+
+/// One row group of one file: the unit of ordering.
+#[derive(Debug, Clone)]
+pub(crate) struct SlotPlan {
+    pub row_group: usize,
+    pub rows: u64,
+    /// Position in its file of the row group's first row.
+    pub first_row: u64,
+    /// Rows to read (the caller's selection and the pages the filter may match), `None`:
+    /// all. Never empty: a row group with nothing to read is not planned.
+    pub selection: Option<RowSelection>,
+    /// Pages holding no selected row are left out of the fetch (with an offset index), so
+    /// decoders must read by selectors, which never touch them; otherwise every page is
+    /// fetched and parquet picks how to apply the selection (a bitmask when it is fragmented).
+    pub page_level: bool,
+    /// The filter still has to run on this row group (statistics could not decide).
+    pub filter: Option<FilterStage>,
+    pub parts: Vec<PartPlan>,
+}
+
+impl SlotPlan {
+    /// Bytes the slot fetches at most (its parts, and its filter stage).
+    pub fn compressed(&self) -> u64 {
+        self.parts.iter().map(|p| p.compressed).sum::<u64>()
+            + self.filter.as_ref().map_or(0, |f| f.compressed)
+    }
+
+    /// Rows this slot delivers, when known before decoding (no filter left to run).
+    pub fn known_rows(&self) -> u64 {
+        if self.filter.is_some() {
+            return 0;
+        }
+        self.selection
+            .as_ref()
+            .map_or(self.rows, |s| s.row_count() as u64)
+    }
+    /// Uncompressed bytes of the slot's column chunks.
+    pub fn uncompressed(&self) -> u64 {
+        self.parts.iter().map(|p| p.uncompressed).sum()
+    }
+}
+
+/// What pruning decided for one file, before planning: per row group, the filter's verdict
+/// from statistics and bloom filters, the rows the page index cannot exclude, the rows the
+/// caller selected and the task did not delete, and which row groups the task reads at all.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct FilePrune {
+    pub filter: Option<Arc<FileFilter>>,
+    /// The filter is exact (rows that do not match are not delivered); else it only prunes.
+    pub exact: bool,
+    /// Empty when there is no filter (every row group: `All`).
+    pub verdicts: Vec<Verdict>,
+    /// Row groups a bloom filter excluded (their verdict is `None`).
+    pub by_bloom: Vec<bool>,
+    /// Per row group: rows whose pages the filter may match (`None`: all, or no filter).
+    pub pages: Vec<Option<RowSelection>>,
+    /// Per row group: rows to read by the caller's selection and the task's deletes, exactly
+    /// as long as the row group (`None`: all).
+    pub selected: Vec<Option<RowSelection>>,
+    /// Per row group: outside the task's byte range or row groups (empty: none is).
+    pub excluded: Vec<bool>,
+    /// The task has a row filter: every row group read runs the filter stage.
+    pub row_filter: bool,
+    /// Leaves the filter stage decodes (the exact filter's and the row filter's).
+    pub stage_leaves: Vec<usize>,
+}
+
+/// Counts of what planning one file skipped.
+#[derive(Debug, Default, Clone, Copy)]
+pub(crate) struct Skipped {
+    pub row_groups: u64,
+    pub by_bloom: u64,
+    pub pages: u64,
+}
+
+/// The validated byte range of column chunk `leaf` of row group `rg`.
+fn chunk_range(meta: &FileMeta, rg: usize, leaf: usize) -> Result<Range<u64>> {
+    let md = meta.reader.metadata();
+    let rgm = md.row_group(rg);
+    let bad = |msg: String| {
+        Error::new(ErrorKind::CorruptFooter, msg)
+            .with_path(&*meta.file.name)
+            .with_row_group(rg)
+    };
+    if leaf >= rgm.num_columns() {
+        return Err(bad(format!("column {leaf} missing from the row group")));
+    }
+    let col = rgm.column(leaf);
+    let start = col
+        .dictionary_page_offset()
+        .unwrap_or(col.data_page_offset());
+    let len = col.compressed_size();
+    if start < 0 || len < 0 || (start as u64).saturating_add(len as u64) > meta.data_end {
+        return Err(bad(format!(
+            "column chunk {} at {start}+{len} lies outside the data of a {}-byte file",
+            col.column_path(),
+            meta.size
+        )));
+    }
+    Ok(start as u64..start as u64 + len as u64)
+}
+
+/// Whether row group `rg` has an offset index for every column, so reads can skip pages.
+pub(crate) fn has_offset_index(meta: &FileMeta, rg: usize) -> bool {
+    let md = meta.reader.metadata();
+    md.offset_index()
+        .and_then(|oi| oi.get(rg))
+        .is_some_and(|cols| cols.len() == md.row_group(rg).num_columns())
+}
+
+/// Byte ranges of column chunk `leaf` of row group `rg` that reading `selection`'s rows needs:
+/// with an offset index (`page_level`), the dictionary page and the data pages holding
+/// selected rows; else the whole chunk. Also returns how many data pages it leaves out.
+pub(crate) fn chunk_ranges(
+    meta: &FileMeta,
+    rg: usize,
+    leaf: usize,
+    selection: Option<&SelectedRows>,
+    page_level: bool,
+) -> Result<(Vec<Range<u64>>, u64)> {
+    let whole = chunk_range(meta, rg, leaf)?;
+    let (Some(sel), true) = (selection, page_level) else {
+        return Ok((vec![whole], 0));
+    };
+    let oi = &meta.reader.metadata().offset_index().expect("page_level")[rg][leaf];
+    let locations = oi.page_locations();
+    let inside = |r: &Range<u64>| r.start >= whole.start && r.end <= whole.end && r.end > r.start;
+    let pages: Vec<Range<u64>> = locations
+        .iter()
+        .map(|p| {
+            p.offset.max(0) as u64
+                ..(p.offset.max(0) as u64).saturating_add(p.compressed_page_size.max(0) as u64)
+        })
+        .collect();
+    if locations.is_empty() || !pages.iter().all(inside) {
+        // An offset index that does not fit its chunk is not trusted: read the whole chunk.
+        return Ok((vec![whole], 0));
+    }
+    let mut ranges = Vec::new();
+    let first = pages[0].start;
+    if first > whole.start {
+        ranges.push(whole.start..first); // dictionary page
+    }
+    let mut skipped = 0;
+    for (i, page) in pages.into_iter().enumerate() {
+        let from = locations[i].first_row_index.max(0) as usize;
+        let to = locations
+            .get(i + 1)
+            .map_or(usize::MAX, |p| p.first_row_index.max(0) as usize);
+        if sel.any_in(from..to) {
+            ranges.push(page);
+        } else {
+            skipped += 1;
+        }
+    }
+    Ok((ranges, skipped))
+}
+
+/// Plan the row groups of a file that pruning keeps: byte ranges per projected column chunk
+/// (or per page, under a selection with an offset index), the filter stage when the filter
+/// still has to run, and the split into parts when the row group's projection is larger than
+/// `split_bytes`.
+pub(crate) fn plan_file(
+    meta: &FileMeta,
+    roots: &[(usize, Vec<usize>)],
+    prune: &FilePrune,
+    split_bytes: usize,
+    threads: usize,
+) -> Result<(Vec<SlotPlan>, Skipped)> {
+    let md = meta.reader.metadata();
+    let name = &*meta.file.name;
+    let mut slots = Vec::with_capacity(md.num_row_groups());
+    let mut skipped = Skipped::default();
+    let mut first_row = 0u64;
+    for (rg_idx, rg) in md.row_groups().iter().enumerate() {
+        if rg.num_rows() < 0 {
+            return Err(Error::new(
+                ErrorKind::CorruptFooter,
+                format!("negative row count {}", rg.num_rows()),
+            )
+            .with_path(name)
+            .with_row_group(rg_idx));
+        }
+        let rows = rg.num_rows() as u64;
+        let row_group_start = first_row;
+        first_row += rows;
+        if prune.excluded.get(rg_idx).copied().unwrap_or(false) {
+            continue;
+        }
+        let verdict = prune.verdicts.get(rg_idx).copied().unwrap_or(Verdict::All);
+        let user = prune.selected.get(rg_idx).cloned().flatten();
+        let pages = match verdict {
+            Verdict::Some => prune.pages.get(rg_idx).cloned().flatten(),
+            _ => None,
+        };
+        let selection = match (user, pages) {
+            (Some(a), Some(b)) => Some(a.intersection(&b)),
+            (a, b) => a.or(b),
+        };
+        let empty = selection.as_ref().is_some_and(|s| !s.selects_any());
+        if verdict == Verdict::None || empty || (rows == 0 && prune.filter.is_some()) {
+            skipped.row_groups += 1;
+            if prune.by_bloom.get(rg_idx).copied().unwrap_or(false) {
+                skipped.by_bloom += 1;
+            }
+            continue;
+        }
+        // With an offset index, fetch only the pages holding selected rows; whether any page
+        // is actually left out decides how the decoders read (below).
+        let offsets = selection.is_some() && has_offset_index(meta, rg_idx);
+        let runs = selection
+            .as_ref()
+            .filter(|_| offsets)
+            .map(SelectedRows::new);
+        let mut left_out = false;
+        let fraction = selection
+            .as_ref()
+            .map_or(1.0, |s| s.row_count() as f64 / rows.max(1) as f64);
+        let stage = prune.row_filter || (prune.exact && verdict == Verdict::Some);
+        let filter = match stage {
+            true => {
+                let mut ranges = Vec::new();
+                for &leaf in &prune.stage_leaves {
+                    let (r, n) = chunk_ranges(meta, rg_idx, leaf, runs.as_ref(), offsets)?;
+                    ranges.extend(r);
+                    skipped.pages += n;
+                    left_out |= n > 0;
+                }
+                let compressed = ranges.iter().map(|r| r.end - r.start).sum();
+                Some(FilterStage {
+                    leaves: prune.stage_leaves.clone(),
+                    ranges,
+                    compressed,
+                })
+            }
+            false => None,
+        };
+        // Per root: (leaves, ranges, compressed, uncompressed)
+        let mut per_root = Vec::with_capacity(roots.len());
+        for (root, leaves) in roots {
+            let mut ranges = Vec::with_capacity(leaves.len());
+            let (mut comp, mut uncomp) = (0u64, 0u64);
+            for &leaf in leaves {
+                let (r, n) = chunk_ranges(meta, rg_idx, leaf, runs.as_ref(), offsets)?;
+                comp += r.iter().map(|r| r.end - r.start).sum::<u64>();
+                ranges.extend(r);
+                left_out |= n > 0;
+                // With a filter stage, the pages parts skip are known (and counted) only once
+                // the filter has run (`pipeline`).
+                if filter.is_none() {
+                    skipped.pages += n;
+                }
+                let col = rg.column(leaf);
+                uncomp += (col.uncompressed_size().max(0) as f64 * fraction) as u64;
+            }
+            per_root.push((*root, leaves.clone(), ranges, comp, uncomp));
+        }
+        let total_uncompressed: u64 = per_root.iter().map(|r| r.4).sum();
+        let n_parts = if total_uncompressed > split_bytes as u64 {
+            per_root.len().min(threads.max(1)).max(1)
+        } else {
+            1
+        };
+        // Greedy balance by uncompressed size: biggest root to the lightest part.
+        let mut order: Vec<usize> = (0..per_root.len()).collect();
+        order.sort_by_key(|&i| std::cmp::Reverse(per_root[i].4));
+        let mut assign = vec![0usize; per_root.len()];
+        let mut load = vec![0u64; n_parts];
+        for i in order {
+            let p = (0..n_parts).min_by_key(|&p| load[p]).unwrap_or(0);
+            assign[i] = p;
+            load[p] += per_root[i].4.max(1);
+        }
+        let mut parts: Vec<PartPlan> = (0..n_parts)
+            .map(|_| PartPlan {
+                roots: Vec::new(),
+                leaves: Vec::new(),
+                ranges: Vec::new(),
+                compressed: 0,
+                uncompressed: 0,
+            })
+            .collect();
+        for (i, (root, leaves, ranges, comp, uncomp)) in per_root.into_iter().enumerate() {
+            let p = &mut parts[assign[i]];
+            p.roots.push(root);
+            p.leaves.extend(leaves);
+            p.ranges.extend(ranges);
+            p.compressed += comp;
+            p.uncompressed += uncomp;
+        }
+        parts.retain(|p| !p.roots.is_empty() || n_parts == 1);
+        slots.push(SlotPlan {
+            row_group: rg_idx,
+            rows,
+            first_row: row_group_start,
+            selection,
+            page_level: offsets && left_out,
+            filter,
+            parts,
+        });
+    }
+    Ok((slots, skipped))
+}

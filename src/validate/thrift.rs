@@ -1,0 +1,364 @@
+//! A minimal Thrift compact-protocol walker: it checks the counts and lengths a file's
+//! metadata claims ([`file_metadata`], [`thrift_struct`]) and reads a page header's sizes
+//! ([`page_header`]) before parquet allocates from them.
+//!
+//! Invariant: it reads only the bytes given and allocates nothing proportional to a claimed
+//! size; every list, map and binary must fit in the bytes that remain, structs nest at most
+//! [`MAX_THRIFT_DEPTH`] deep, the schema at most [`MAX_SCHEMA_DEPTH`].
+
+/// Deepest nesting of Thrift structs, lists and maps accepted in metadata (parquet's own
+/// metadata nests about 6 deep).
+pub(crate) const MAX_THRIFT_DEPTH: usize = 32;
+/// Deepest schema accepted (groups inside groups): deeper schemas could overflow the stack of
+/// the recursive schema conversions in parquet and arrow.
+pub(crate) const MAX_SCHEMA_DEPTH: usize = 64;
+/// Thrift compact-protocol element types.
+mod ty {
+    pub const STOP: u8 = 0;
+    pub const TRUE: u8 = 1;
+    pub const FALSE: u8 = 2;
+    pub const BYTE: u8 = 3;
+    pub const I16: u8 = 4;
+    pub const I32: u8 = 5;
+    pub const I64: u8 = 6;
+    pub const DOUBLE: u8 = 7;
+    pub const BINARY: u8 = 8;
+    pub const LIST: u8 = 9;
+    pub const SET: u8 = 10;
+    pub const MAP: u8 = 11;
+    pub const STRUCT: u8 = 12;
+    pub const UUID: u8 = 13;
+}
+
+/// A cursor over Thrift compact-protocol bytes.
+struct Reader<'a> {
+    buf: &'a [u8],
+    pos: usize,
+}
+
+pub(crate) type R<T> = std::result::Result<T, String>;
+
+impl<'a> Reader<'a> {
+    fn new(buf: &'a [u8]) -> Self {
+        Reader { buf, pos: 0 }
+    }
+
+    fn left(&self) -> usize {
+        self.buf.len() - self.pos
+    }
+
+    fn byte(&mut self) -> R<u8> {
+        let b = *self
+            .buf
+            .get(self.pos)
+            .ok_or_else(|| format!("thrift data ends at byte {}", self.pos))?;
+        self.pos += 1;
+        Ok(b)
+    }
+
+    fn skip_bytes(&mut self, n: u64) -> R<()> {
+        if n > self.left() as u64 {
+            return Err(format!(
+                "thrift length {n} at byte {} exceeds the {} bytes left",
+                self.pos,
+                self.left()
+            ));
+        }
+        self.pos += n as usize;
+        Ok(())
+    }
+
+    fn varint(&mut self) -> R<u64> {
+        let mut v = 0u64;
+        for shift in (0..70).step_by(7) {
+            let b = self.byte()?;
+            v |= u64::from(b & 0x7f) << shift.min(63);
+            if b & 0x80 == 0 {
+                return Ok(v);
+            }
+        }
+        Err(format!("thrift varint too long at byte {}", self.pos))
+    }
+
+    fn zigzag(&mut self) -> R<i64> {
+        let v = self.varint()?;
+        Ok((v >> 1) as i64 ^ -((v & 1) as i64))
+    }
+
+    /// A field header: `None` at the struct's end, else (field id, type).
+    fn field(&mut self, last: &mut i16) -> R<Option<(i16, u8)>> {
+        let b = self.byte()?;
+        let t = b & 0x0f;
+        if t == ty::STOP {
+            return Ok(None);
+        }
+        let delta = (b >> 4) as i16;
+        let id = if delta == 0 {
+            let z = self.zigzag()?;
+            i16::try_from(z).map_err(|_| format!("thrift field id {z} out of range"))?
+        } else {
+            last.wrapping_add(delta)
+        };
+        *last = id;
+        Ok(Some((id, t)))
+    }
+
+    /// A list or set header: (element type, size), the size checked against the bytes left
+    /// (every element takes at least one byte).
+    fn list(&mut self) -> R<(u8, u64)> {
+        let b = self.byte()?;
+        let t = b & 0x0f;
+        let n = match b >> 4 {
+            15 => self.varint()?,
+            n => u64::from(n),
+        };
+        if n > self.left() as u64 {
+            return Err(format!(
+                "thrift list claims {n} elements with {} bytes left",
+                self.left()
+            ));
+        }
+        Ok((t, n))
+    }
+
+    fn i32(&mut self) -> R<i64> {
+        let v = self.zigzag()?;
+        if v < i32::MIN as i64 || v > i32::MAX as i64 {
+            return Err(format!("thrift i32 out of range: {v}"));
+        }
+        Ok(v)
+    }
+
+    /// Skip a value of type `t`, checking every length in it.
+    fn skip(&mut self, t: u8, depth: usize) -> R<()> {
+        match t {
+            ty::TRUE | ty::FALSE => Ok(()),
+            ty::BYTE => self.byte().map(drop),
+            ty::I16 | ty::I32 | ty::I64 => self.varint().map(drop),
+            ty::DOUBLE => self.skip_bytes(8),
+            ty::UUID => self.skip_bytes(16),
+            ty::BINARY => {
+                let n = self.varint()?;
+                self.skip_bytes(n)
+            }
+            ty::LIST | ty::SET => {
+                let depth = deeper(depth)?;
+                let (et, n) = self.list()?;
+                for _ in 0..n {
+                    self.skip_element(et, depth)?;
+                }
+                Ok(())
+            }
+            ty::MAP => {
+                let depth = deeper(depth)?;
+                let n = self.varint()?;
+                if n == 0 {
+                    return Ok(());
+                }
+                if n > self.left() as u64 {
+                    return Err(format!(
+                        "thrift map claims {n} entries with {} bytes left",
+                        self.left()
+                    ));
+                }
+                let kv = self.byte()?;
+                for _ in 0..n {
+                    self.skip_element(kv >> 4, depth)?;
+                    self.skip_element(kv & 0x0f, depth)?;
+                }
+                Ok(())
+            }
+            ty::STRUCT => self.skip_struct(deeper(depth)?),
+            other => Err(format!("unknown thrift type {other} at byte {}", self.pos)),
+        }
+    }
+
+    /// An element of a list, set or map: booleans take one byte there.
+    fn skip_element(&mut self, t: u8, depth: usize) -> R<()> {
+        match t {
+            ty::TRUE | ty::FALSE => self.byte().map(drop),
+            _ => self.skip(t, depth),
+        }
+    }
+
+    fn skip_struct(&mut self, depth: usize) -> R<()> {
+        let mut last = 0;
+        while let Some((_, t)) = self.field(&mut last)? {
+            self.skip(t, depth)?;
+        }
+        Ok(())
+    }
+}
+
+fn deeper(depth: usize) -> R<usize> {
+    if depth >= MAX_THRIFT_DEPTH {
+        return Err(format!(
+            "thrift structures nest deeper than {MAX_THRIFT_DEPTH} levels"
+        ));
+    }
+    Ok(depth + 1)
+}
+
+/// Check that `bytes` start with one well-formed Thrift struct whose lengths all fit; returns
+/// its length in bytes.
+pub(crate) fn thrift_struct(bytes: &[u8]) -> R<usize> {
+    let mut r = Reader::new(bytes);
+    r.skip_struct(1)?;
+    Ok(r.pos)
+}
+
+/// Check a file's Thrift-encoded `FileMetaData` (see the module docs).
+pub(crate) fn file_metadata(bytes: &[u8]) -> R<()> {
+    let mut r = Reader::new(bytes);
+    let mut last = 0;
+    let mut children: Option<Vec<Option<i64>>> = None;
+    while let Some((id, t)) = r.field(&mut last)? {
+        if id == 2 && t == ty::LIST {
+            // schema: list<SchemaElement>; num_children is field 5.
+            let (et, n) = r.list()?;
+            if et != ty::STRUCT {
+                return Err(format!("schema list of thrift type {et}, not structs"));
+            }
+            let mut elements = Vec::new();
+            for _ in 0..n {
+                let mut last = 0;
+                let mut num_children = None;
+                while let Some((id, t)) = r.field(&mut last)? {
+                    if id == 5 && t == ty::I32 {
+                        num_children = Some(r.i32()?);
+                    } else {
+                        r.skip(t, 2)?;
+                    }
+                }
+                elements.push(num_children);
+            }
+            children = Some(elements);
+        } else {
+            r.skip(t, 1)?;
+        }
+    }
+    if let Some(elements) = children {
+        schema_tree(&elements)?;
+    }
+    Ok(())
+}
+
+/// The schema elements' `num_children` must form one tree over all of them, at most
+/// [`MAX_SCHEMA_DEPTH`] deep.
+fn schema_tree(elements: &[Option<i64>]) -> R<()> {
+    // Children still expected by each open group, innermost last.
+    let mut open: Vec<i64> = Vec::new();
+    for (i, nc) in elements.iter().enumerate() {
+        if i > 0 {
+            while open.last() == Some(&0) {
+                open.pop();
+            }
+            match open.last_mut() {
+                Some(left) => *left -= 1,
+                None => {
+                    return Err(format!(
+                        "schema element {i} lies outside the root's children ({} elements)",
+                        elements.len()
+                    ))
+                }
+            }
+        }
+        match *nc {
+            Some(n) if n < 0 => return Err(format!("schema element {i} has {n} children")),
+            Some(n) if n as u64 >= (elements.len() - i) as u64 && n > 0 => {
+                return Err(format!(
+                    "schema element {i} claims {n} children, {} elements follow",
+                    elements.len() - i - 1
+                ))
+            }
+            Some(n) if n > 0 || i == 0 => {
+                open.push(n);
+                if open.len() > MAX_SCHEMA_DEPTH {
+                    return Err(format!(
+                        "the schema nests deeper than {MAX_SCHEMA_DEPTH} levels"
+                    ));
+                }
+            }
+            _ => {}
+        }
+    }
+    if open.iter().any(|&n| n != 0) {
+        return Err("the schema has fewer elements than its groups claim".into());
+    }
+    Ok(())
+}
+
+/// What [`page_header`] reads from a page header.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct PageHead {
+    /// Length of the header itself.
+    pub len: usize,
+    /// Page type (0 data, 1 index, 2 dictionary, 3 data v2).
+    pub kind: i64,
+    pub uncompressed: i64,
+    pub compressed: i64,
+    /// A dictionary page's number of values.
+    pub dict_values: Option<i64>,
+}
+
+/// Parse the sizes out of a Thrift `PageHeader` at the start of `bytes`, checking every length
+/// in it (statistics included) against the bytes given.
+pub(crate) fn page_header(bytes: &[u8]) -> R<PageHead> {
+    let mut r = Reader::new(bytes);
+    let mut last = 0;
+    let (mut kind, mut uncompressed, mut compressed, mut dict_values) = (None, None, None, None);
+    while let Some((id, t)) = r.field(&mut last)? {
+        match (id, t) {
+            (1, ty::I32) => kind = Some(r.i32()?),
+            (2, ty::I32) => uncompressed = Some(r.i32()?),
+            (3, ty::I32) => compressed = Some(r.i32()?),
+            (7, ty::STRUCT) => {
+                let mut last = 0;
+                while let Some((id, t)) = r.field(&mut last)? {
+                    if id == 1 && t == ty::I32 {
+                        dict_values = Some(r.i32()?);
+                    } else {
+                        r.skip(t, 2)?;
+                    }
+                }
+            }
+            _ => r.skip(t, 1)?,
+        }
+    }
+    match (kind, uncompressed, compressed) {
+        (Some(kind), Some(uncompressed), Some(compressed)) => Ok(PageHead {
+            len: r.pos,
+            kind,
+            uncompressed,
+            compressed,
+            dict_values,
+        }),
+        _ => Err("page header lacks its type or sizes".into()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn schema_trees() {
+        assert!(schema_tree(&[Some(2), None, None]).is_ok());
+        assert!(schema_tree(&[Some(1), Some(1), None]).is_ok());
+        assert!(schema_tree(&[Some(3), None, None]).is_err(), "too few");
+        assert!(schema_tree(&[Some(1), None, None]).is_err(), "too many");
+        assert!(schema_tree(&[Some(1), Some(-1), None]).is_err());
+        let deep: Vec<_> = (0..100).map(|i| Some(if i < 99 { 1 } else { 0 })).collect();
+        assert!(schema_tree(&deep).is_err(), "100 levels");
+    }
+
+    #[test]
+    fn lists_must_fit() {
+        // A struct whose field 1 is a list of 2^31 i32s, in 8 bytes.
+        let bytes = [0x19, 0xf5, 0x80, 0x80, 0x80, 0x80, 0x08, 0x00];
+        assert!(thrift_struct(&bytes).unwrap_err().contains("claims"));
+        // A binary claiming 1000 bytes.
+        assert!(thrift_struct(&[0x18, 0xe8, 0x07, 0x00]).is_err());
+        assert_eq!(thrift_struct(&[0x15, 0x04, 0x00]).unwrap(), 3);
+    }
+}
