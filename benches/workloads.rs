@@ -7,6 +7,10 @@
 //! cargo bench --bench workloads -- --help
 //! ```
 
+// The allocator of the `rayquet` binary, so every reader runs as it would there.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() -> std::process::ExitCode {
     rayquet_testkit::bench::main()
 }

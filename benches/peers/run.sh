@@ -49,7 +49,7 @@ if [[ -n ${RAYQUET_BIN:-} ]]; then
     commit="$commit (RAYQUET_BIN=$bin)"
 else
     step "cargo build --release (CARGO_TARGET_DIR=$CARGO_TARGET_DIR)"
-    (cd "$repo" && cargo build --release --bin rayquet)
+    (cd "$repo" && cargo build --release -p rayquet-cli --bin rayquet)
     mkdir -p "$cache/peers-bin"
     bin="$cache/peers-bin/rayquet-$commit"
     cp "$CARGO_TARGET_DIR/release/rayquet" "$bin.tmp.$$"

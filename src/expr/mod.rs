@@ -226,6 +226,56 @@ impl Column {
 }
 
 impl Expr {
+    /// This filter with every column name replaced by `f(name)` (table readers rename columns
+    /// to the spelling their files use); the first error from `f` ends the walk.
+    ///
+    /// ```
+    /// use rayquet::expr::col;
+    /// let e = col("ID").lt(5).or(col("s.A").is_null());
+    /// let lower = e.try_map_columns(&mut |c| Ok::<_, ()>(c.to_lowercase())).unwrap();
+    /// assert_eq!(lower, col("id").lt(5).or(col("s.a").is_null()));
+    /// ```
+    pub fn try_map_columns<E>(
+        self,
+        f: &mut impl FnMut(String) -> std::result::Result<String, E>,
+    ) -> std::result::Result<Expr, E> {
+        Ok(match self {
+            Expr::Compare { column, op, value } => Expr::Compare {
+                column: f(column)?,
+                op,
+                value,
+            },
+            Expr::InList {
+                column,
+                values,
+                negated,
+            } => Expr::InList {
+                column: f(column)?,
+                values,
+                negated,
+            },
+            Expr::IsNull { column, negated } => Expr::IsNull {
+                column: f(column)?,
+                negated,
+            },
+            Expr::Between {
+                column,
+                low,
+                high,
+                negated,
+            } => Expr::Between {
+                column: f(column)?,
+                low,
+                high,
+                negated,
+            },
+            Expr::And(a, b) => a.try_map_columns(f)?.and(b.try_map_columns(f)?),
+            Expr::Or(a, b) => a.try_map_columns(f)?.or(b.try_map_columns(f)?),
+            Expr::Not(a) => a.try_map_columns(f)?.negate(),
+            Expr::Literal(b) => Expr::Literal(b),
+        })
+    }
+
     /// `self AND other`
     pub fn and(self, other: Expr) -> Expr {
         Expr::And(Box::new(self), Box::new(other))

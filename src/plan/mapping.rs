@@ -16,8 +16,8 @@
 use std::sync::Arc;
 
 use arrow::array::{
-    Array, ArrayRef, AsArray, Int64Array, LargeListArray, ListArray, MapArray, RunArray,
-    StructArray, UInt32Array,
+    Array, ArrayRef, AsArray, GenericListArray, Int64Array, MapArray, RunArray, StructArray,
+    UInt32Array,
 };
 use arrow::compute::{cast_with_options, CastOptions};
 use arrow::datatypes::{DataType, Field, FieldRef, Fields, Int16Type, Int32Type, Int64Type};
@@ -141,6 +141,22 @@ fn cast_options() -> CastOptions<'static> {
     }
 }
 
+/// A (large) list column with `item` applied to its values.
+fn list<O: arrow::array::OffsetSizeTrait>(
+    a: &ArrayRef,
+    field: &FieldRef,
+    item: &Build,
+) -> std::result::Result<ArrayRef, arrow::error::ArrowError> {
+    let l = a.as_list::<O>();
+    let values = item.apply(l.values())?;
+    Ok(Arc::new(GenericListArray::<O>::try_new(
+        Arc::clone(field),
+        l.offsets().clone(),
+        values,
+        l.nulls().cloned(),
+    )?))
+}
+
 impl Build {
     /// Apply to a decoded column.
     pub fn apply(&self, a: &ArrayRef) -> std::result::Result<ArrayRef, arrow::error::ArrowError> {
@@ -164,27 +180,10 @@ impl Build {
                     s.len(),
                 )?)
             }
-            Build::List { field, large, item } => {
-                if *large {
-                    let l = a.as_list::<i64>();
-                    let values = item.apply(l.values())?;
-                    Arc::new(LargeListArray::try_new(
-                        Arc::clone(field),
-                        l.offsets().clone(),
-                        values,
-                        l.nulls().cloned(),
-                    )?)
-                } else {
-                    let l = a.as_list::<i32>();
-                    let values = item.apply(l.values())?;
-                    Arc::new(ListArray::try_new(
-                        Arc::clone(field),
-                        l.offsets().clone(),
-                        values,
-                        l.nulls().cloned(),
-                    )?)
-                }
-            }
+            Build::List { field, large, item } => match large {
+                true => list::<i64>(a, field, item)?,
+                false => list::<i32>(a, field, item)?,
+            },
             Build::Map {
                 field,
                 sorted,

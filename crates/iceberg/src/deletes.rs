@@ -88,44 +88,45 @@ impl DeleteFiles {
     /// The positions a position-delete file deletes, by data file path.
     fn positions(&self, path: &str, ctx: &LoadContext) -> Load<Positions> {
         let mut map = self.positions.lock().expect("deletes lock");
-        map.entry(path.to_string())
-            .or_insert_with(|| {
-                let (io, path, ctx) = (self.file_io.clone(), path.to_string(), ctx.clone());
-                async move {
-                    let bytes = Self::bytes(&io, &path, "position").await?;
-                    let p = path.clone();
-                    let r = ctx.spawn_cpu(move || read_positions(bytes, &p)).await;
-                    r.map(Arc::new).map_err(|e| match e.path() {
-                        Some(_) => e,
-                        None => e.with_path(path.clone()),
-                    })
-                }
-                .boxed()
-                .shared()
-            })
-            .clone()
+        let load = map
+            .entry(path.to_string())
+            .or_insert_with(|| self.load(path, "position", ctx, read_positions));
+        load.clone()
     }
 
     /// The key set of an equality-delete file on `ids`, in the types of `fields`.
     fn keys(&self, path: &str, fields: Vec<(i32, FieldRef)>, ctx: &LoadContext) -> Load<KeySet> {
         let ids: Vec<i32> = fields.iter().map(|(i, _)| *i).collect();
         let mut map = self.equalities.lock().expect("deletes lock");
-        map.entry((path.to_string(), ids))
-            .or_insert_with(|| {
-                let (io, path, ctx) = (self.file_io.clone(), path.to_string(), ctx.clone());
-                async move {
-                    let bytes = Self::bytes(&io, &path, "equality").await?;
-                    let p = path.clone();
-                    let r = ctx.spawn_cpu(move || read_keys(bytes, &p, &fields)).await;
-                    r.map(Arc::new).map_err(|e| match e.path() {
-                        Some(_) => e,
-                        None => e.with_path(path.clone()),
-                    })
-                }
-                .boxed()
-                .shared()
+        let load = map.entry((path.to_string(), ids)).or_insert_with(|| {
+            self.load(path, "equality", ctx, move |bytes, p| {
+                read_keys(bytes, p, &fields)
             })
-            .clone()
+        });
+        load.clone()
+    }
+
+    /// Read the `what`-delete file at `path` once (its bytes on the IO runtime) and parse it
+    /// with `parse` on the decode pool; errors name the file.
+    fn load<T: Send + Sync + 'static>(
+        &self,
+        path: &str,
+        what: &'static str,
+        ctx: &LoadContext,
+        parse: impl FnOnce(Bytes, &str) -> Result<T> + Send + 'static,
+    ) -> Load<T> {
+        let (io, path, ctx) = (self.file_io.clone(), path.to_string(), ctx.clone());
+        async move {
+            let bytes = Self::bytes(&io, &path, what).await?;
+            let p = path.clone();
+            let r = ctx.spawn_cpu(move || parse(bytes, &p)).await;
+            r.map(Arc::new).map_err(|e| match e.path() {
+                Some(_) => e,
+                None => e.with_path(path.clone()),
+            })
+        }
+        .boxed()
+        .shared()
     }
 }
 

@@ -364,7 +364,7 @@ impl TableScan {
         let case_sensitive = self.case_sensitive;
         let filter = filter
             .map(|f| {
-                rename_columns(f, &mut |c| {
+                f.try_map_columns(&mut |c| {
                     resolve_column(&schema, &c, case_sensitive).map(|(n, _)| n)
                 })
             })
@@ -512,45 +512,6 @@ fn resolve_column(schema: &Schema, name: &str, case_sensitive: bool) -> Result<(
         ErrorKind::InvalidArgument,
         format!("no column {name:?}; columns are {names:?}"),
     ))
-}
-
-/// `e` with every column name replaced by `f`'s answer.
-fn rename_columns(e: Expr, f: &mut dyn FnMut(String) -> Result<String>) -> Result<Expr> {
-    Ok(match e {
-        Expr::Compare { column, op, value } => Expr::Compare {
-            column: f(column)?,
-            op,
-            value,
-        },
-        Expr::InList {
-            column,
-            values,
-            negated,
-        } => Expr::InList {
-            column: f(column)?,
-            values,
-            negated,
-        },
-        Expr::IsNull { column, negated } => Expr::IsNull {
-            column: f(column)?,
-            negated,
-        },
-        Expr::Between {
-            column,
-            low,
-            high,
-            negated,
-        } => Expr::Between {
-            column: f(column)?,
-            low,
-            high,
-            negated,
-        },
-        Expr::And(a, b) => rename_columns(*a, f)?.and(rename_columns(*b, f)?),
-        Expr::Or(a, b) => rename_columns(*a, f)?.or(rename_columns(*b, f)?),
-        Expr::Not(a) => rename_columns(*a, f)?.negate(),
-        Expr::Literal(b) => Expr::Literal(b),
-    })
 }
 
 /// The columns a scan reads: the output's, then the top-level columns only its filter

@@ -23,11 +23,11 @@ use std::process::Command;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use crate::latency::LatencyStore;
 use clap::{Args, Parser, Subcommand};
 use futures::TryStreamExt;
 use object_store::local::LocalFileSystem;
 use object_store::{ObjectMeta, ObjectStore};
-use crate::latency::LatencyStore;
 use serde_json::{json, Value};
 
 use readers::ReaderId;
@@ -364,6 +364,13 @@ enum One {
 /// The benchmark binary's `main`: parse the command line (`cargo bench` adds `--bench`,
 /// which is ignored), run the benchmark or, with `one`, one child run.
 pub fn main() -> std::process::ExitCode {
+    // As the `rayquet` binary: transparent huge pages off for the process (RAYQUET_THP=1 keeps
+    // them), so that readers measured here run as they run there.
+    #[cfg(target_os = "linux")]
+    if std::env::var_os("RAYQUET_THP").is_none_or(|v| v == "0") {
+        // SAFETY: prctl with PR_SET_THP_DISABLE only sets a flag of this process.
+        unsafe { libc::prctl(libc::PR_SET_THP_DISABLE, 1, 0, 0, 0) };
+    }
     let args = std::env::args().filter(|a| a != "--bench");
     let cli = Cli::parse_from(args);
     let json_wanted = cli.bench.json;
