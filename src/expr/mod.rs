@@ -33,6 +33,7 @@ pub use value::Value;
 
 /// A comparison operator.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub enum CmpOp {
     /// `=`
     Eq,
@@ -104,6 +105,7 @@ impl CmpOp {
 /// A filter over a scan's rows. Build with [`col`] and the methods of [`Column`] and
 /// [`Expr`], or parse SQL with `Expr::parse_sql` (feature `sql`).
 #[derive(Debug, Clone, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub enum Expr {
     /// `column op value`
     Compare {

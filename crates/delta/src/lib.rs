@@ -34,25 +34,22 @@ mod dv;
 mod engine;
 mod handler;
 mod log_cache;
+mod plan;
 pub mod predicate;
 
 use std::sync::Arc;
 
-use arrow::array::{Array, RecordBatch};
-use arrow::datatypes::{Schema as ArrowSchema, SchemaRef as ArrowSchemaRef};
+use arrow::datatypes::Schema as ArrowSchema;
 use delta_kernel::engine::arrow_conversion::TryIntoArrow;
-use delta_kernel::engine::arrow_data::{ArrowEngineData, EngineDataArrowExt};
-use delta_kernel::scan::state::{transform_to_logical, ScanFile};
 use delta_kernel::schema::{SchemaRef, StructType};
-use delta_kernel::{Engine, EngineData, Snapshot};
-use url::Url;
+use delta_kernel::Snapshot;
 
 pub use engine::{table_url, RayquetEngine};
 pub use handler::RayquetParquetHandler;
+pub use plan::{DvUnit, FileUnit, ScanPlan};
 
 use handler::from_kernel_error;
 use rayquet::expr::Expr;
-use rayquet::task::{ColumnSource, FileTask};
 use rayquet::{Error, ErrorKind, Result, Scan, ScanBuilder, ScanOptions, ScanReader};
 
 /// A scan of a Delta table's logical rows: a version (time travel), and every option of a
@@ -103,6 +100,25 @@ impl TableScan {
     /// The rayquet scan of the table's files, with this scan's options: the kernel's scan
     /// files stream in as tasks.
     pub fn to_scan(self) -> Result<Scan> {
+        let (planned, engine) = self.plan_with_engine()?;
+        let Planned {
+            plan,
+            units,
+            options,
+        } = planned;
+        plan.scan_with(Box::new(units), options, engine)
+    }
+
+    /// Read the snapshot and plan the scan for reading elsewhere: the [`ScanPlan`] every file
+    /// shares and an iterator of [`FileUnit`]s (the kernel's log replay, pulled lazily),
+    /// both serializable and free of credentials, and the scan's options (its columns and
+    /// filter are in the plan). A process that reads units calls [`ScanPlan::scan`] with its
+    /// own options.
+    pub fn plan(self) -> Result<Planned> {
+        Ok(self.plan_with_engine()?.0)
+    }
+
+    fn plan_with_engine(self) -> Result<(Planned, Arc<RayquetEngine>)> {
         let url = table_url(&self.location)?;
         let mut options = self.options;
         let columns = options.take_columns();
@@ -112,7 +128,6 @@ impl TableScan {
         let root = format!("{}://{}", url.scheme(), url.authority());
         let options = options.object_store(root, Arc::clone(&store));
         let engine = RayquetEngine::build(&url, Arc::clone(&store), &options);
-        let engine_dyn: Arc<dyn Engine> = engine.clone();
         let kernel = |e: delta_kernel::Error| from_kernel_error(e).with_path(url.as_str());
         let mut builder = Snapshot::builder_for(url.as_str());
         if let Some(v) = self.version {
@@ -155,14 +170,12 @@ impl TableScan {
         let scan = sb.build().map_err(kernel)?;
         let physical: SchemaRef = Arc::clone(scan.physical_schema());
         let logical: SchemaRef = Arc::clone(scan.logical_schema());
-        let (read_schema, sources) = handler::read_columns(&physical).map_err(kernel)?;
         let logical_arrow: ArrowSchema = logical.as_ref().try_into_arrow()?;
         let keep: Vec<usize> = selected
             .iter()
             .map(|c| logical_arrow.index_of(c))
             .collect::<std::result::Result<_, _>>()
             .map_err(|e| Error::new(ErrorKind::InvalidArgument, e.to_string()))?;
-        let out: ArrowSchemaRef = Arc::new(logical_arrow.project(&keep)?);
         // The filter on the files' columns: exact (rayquet's filter stage, late
         // materialization) when every leaf is on one, else only for pruning, and then the
         // transform filters the logical rows.
@@ -170,41 +183,52 @@ impl TableScan {
             .as_ref()
             .and_then(|f| physical_filter(f, &table_schema, &physical));
         let exact = pushed.as_ref().is_some_and(|(_, exact)| *exact);
-        let context = Arc::new(Context {
+        let plan = ScanPlan {
             root: url.clone(),
-            engine: engine_dyn,
-            physical,
-            logical,
-            sources,
-            filter: if exact { None } else { filter.clone() },
+            physical: physical.as_ref().clone(),
+            logical: logical.as_ref().clone(),
             keep,
-            dv_files: Arc::new(dv::DvFiles::new(options.clone())),
-        });
+            filter: if exact { None } else { filter.clone() },
+            pushed,
+        };
         let metadata = scan.scan_metadata(engine.as_ref()).map_err(kernel)?;
-        let files = metadata.flat_map(|m| -> Vec<delta_kernel::DeltaResult<ScanFile>> {
-            let push: delta_kernel::scan::state::ScanCallback<Vec<ScanFile>> =
-                |v: &mut Vec<ScanFile>, f: ScanFile| v.push(f);
-            match m.and_then(|m| m.visit_scan_files(Vec::new(), push)) {
-                Ok(files) => files.into_iter().map(Ok).collect(),
-                Err(e) => vec![Err(e)],
+        let root = url.clone();
+        let units = metadata.flat_map(move |m| -> Vec<Result<FileUnit>> {
+            let units = m.and_then(|m| plan::units(&m));
+            match units {
+                Ok(units) => units.into_iter().map(Ok).collect(),
+                Err(e) => vec![Err(from_kernel_error(e)
+                    .context("reading the table's log")
+                    .with_path(root.as_str()))],
             }
         });
-        let ctx = Arc::clone(&context);
-        let tasks = files.map(move |f| match f {
-            Ok(f) => ctx.task(f),
-            Err(e) => Err(from_kernel_error(e)
-                .context("reading the table's log")
-                .with_path(ctx.root.as_str())),
-        });
-        let mut scan = Scan::from_tasks(read_schema, tasks)
-            .with_options(options)
-            .transformed_schema(out);
-        match pushed {
-            Some((p, true)) => scan = scan.filter(p),
-            Some((p, false)) => scan = scan.prune(p),
-            None => {}
-        }
-        Ok(scan)
+        let planned = Planned {
+            plan,
+            units: Box::new(units),
+            options,
+        };
+        Ok((planned, engine))
+    }
+}
+
+/// A planned Delta scan ([`TableScan::plan`]): what its files share, their units as the
+/// kernel's log replay gives them, and the scan's remaining options.
+pub struct Planned {
+    /// What every file shares (serializable).
+    pub plan: ScanPlan,
+    /// The units, produced lazily by the log replay as the iterator is pulled.
+    pub units: Box<dyn Iterator<Item = Result<FileUnit>> + Send>,
+    /// The scan's options, without the columns and filter (they are in the plan), with the
+    /// table's store registered for its URL root.
+    pub options: ScanOptions,
+}
+
+impl std::fmt::Debug for Planned {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Planned")
+            .field("plan", &self.plan)
+            .field("options", &self.options)
+            .finish_non_exhaustive()
     }
 }
 
@@ -297,75 +321,3 @@ fn physical_filter(e: &Expr, table: &StructType, physical: &StructType) -> Optio
     (p != Expr::Literal(true)).then(|| (p, exact.get()))
 }
 
-/// What turning the kernel's scan files into tasks needs.
-struct Context {
-    root: Url,
-    engine: Arc<dyn Engine>,
-    physical: SchemaRef,
-    logical: SchemaRef,
-    sources: Vec<ColumnSource>,
-    filter: Option<Expr>,
-    /// Columns of the logical batch that are delivered (the rest were read for the filter).
-    keep: Vec<usize>,
-    dv_files: Arc<dv::DvFiles>,
-}
-
-impl Context {
-    fn task(&self, f: ScanFile) -> Result<FileTask> {
-        let location = self.root.join(&f.path).map_err(|e| {
-            Error::new(
-                ErrorKind::InvalidArgument,
-                format!("bad file path {:?}: {e}", f.path),
-            )
-            .with_path(self.root.as_str())
-        })?;
-        let mut task = FileTask::new(location.to_string())
-            .size(f.size.max(0) as u64)
-            .columns(self.sources.clone());
-        if f.dv_info.has_vector() {
-            task = task.delete_loader(Arc::new(dv::DvLoader {
-                dv: f.dv_info.clone(),
-                root: self.root.clone(),
-                file: location.to_string(),
-                files: Arc::clone(&self.dv_files),
-                engine: Arc::clone(&self.engine),
-            }));
-        }
-        let engine = Arc::clone(&self.engine);
-        let (physical, logical) = (Arc::clone(&self.physical), Arc::clone(&self.logical));
-        let (transform, filter, keep) =
-            (f.transform.clone(), self.filter.clone(), self.keep.clone());
-        let fix = handler::fix_nulls();
-        Ok(task.transform(Arc::new(move |batch: RecordBatch| {
-            let batch = fix(batch)?;
-            let data: Box<dyn EngineData> = Box::new(ArrowEngineData::new(batch));
-            let logical = transform_to_logical(
-                engine.as_ref(),
-                data,
-                &physical,
-                &logical,
-                transform.clone(),
-            )
-            .and_then(|d| d.try_into_record_batch())
-            .map_err(|e| {
-                Error::new(
-                    ErrorKind::CorruptData,
-                    format!("applying the file's transform: {e}"),
-                )
-            })?;
-            let logical = match &filter {
-                Some(f) => {
-                    let keep_rows = f.evaluate(&logical)?;
-                    // A NULL result drops the row (prep_null_mask_filter needs a null buffer).
-                    let keep_rows = match keep_rows.null_count() {
-                        0 => keep_rows,
-                        _ => arrow::compute::prep_null_mask_filter(&keep_rows),
-                    };
-                    arrow::compute::filter_record_batch(&logical, &keep_rows)?
-                }
-                None => logical,
-            };
-            Ok(logical.project(&keep)?)
-        })))
-    }
-}

@@ -81,34 +81,33 @@
 //! `Table` from another catalog keeps its own FileIO for them.
 
 mod deletes;
+mod plan;
 pub mod predicate;
 pub mod storage;
+
+pub use plan::{scan_tasks, ScanPlan, TaskUnit};
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use arrow::datatypes::{Field, Schema as ArrowSchema, SchemaRef};
 use futures::{StreamExt, TryStreamExt};
-use iceberg::io::FileIO;
 use iceberg::metadata_columns::{
     file_field, RESERVED_COL_NAME_FILE, RESERVED_COL_NAME_POS, RESERVED_FIELD_ID_FILE,
     RESERVED_FIELD_ID_POS,
 };
-use iceberg::scan::FileScanTask;
 use iceberg::spec::{
-    DataContentType, Literal, NameMapping as IcebergNameMapping, PartitionSpecRef, Schema,
-    Transform, Type,
+    Schema, Type,
 };
 use iceberg::table::{StaticTable, Table};
 use iceberg::TableIdent;
 
 use rayquet::expr::Expr;
-use rayquet::task::{ColumnSource, FileTask, NameMapping, FIELD_ID_KEY};
+use rayquet::task::FIELD_ID_KEY;
 use rayquet::{Error, ErrorKind, Result, Scan, ScanBuilder, ScanOptions, ScanReader};
 
 pub use iceberg::expr::Predicate;
 
-use deletes::{DeleteFiles, EqualityDeletes, TaskDeletes};
 
 /// An iceberg error as a rayquet one (kept as the source). Damaged metadata is
 /// `CorruptTable`, a missing object `NotFound`, unsupported features `Unsupported`.
@@ -348,7 +347,28 @@ impl TableScan {
 
     /// The rayquet scan of this table scan's tasks, with its options: iceberg plans it on the
     /// scan's IO runtime and its tasks stream in as they come.
-    pub fn to_scan(mut self) -> Result<Scan> {
+    pub fn to_scan(self) -> Result<Scan> {
+        let file_io = self.table.file_io().clone();
+        let props = storage::store_options(file_io.config().props());
+        let Planned {
+            plan,
+            units,
+            mut options,
+        } = self.plan()?;
+        // The table's FileIO properties (its catalog's endpoint, region, credentials) for the
+        // data files too.
+        for (k, v) in props {
+            options = options.store_option(k, v);
+        }
+        plan.scan_with(plan::UnitSource::Stream(units), options, file_io)
+    }
+
+    /// Plan the scan for reading elsewhere: the [`ScanPlan`] its tasks share and the stream of
+    /// their [`TaskUnit`]s (iceberg plans on the scan's IO runtime, lazily, as the stream is
+    /// polled), both serializable and free of credentials, and the scan's options (its
+    /// columns and filter are in the plan). A process that reads units calls
+    /// [`ScanPlan::scan`] with its own options (stores, credentials, pools).
+    pub fn plan(mut self) -> Result<Planned> {
         let (snapshot, schema) = self.snapshot()?;
         let ids = self.field_ids(&schema)?;
         let mut options = std::mem::take(&mut self.options);
@@ -369,7 +389,8 @@ impl TableScan {
                 })
             })
             .transpose()?;
-        let layout = Layout::new(&schema, ids, filter.as_ref())?;
+        // Checks the projection and filter now (unknown columns, bad literals).
+        let layout = Layout::new(&schema, ids.clone(), filter.as_ref())?;
         // The planner only skips files: columns whose type was promoted are left out of its
         // predicate (iceberg-rust 0.10.1 compares the old type's bounds with the new type's
         // literal and wrongly skips those files).
@@ -387,9 +408,14 @@ impl TableScan {
                 id => schema.name_by_field_id(id).unwrap_or_default().to_string(),
             })
             .collect();
-        let (read, out) = (Arc::clone(&layout.read), Arc::clone(&layout.out));
-        let context = Context::new(Some(&table), table.file_io().clone(), layout);
-        let tasks = async move {
+        let mapping = table
+            .metadata()
+            .properties()
+            .get(iceberg::spec::DEFAULT_SCHEMA_NAME_MAPPING)
+            .and_then(|json| serde_json::from_str::<iceberg::spec::NameMapping>(json).ok());
+        let plan = ScanPlan::new(Arc::clone(&schema), ids.clone(), filter, mapping.as_ref());
+        let planner = plan::Units::new(Some(&table), ids);
+        let units = async move {
             let Some(snapshot) = snapshot else {
                 return Ok::<_, Error>(futures::stream::empty().boxed());
             };
@@ -403,22 +429,35 @@ impl TableScan {
             }
             let scan = b.build().map_err(ice)?;
             let specs = spec_of_files(&table, snapshot).await?;
-            let context = Arc::new(context.with_spec_of(specs));
+            let planner = Arc::new(planner.with_spec_of(specs));
             let stream = scan.plan_files().await.map_err(ice)?;
-            Ok(stream.map(move |t| context.task(t.map_err(ice)?)).boxed())
+            Ok(stream.map(move |t| planner.unit(t.map_err(ice)?)).boxed())
         };
-        let stream = futures::stream::once(tasks).try_flatten();
-        let mut scan = Scan::from_task_stream(Arc::clone(&read), stream).with_options(options);
-        if read != out {
-            scan = scan.transformed_schema(out);
-        }
-        for (k, v) in storage::store_options(self.table.file_io().config().props()) {
-            scan = scan.store_option(k, v);
-        }
-        if let Some(f) = filter {
-            scan = scan.filter(f);
-        }
-        Ok(scan)
+        Ok(Planned {
+            plan,
+            units: futures::stream::once(units).try_flatten().boxed(),
+            options,
+        })
+    }
+}
+
+/// A planned Iceberg scan ([`TableScan::plan`]): what its tasks share, their units as iceberg
+/// plans them, and the scan's remaining options.
+pub struct Planned {
+    /// What every task shares (serializable).
+    pub plan: ScanPlan,
+    /// The units, planned lazily as the stream is polled (on the scan's IO runtime).
+    pub units: futures::stream::BoxStream<'static, Result<TaskUnit>>,
+    /// The scan's options, without the columns and filter (they are in the plan).
+    pub options: ScanOptions,
+}
+
+impl std::fmt::Debug for Planned {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Planned")
+            .field("plan", &self.plan)
+            .field("options", &self.options)
+            .finish_non_exhaustive()
     }
 }
 
@@ -516,7 +555,7 @@ fn resolve_column(schema: &Schema, name: &str, case_sensitive: bool) -> Result<(
 
 /// The columns a scan reads: the output's, then the top-level columns only its filter
 /// needs (dropped again by a transform once the filter ran).
-struct Layout {
+pub(crate) struct Layout {
     /// Field ids read, in order: the output's, then the filter's.
     read_ids: Vec<i32>,
     /// How many of them are output columns.
@@ -526,7 +565,7 @@ struct Layout {
 }
 
 impl Layout {
-    fn new(schema: &Schema, ids: Vec<i32>, filter: Option<&Expr>) -> Result<Layout> {
+    pub(crate) fn new(schema: &Schema, ids: Vec<i32>, filter: Option<&Expr>) -> Result<Layout> {
         let out = output_schema(schema, &ids)?;
         let n_out = ids.len();
         let mut read_ids = ids;
@@ -653,269 +692,3 @@ async fn spec_of_files(table: &Table, snapshot: i64) -> Result<Option<Arc<HashMa
     Ok(Some(Arc::new(out)))
 }
 
-/// What turning `FileScanTask`s into rayquet tasks needs, shared by a scan's tasks.
-struct Context {
-    layout: Layout,
-    project: Option<rayquet::task::BatchTransform>,
-    specs: HashMap<i32, PartitionSpecRef>,
-    spec_of: Option<Arc<HashMap<String, i32>>>,
-    deletes: Arc<DeleteFiles>,
-    mappings: std::sync::Mutex<Option<(IcebergNameMapping, Arc<NameMapping>)>>,
-    /// The mapping of tables without one: it maps nothing.
-    no_mapping: Arc<NameMapping>,
-}
-
-impl Context {
-    fn new(table: Option<&Table>, file_io: FileIO, layout: Layout) -> Self {
-        let specs = table
-            .map(|t| {
-                t.metadata()
-                    .partition_specs_iter()
-                    .map(|s| (s.spec_id(), Arc::clone(s)))
-                    .collect()
-            })
-            .unwrap_or_default();
-        Context {
-            project: layout.projection(),
-            layout,
-            specs,
-            spec_of: None,
-            deletes: Arc::new(DeleteFiles::new(file_io)),
-            mappings: Default::default(),
-            no_mapping: Arc::default(),
-        }
-    }
-
-    fn with_spec_of(mut self, spec_of: Option<Arc<HashMap<String, i32>>>) -> Self {
-        self.spec_of = spec_of;
-        self
-    }
-
-    /// The partition spec of a task's data file.
-    fn spec(&self, t: &FileScanTask) -> Option<PartitionSpecRef> {
-        if let Some(s) = &t.partition_spec {
-            return Some(Arc::clone(s));
-        }
-        match &self.spec_of {
-            Some(map) => self.specs.get(map.get(&t.data_file_path)?).cloned(),
-            None if self.specs.len() == 1 => self.specs.values().next().cloned(),
-            None => None,
-        }
-    }
-
-    /// The name mapping as rayquet takes it (converted once per distinct mapping).
-    fn name_mapping(&self, m: &IcebergNameMapping) -> Arc<NameMapping> {
-        let mut cached = self.mappings.lock().expect("mapping lock");
-        if let Some((k, v)) = cached.as_ref() {
-            if k == m {
-                return Arc::clone(v);
-            }
-        }
-        let mut out = NameMapping::default();
-        fn walk(fields: &[Arc<iceberg::spec::MappedField>], out: &mut NameMapping) {
-            for f in fields {
-                if let Some(id) = f.field_id() {
-                    out.insert(id, f.names().iter().cloned());
-                }
-                walk(f.fields(), out);
-            }
-        }
-        let top: Vec<Arc<iceberg::spec::MappedField>> =
-            m.fields().iter().cloned().map(Arc::new).collect();
-        walk(&top, &mut out);
-        let out = Arc::new(out);
-        *cached = Some((m.clone(), Arc::clone(&out)));
-        out
-    }
-
-    /// One planned task as a rayquet task.
-    fn task(&self, t: FileScanTask) -> Result<FileTask> {
-        let path = t.data_file_path.clone();
-        if t.data_file_format != iceberg::spec::DataFileFormat::Parquet {
-            return Err(Error::new(
-                ErrorKind::InvalidArgument,
-                format!(
-                    "{:?} data files are not supported (Parquet only)",
-                    t.data_file_format
-                ),
-            )
-            .with_path(path));
-        }
-        let schema = t.schema();
-        // Identity-partition constants, by source field id.
-        let mut constants: HashMap<i32, Option<rayquet::expr::Value>> = HashMap::new();
-        if let (Some(spec), Some(partition)) = (self.spec(&t), &t.partition) {
-            if spec.fields().len() == partition.fields().len() {
-                for (pf, value) in spec.fields().iter().zip(partition.iter()) {
-                    if pf.transform != Transform::Identity {
-                        continue;
-                    }
-                    let Some(field) = schema.field_by_id(pf.source_id) else {
-                        continue;
-                    };
-                    let Type::Primitive(ty) = field.field_type.as_ref() else {
-                        continue;
-                    };
-                    match value {
-                        None => {
-                            constants.insert(pf.source_id, None);
-                        }
-                        Some(Literal::Primitive(p)) => {
-                            if let Some(v) = predicate::literal_value(p, ty) {
-                                constants.insert(pf.source_id, Some(v));
-                            }
-                        }
-                        Some(_) => {}
-                    }
-                }
-            }
-        }
-        if t.project_field_ids != self.layout.out_ids() {
-            return Err(Error::new(
-                ErrorKind::InvalidArgument,
-                format!(
-                    "the task projects the fields {:?}, the scan {:?}: every task of a scan \
-                     must project the same fields",
-                    t.project_field_ids,
-                    self.layout.out_ids()
-                ),
-            )
-            .with_path(path));
-        }
-        // How a field of the table is produced in this file: a partition constant, else the
-        // file's column by field id (or its initial default when the file lacks it).
-        let source = |id: i32| match id {
-            RESERVED_FIELD_ID_FILE => ColumnSource::FilePath,
-            RESERVED_FIELD_ID_POS => ColumnSource::RowIndex,
-            id => match constants.get(&id) {
-                Some(Some(v)) => ColumnSource::Constant(v.clone()),
-                Some(None) => ColumnSource::Null,
-                None => {
-                    let src = ColumnSource::field_id(id);
-                    let default = schema.field_by_id(id).and_then(|f| {
-                        let Type::Primitive(ty) = f.field_type.as_ref() else {
-                            return None;
-                        };
-                        match f.initial_default.as_ref()? {
-                            Literal::Primitive(p) => predicate::literal_value(p, ty),
-                            _ => None,
-                        }
-                    });
-                    match default {
-                        Some(d) => src.or_default(d),
-                        None => src,
-                    }
-                }
-            },
-        };
-        let columns: Vec<ColumnSource> =
-            self.layout.read_ids.iter().map(|&id| source(id)).collect();
-        let mut task = FileTask::new(path.clone())
-            .size(t.file_size_in_bytes)
-            .columns(columns)
-            .strict_field_ids(true);
-        // Files without field ids resolve columns through the table's name mapping only: with
-        // none, no column (the spec's rules 2-4; Java and iceberg-rust fall back to ids by
-        // position, which the spec does not have).
-        task = task.name_mapping(match &t.name_mapping {
-            Some(m) => self.name_mapping(m),
-            None => Arc::clone(&self.no_mapping),
-        });
-        if let Some(p) = &self.project {
-            task = task.transform(Arc::clone(p));
-        }
-        if t.start != 0 || t.length != t.file_size_in_bytes {
-            task = task.byte_range(t.start..t.start + t.length);
-        }
-        let positions: Vec<String> = t
-            .deletes
-            .iter()
-            .filter(|d| d.file_type == DataContentType::PositionDeletes)
-            .map(|d| d.file_path.clone())
-            .collect();
-        let equality: Vec<(String, Vec<i32>)> = t
-            .deletes
-            .iter()
-            .filter(|d| d.file_type == DataContentType::EqualityDeletes)
-            .map(|d| {
-                let ids = d.equality_ids.clone().unwrap_or_default();
-                (d.file_path.clone(), ids)
-            })
-            .collect();
-        let equality = if equality.is_empty() {
-            None
-        } else {
-            let eq = Arc::new(EqualityDeletes::new(equality, schema, &source)?);
-            task = task.row_filter(Arc::clone(&eq) as Arc<dyn rayquet::task::RowFilter>);
-            Some(eq)
-        };
-        if !positions.is_empty() || equality.is_some() {
-            task = task.delete_loader(Arc::new(TaskDeletes {
-                files: Arc::clone(&self.deletes),
-                data_file: path,
-                positions,
-                equality,
-            }));
-        }
-        Ok(task)
-    }
-}
-
-/// A scan of `FileScanTask`s the caller planned (an engine that plans and shards them
-/// itself, splits files by byte range...). Every task must project the same fields and
-/// carry the same predicate (as iceberg's planner makes them); the predicate filters rows
-/// exactly. `table` (when given) supplies the partition specs for identity-partition
-/// constants and the FileIO for delete files (otherwise the tasks' own `partition_spec` and
-/// an object_store FileIO from the environment). The output schema is the first task's; an
-/// empty list gives an error.
-///
-/// Tasks are pulled lazily, as the scan needs them, in their order (ordered scans deliver
-/// them in that order).
-pub fn scan_tasks<I>(tasks: I, table: Option<&Table>) -> Result<Scan>
-where
-    I: IntoIterator<Item = FileScanTask>,
-    I::IntoIter: Send + 'static,
-{
-    let mut tasks = tasks.into_iter().peekable();
-    let first = tasks
-        .peek()
-        .ok_or_else(|| Error::new(ErrorKind::InvalidArgument, "no tasks to scan"))?;
-    let schema = first.schema_ref();
-    let bound = first.predicate.clone();
-    let filter = bound
-        .as_ref()
-        .map(|p| predicate::bound_to_expr(p, &schema))
-        .transpose()?;
-    let layout = Layout::new(&schema, first.project_field_ids.clone(), filter.as_ref())?;
-    let (read, out) = (Arc::clone(&layout.read), Arc::clone(&layout.out));
-    let file_io = match table {
-        Some(t) => t.file_io().clone(),
-        None => storage::file_io(Vec::<(String, String)>::new()),
-    };
-    let context = Arc::new(Context::new(table, file_io, layout));
-    let mut scan = Scan::from_tasks(
-        Arc::clone(&read),
-        tasks.map(move |t| {
-            if t.predicate != bound {
-                return Err(Error::new(
-                    ErrorKind::InvalidArgument,
-                    "every task of a scan must carry the same predicate",
-                )
-                .with_path(t.data_file_path.clone()));
-            }
-            context.task(t)
-        }),
-    );
-    if read != out {
-        scan = scan.transformed_schema(out);
-    }
-    if let Some(t) = table {
-        for (k, v) in storage::store_options(t.file_io().config().props()) {
-            scan = scan.store_option(k, v);
-        }
-    }
-    if let Some(f) = filter {
-        scan = scan.filter(f);
-    }
-    Ok(scan)
-}
