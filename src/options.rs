@@ -203,6 +203,11 @@ impl ScanOptions {
         self.batch_size
     }
 
+    /// The memory budget (bytes fetched or decoded but not yet delivered).
+    pub fn get_memory_budget(&self) -> usize {
+        self.memory_budget
+    }
+
     /// The object-store configuration keys and values set with [`ScanBuilder::store_option`](crate::ScanBuilder::store_option).
     pub fn get_store_options(&self) -> &[(String, String)] {
         &self.store_options

@@ -241,6 +241,47 @@ fn projection_and_limit() {
     assert!(m.files <= 4);
 }
 
+/// An empty projection (what `SELECT count(*)` asks of a table provider) delivers batches
+/// with no columns that carry every row: as many as parquet's reader counts, also through a
+/// filter (whose columns are read but not delivered) and for a task scan of no columns.
+#[test]
+fn empty_projection_counts_rows() {
+    let dir = tempfile::tempdir().unwrap();
+    let paths = dataset(dir.path(), 3, 4, 1500);
+    let (_, expected) = reference_all(&paths, 1500);
+    let all = common::concat(&expected[0].schema(), &expected);
+    let count = |scan: Scan| -> usize {
+        let reader = scan.batch_size(1000).build().unwrap();
+        assert!(reader.schema().fields().is_empty());
+        reader
+            .map(|b| {
+                let b = b.unwrap();
+                assert_eq!(b.num_columns(), 0);
+                b.num_rows()
+            })
+            .sum()
+    };
+    let root = dir.path().to_str().unwrap();
+    let scan = Scan::new(root).unwrap().columns(Vec::<String>::new());
+    assert_eq!(count(scan), all.num_rows());
+    // Through a filter: the rows where it holds in the reference.
+    let ids = all.column(0).as_any().downcast_ref::<Int64Array>().unwrap();
+    let bound = ids.value(ids.len() / 2);
+    let scan = Scan::new(root)
+        .unwrap()
+        .columns(Vec::<String>::new())
+        .filter(rayquet::col("id").lt(bound));
+    let below = (0..ids.len()).filter(|&i| ids.value(i) < bound).count();
+    assert!(below > 0 && below < ids.len());
+    assert_eq!(count(scan), below);
+    // Tasks producing no column.
+    let tasks = paths
+        .iter()
+        .map(|p| rayquet::FileTask::new(p.to_str().unwrap()).columns([]));
+    let scan = Scan::from_tasks(Arc::new(Schema::empty()), tasks.collect::<Vec<_>>());
+    assert_eq!(count(scan), all.num_rows());
+}
+
 /// Dropping the reader after the first batch winds every task down, and the shared pools
 /// keep working for the next scan.
 #[test]

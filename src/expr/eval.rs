@@ -12,6 +12,23 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::expr::{Expr, Value};
 
 impl Expr {
+    /// Check that this filter can run on batches of `schema`: every column it names exists
+    /// (top level, or a dotted path into structs) and every literal converts exactly to its
+    /// column's type (what a scan would refuse at `build()` otherwise).
+    ///
+    /// ```
+    /// use rayquet::col;
+    /// use rayquet::reexports::arrow::datatypes::{DataType, Field, Schema};
+    /// let schema = Schema::new(vec![Field::new("n", DataType::Int32, true)]);
+    /// assert!(col("n").lt(5).check(&schema).is_ok());
+    /// assert!(col("n").lt(5.5).check(&schema).is_err()); // no Int32 holds 5.5
+    /// assert!(col("m").lt(5).check(&schema).is_err());
+    /// ```
+    pub fn check(&self, schema: &arrow::datatypes::Schema) -> Result<()> {
+        let empty = RecordBatch::new_empty(Arc::new(schema.clone()));
+        self.evaluate(&empty).map(|_| ())
+    }
+
     /// Evaluate on `batch`, whose columns must include those the filter reads: true, false or
     /// null per row (arrow's kernels, three-valued logic).
     pub fn evaluate(&self, batch: &RecordBatch) -> Result<BooleanArray> {

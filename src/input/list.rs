@@ -126,3 +126,28 @@ pub(crate) async fn resolve(inputs: Vec<Input>, stores: &mut Stores) -> Result<V
     }
     Ok(files)
 }
+
+impl crate::ScanOptions {
+    /// The files a scan of `url_or_path` with these options would read, in its order: the
+    /// object itself, or every `*.parquet` object under a prefix or directory, each with its
+    /// size when listing gave it. Locations are URLs (or absolute local paths) that
+    /// [`FileTask::new`](crate::FileTask::new) takes back. Lists on the IO runtime and waits
+    /// (callable from any thread); [`ScanOptions::list_files_async`](crate::ScanOptions::list_files_async) from async code.
+    pub fn list_files(&self, url_or_path: &str) -> Result<Vec<(String, Option<u64>)>> {
+        let this = self.clone();
+        let url = url_or_path.to_string();
+        self.wait(async move { this.list_files_async(&url).await })
+    }
+
+    /// [`ScanOptions::list_files`] as a future. Listing requests run on whatever runtime
+    /// polls it.
+    pub async fn list_files_async(&self, url_or_path: &str) -> Result<Vec<(String, Option<u64>)>> {
+        let input = Input::parse(url_or_path)?;
+        let mut stores = Stores::new(self, None);
+        let files = resolve(vec![input], &mut stores).await?;
+        Ok(files
+            .into_iter()
+            .map(|f| (f.name.to_string(), f.size))
+            .collect())
+    }
+}

@@ -1,5 +1,6 @@
 //! The `rayquet` command line: scan Parquet files, prefixes, Iceberg and Delta tables on every
-//! core (`scan`), and generate a synthetic dataset (`gen`).
+//! core (`scan`), generate a synthetic dataset (`gen`) and, with the `datafusion` feature, run
+//! SQL over them in process or on workers (`sql`, `worker`).
 //!
 //! ```sh
 //! rayquet scan                                  # a demo dataset it makes itself
@@ -7,6 +8,10 @@
 //! rayquet scan --iceberg warehouse/db/events --snapshot 42 --json
 //! rayquet scan --delta s3://bucket/events/ --version 12 --out rows.arrow
 //! rayquet gen /tmp/data --files 16 --row-groups 8 --rows 65536 --compression zstd
+//! # with the `datafusion` feature:
+//! rayquet sql "SELECT l_returnflag, count(*) FROM t GROUP BY 1" --parquet t=s3://bucket/lineitem/
+//! rayquet worker --listen 0.0.0.0:50051
+//! rayquet sql "SELECT count(*) FROM t" --iceberg t=warehouse/db/events --workers http://a:50051,http://b:50051
 //! ```
 //!
 //! Errors are printed as `error: <message>` on stderr with exit code 1.
@@ -14,6 +19,8 @@
 mod format;
 mod gen;
 mod scan;
+#[cfg(feature = "datafusion")]
+mod sql;
 
 use std::process::ExitCode;
 
@@ -38,6 +45,13 @@ enum Command {
     ///
     /// Without a path, scans a demo dataset (created once under the system temp directory).
     Scan(Box<scan::ScanArgs>),
+    /// Run a SQL query (DataFusion) over Parquet datasets, Iceberg and Delta tables read by
+    /// rayquet: on every core of this machine, or on rayquet workers (--workers).
+    #[cfg(feature = "datafusion")]
+    Sql(Box<sql::SqlArgs>),
+    /// Serve as a rayquet worker for `rayquet sql --workers`, until stopped.
+    #[cfg(feature = "datafusion")]
+    Worker(sql::WorkerArgs),
 }
 
 // Decode threads allocate batches that the consumer frees; glibc's malloc hands such memory
@@ -60,6 +74,10 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Gen(args) => gen::run(args),
         Command::Scan(args) => scan::run(*args),
+        #[cfg(feature = "datafusion")]
+        Command::Sql(args) => sql::run(*args),
+        #[cfg(feature = "datafusion")]
+        Command::Worker(args) => sql::worker(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -1,0 +1,261 @@
+//! `rayquet sql` and `rayquet worker` (feature `datafusion`): DataFusion SQL over rayquet
+//! tables, in this process on every core or on rayquet workers (datafusion-distributed), and
+//! the worker that runs their scans.
+//!
+//! Tables are registered (schemas read, nothing scanned) on the main thread; the query runs on
+//! a tokio runtime of this process for DataFusion, while rayquet keeps its own IO runtime and
+//! decode pool.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Instant;
+
+use clap::Args;
+use rayquet::{ScanBuilder, ScanOptions};
+use rayquet_datafusion::datafusion::arrow::array::RecordBatch;
+use rayquet_datafusion::datafusion::arrow::util::pretty::pretty_format_batches;
+use rayquet_datafusion::datafusion::prelude::SessionContext;
+use rayquet_datafusion::{RayquetTable, WorkerScan};
+use url::Url;
+
+use crate::format::{count, parse_key_value, write_out};
+use crate::CliResult;
+
+#[derive(Debug, Args)]
+pub struct SqlArgs {
+    /// The query (DataFusion's SQL dialect), over the tables named below. Without any, the
+    /// demo dataset (made once under the temp directory) is table `lineitem`.
+    #[arg(value_name = "QUERY")]
+    query: String,
+    /// A Parquet dataset as table NAME: a file, a directory or prefix (every *.parquet under
+    /// it) or a URL (s3://, gs://, az://, file://) of one (repeatable).
+    #[arg(long, value_name = "NAME=PATH_OR_URL", value_parser = parse_key_value)]
+    parquet: Vec<(String, String)>,
+    /// An Iceberg table as table NAME: a metadata JSON file or a table directory (repeatable).
+    #[arg(long, value_name = "NAME=TABLE", value_parser = parse_key_value)]
+    iceberg: Vec<(String, String)>,
+    /// A Delta table as table NAME: its root directory or URL (repeatable).
+    #[arg(long, value_name = "NAME=TABLE", value_parser = parse_key_value)]
+    delta: Vec<(String, String)>,
+    /// Read Iceberg table NAME at this snapshot (repeatable).
+    #[arg(long, value_name = "NAME=ID", value_parser = parse_key_value)]
+    snapshot: Vec<(String, String)>,
+    /// Read Delta table NAME at this version (repeatable).
+    #[arg(long, value_name = "NAME=N", value_parser = parse_key_value)]
+    version: Vec<(String, String)>,
+    /// Run the scans on these rayquet workers (`rayquet worker`), e.g.
+    /// http://10.0.0.5:50051,http://10.0.0.6:50051. This process plans and streams them work;
+    /// it never scans.
+    #[arg(long, value_delimiter = ',', value_name = "URL,URL,...")]
+    workers: Vec<Url>,
+    /// Object-store option, e.g. aws_region=eu-west-1 (repeatable). Workers take theirs from
+    /// their own command line and environment: no credential is sent to them.
+    #[arg(long = "option", value_name = "KEY=VALUE", value_parser = parse_key_value)]
+    options: Vec<(String, String)>,
+    /// Write every result row to this Arrow IPC file.
+    #[arg(long, value_name = "FILE.arrow")]
+    out: Option<PathBuf>,
+    /// Result rows to print (0: all).
+    #[arg(long, value_name = "N", default_value_t = 100)]
+    max_rows: usize,
+    /// Print one JSON object on stdout: rows, seconds, the first --max-rows result rows and,
+    /// with --workers, the units and rows each worker scanned.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct WorkerArgs {
+    /// Address to listen on, e.g. 0.0.0.0:50051 (port 0: any free port; the URL is printed).
+    #[arg(long, value_name = "HOST:PORT")]
+    listen: String,
+    /// Object-store option for the stores this worker reads through, e.g.
+    /// aws_region=eu-west-1 (repeatable; the environment is read too).
+    #[arg(long = "option", value_name = "KEY=VALUE", value_parser = parse_key_value)]
+    options: Vec<(String, String)>,
+}
+
+fn scan_options(options: &[(String, String)]) -> ScanOptions {
+    options
+        .iter()
+        .fold(ScanOptions::new(), |o, (k, v)| o.store_option(k, v))
+}
+
+/// A tokio runtime for DataFusion (rayquet's IO runtime and decode pool are its own).
+fn runtime() -> CliResult<tokio::runtime::Runtime> {
+    Ok(tokio::runtime::Builder::new_multi_thread()
+        .thread_name("datafusion")
+        .enable_all()
+        .build()?)
+}
+
+/// The value of `NAME=...` in `pins`, parsed.
+fn pinned<T: std::str::FromStr>(pins: &[(String, String)], name: &str) -> CliResult<Option<T>> {
+    match pins.iter().find(|(n, _)| n == name) {
+        None => Ok(None),
+        Some((_, v)) => v
+            .parse()
+            .map(Some)
+            .map_err(|_| format!("{name}: {v:?} is not a snapshot id or version").into()),
+    }
+}
+
+fn register(ctx: &SessionContext, args: &mut SqlArgs, options: &ScanOptions) -> CliResult<()> {
+    let remote = !args.workers.is_empty();
+    if args.parquet.is_empty() && args.iceberg.is_empty() && args.delta.is_empty() {
+        let demo = crate::gen::ensure_demo()?;
+        args.parquet
+            .push(("lineitem".into(), demo.to_string_lossy().into_owned()));
+    }
+    let args = &*args;
+    let mut names: Vec<&str> = Vec::new();
+    for (name, _) in args.parquet.iter().chain(&args.iceberg).chain(&args.delta) {
+        if names.contains(&name.as_str()) {
+            return Err(format!("table {name} is given twice").into());
+        }
+        names.push(name);
+    }
+    for (name, _) in &args.snapshot {
+        if !args.iceberg.iter().any(|(n, _)| n == name) {
+            return Err(format!("--snapshot {name}=...: no --iceberg {name}=...").into());
+        }
+    }
+    for (name, _) in &args.version {
+        if !args.delta.iter().any(|(n, _)| n == name) {
+            return Err(format!("--version {name}=...: no --delta {name}=...").into());
+        }
+    }
+    let mut tables = Vec::new();
+    for (name, path) in &args.parquet {
+        tables.push(RayquetTable::parquet(name, path, options.clone())?);
+    }
+    for (name, path) in &args.iceberg {
+        let snapshot = pinned(&args.snapshot, name)?;
+        tables.push(RayquetTable::iceberg(name, path, snapshot, options.clone())?);
+    }
+    for (name, path) in &args.delta {
+        let version = pinned(&args.version, name)?;
+        tables.push(RayquetTable::delta(name, path, version, options.clone())?);
+    }
+    for (table, name) in tables.into_iter().zip(names) {
+        ctx.register_table(name, Arc::new(table.require_remote(remote)))?;
+    }
+    Ok(())
+}
+
+pub fn run(mut args: SqlArgs) -> CliResult<()> {
+    let options = scan_options(&args.options);
+    let ctx = match args.workers.is_empty() {
+        true => rayquet_datafusion::local_session(),
+        false => rayquet_datafusion::distributed_session(args.workers.clone(), options.clone())?,
+    };
+    register(&ctx, &mut args, &options)?;
+    let start = Instant::now();
+    let (batches, workers) = runtime()?.block_on(async {
+        if args.workers.is_empty() {
+            let batches = ctx.sql(&args.query).await?.collect().await?;
+            Ok::<_, rayquet_datafusion::datafusion::error::DataFusionError>((batches, vec![]))
+        } else {
+            rayquet_datafusion::collect_distributed(&ctx, &args.query, &args.workers).await
+        }
+    })?;
+    let seconds = start.elapsed().as_secs_f64();
+    let rows: usize = batches.iter().map(|b| b.num_rows()).sum();
+    if let Some(path) = &args.out {
+        write_ipc(path, &batches)?;
+    }
+    let shown = head(&batches, args.max_rows);
+    let mut stdout = std::io::stdout().lock();
+    if args.json {
+        let json = serde_json::json!({
+            "rows": rows,
+            "seconds": seconds,
+            "result": json_rows(&shown)?,
+            "result_truncated": shown.iter().map(|b| b.num_rows()).sum::<usize>() < rows,
+            "workers": workers.iter().map(worker_json).collect::<Vec<_>>(),
+        });
+        write_out(&mut stdout, format_args!("{json}\n"))?;
+        return Ok(());
+    }
+    write_out(&mut stdout, format_args!("{}\n", pretty_format_batches(&shown)?))?;
+    let more = match shown.iter().map(|b| b.num_rows()).sum::<usize>() < rows {
+        true => format!(" (first {} shown; --max-rows 0 for all)", args.max_rows),
+        false => String::new(),
+    };
+    eprintln!("{} rows in {seconds:.3} s{more}", count(rows as u64));
+    for w in &workers {
+        eprintln!(
+            "  worker {}: {} units, {} rows scanned",
+            w.worker,
+            count(w.units),
+            count(w.rows)
+        );
+    }
+    Ok(())
+}
+
+fn worker_json(w: &WorkerScan) -> serde_json::Value {
+    serde_json::json!({ "url": w.worker.as_str(), "units": w.units, "rows": w.rows })
+}
+
+/// The first `max` rows (all when `max` is 0).
+fn head(batches: &[RecordBatch], max: usize) -> Vec<RecordBatch> {
+    if max == 0 {
+        return batches.to_vec();
+    }
+    let mut left = max;
+    let mut out = Vec::new();
+    for b in batches {
+        if left == 0 {
+            break;
+        }
+        let n = b.num_rows().min(left);
+        out.push(b.slice(0, n));
+        left -= n;
+    }
+    out
+}
+
+/// Rows as JSON objects (arrow's JSON writer: column name to value).
+fn json_rows(batches: &[RecordBatch]) -> CliResult<serde_json::Value> {
+    use rayquet_datafusion::datafusion::arrow::json::ArrayWriter;
+    let mut writer = ArrayWriter::new(Vec::new());
+    for b in batches {
+        writer.write(b)?;
+    }
+    writer.finish()?;
+    let bytes = writer.into_inner();
+    if bytes.is_empty() {
+        return Ok(serde_json::Value::Array(vec![]));
+    }
+    Ok(serde_json::from_slice(&bytes)?)
+}
+
+fn write_ipc(path: &PathBuf, batches: &[RecordBatch]) -> CliResult<()> {
+    use rayquet_datafusion::datafusion::arrow::ipc::writer::FileWriter;
+    let Some(first) = batches.first() else {
+        return Err("the query returned no batches: nothing to write to --out".into());
+    };
+    let file = std::fs::File::create(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let mut writer = FileWriter::try_new(std::io::BufWriter::new(file), &first.schema())?;
+    for b in batches {
+        writer.write(b)?;
+    }
+    writer.finish()?;
+    Ok(())
+}
+
+pub fn worker(args: WorkerArgs) -> CliResult<()> {
+    let options = scan_options(&args.options);
+    runtime()?.block_on(async {
+        let listener = tokio::net::TcpListener::bind(&args.listen)
+            .await
+            .map_err(|e| format!("listening on {}: {e}", args.listen))?;
+        let addr = listener.local_addr()?;
+        let mut stdout = std::io::stdout().lock();
+        write_out(&mut stdout, format_args!("rayquet worker listening on http://{addr}\n"))?;
+        drop(stdout);
+        rayquet_datafusion::serve(listener, options).await?;
+        Ok(())
+    })
+}

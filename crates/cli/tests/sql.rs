@@ -1,0 +1,199 @@
+//! `rayquet sql` and `rayquet worker` across processes: three worker processes on loopback
+//! ports, a coordinator process running SQL on them; the answer equals the in-process run and
+//! parquet's own reader, every worker scans, and a dead worker is a clean error naming it.
+
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Child, Command, Output, Stdio};
+
+use arrow::array::{Array, AsArray};
+use arrow::datatypes::Int64Type;
+
+const FILES: usize = 4;
+const ROWS: u64 = 2_000;
+const ROW_GROUPS: u64 = 2;
+
+fn rayquet(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_rayquet"))
+        .args(args)
+        .output()
+        .expect("run rayquet")
+}
+
+fn json(args: &[&str]) -> serde_json::Value {
+    let out = rayquet(args);
+    assert!(
+        out.status.success(),
+        "rayquet {args:?} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    serde_json::from_str(stdout.trim()).unwrap_or_else(|e| panic!("{e}: {stdout}"))
+}
+
+/// A `rayquet worker` process, killed when dropped.
+struct Worker {
+    child: Child,
+    url: String,
+}
+
+impl Worker {
+    fn start() -> Worker {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_rayquet"))
+            .args(["worker", "--listen", "127.0.0.1:0"])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("start a worker");
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .expect("the worker's first line");
+        let url = line
+            .trim()
+            .strip_prefix("rayquet worker listening on ")
+            .unwrap_or_else(|| panic!("unexpected first line {line:?}"))
+            .to_string();
+        Worker { child, url }
+    }
+}
+
+impl Drop for Worker {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn gen(dir: &Path) {
+    let out = rayquet(&[
+        "gen",
+        dir.to_str().unwrap(),
+        "--files",
+        &FILES.to_string(),
+        "--row-groups",
+        &ROW_GROUPS.to_string(),
+        "--rows",
+        &ROWS.to_string(),
+    ]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+}
+
+/// Rows per `l_returnflag`, by parquet's own reader.
+fn reference_counts(dir: &Path) -> std::collections::BTreeMap<String, u64> {
+    let mut counts = std::collections::BTreeMap::new();
+    for i in 0..FILES {
+        let path = dir.join(format!("part-{i:05}.parquet"));
+        let (_, batches) = rayquet_testkit::reference(&path, Some(&["l_returnflag"]), 4096).unwrap();
+        for b in batches {
+            let col = b.column(0);
+            let flags = arrow::compute::cast(col, &arrow::datatypes::DataType::Utf8).unwrap();
+            for f in flags.as_string::<i32>().iter() {
+                *counts.entry(f.unwrap().to_string()).or_insert(0) += 1;
+            }
+        }
+    }
+    counts
+}
+
+const QUERY: &str = "SELECT l_returnflag, count(*) AS n, sum(l_linenumber) AS s FROM t \
+                     WHERE l_quantity >= 0 GROUP BY 1 ORDER BY 1";
+
+#[test]
+fn sql_on_worker_processes_equals_the_local_run() {
+    let dir = tempfile::tempdir().unwrap();
+    gen(dir.path());
+    let table = format!("t={}", dir.path().display());
+    let local = json(&["sql", QUERY, "--parquet", &table, "--json"]);
+    assert_eq!(local["workers"].as_array().unwrap().len(), 0);
+
+    let want = reference_counts(dir.path());
+    let result = local["result"].as_array().unwrap();
+    let got: std::collections::BTreeMap<String, u64> = result
+        .iter()
+        .map(|r| (r["l_returnflag"].as_str().unwrap().to_string(), r["n"].as_u64().unwrap()))
+        .collect();
+    assert_eq!(got, want, "counts per l_returnflag against parquet's reader");
+
+    let workers: Vec<Worker> = (0..3).map(|_| Worker::start()).collect();
+    let urls = workers.iter().map(|w| w.url.as_str()).collect::<Vec<_>>().join(",");
+    let out = dir.path().join("result.arrow");
+    let remote = json(&[
+        "sql", QUERY, "--parquet", &table, "--workers", &urls, "--json", "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(remote["result"], local["result"], "distributed vs in-process");
+    assert_eq!(remote["rows"], local["rows"]);
+    let scans = remote["workers"].as_array().unwrap();
+    assert_eq!(scans.len(), 3);
+    let mut units = 0;
+    let mut rows = 0;
+    for w in scans {
+        assert!(w["units"].as_u64().unwrap() >= 1, "a worker scanned nothing: {w}");
+        units += w["units"].as_u64().unwrap();
+        rows += w["rows"].as_u64().unwrap();
+    }
+    assert_eq!(units, FILES as u64, "every file once: {scans:?}");
+    assert_eq!(rows, FILES as u64 * ROW_GROUPS * ROWS, "every row scanned once");
+
+    // --out holds the same rows.
+    let file = std::fs::File::open(&out).unwrap();
+    let reader = arrow::ipc::reader::FileReader::try_new(file, None).unwrap();
+    let mut total = 0;
+    for b in reader {
+        let b = b.unwrap();
+        let n = b.column_by_name("n").unwrap().as_primitive::<Int64Type>();
+        total += n.iter().map(|v| v.unwrap() as u64).sum::<u64>();
+        assert_eq!(n.null_count(), 0);
+    }
+    assert_eq!(total, FILES as u64 * ROW_GROUPS * ROWS);
+
+    // Human output: the table, and what each worker scanned on stderr.
+    let out = rayquet(&["sql", QUERY, "--parquet", &table, "--workers", &urls]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("l_returnflag"), "{stdout}");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    for w in &workers {
+        assert!(stderr.contains(&w.url), "{stderr}");
+    }
+}
+
+#[test]
+fn a_dead_worker_is_a_clean_error_naming_it() {
+    let dir = tempfile::tempdir().unwrap();
+    gen(dir.path());
+    let live = Worker::start();
+    let dead = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        format!("http://{}", l.local_addr().unwrap())
+    };
+    let table = format!("t={}", dir.path().display());
+    let workers = format!("{},{dead}", live.url);
+    let out = rayquet(&["sql", QUERY, "--parquet", &table, "--workers", &workers]);
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.starts_with("error: "), "{stderr}");
+    assert!(stderr.contains(&dead), "the error does not name {dead}: {stderr}");
+}
+
+#[test]
+fn bad_arguments_are_clean_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    gen(dir.path());
+    let table = format!("t={}", dir.path().display());
+    for (args, needle) in [
+        (vec!["sql", "SELECT * FROM nope", "--parquet", &table], "nope"),
+        (vec!["sql", "SELECT * FROM t", "--parquet", "t=/does/not/exist"], "/does/not/exist"),
+        (
+            vec!["sql", "SELECT 1", "--parquet", &table, "--parquet", &table],
+            "given twice",
+        ),
+        (vec!["sql", "SELECT 1", "--snapshot", "x=1"], "no --iceberg x"),
+    ] {
+        let out = rayquet(&args);
+        assert_eq!(out.status.code(), Some(1), "{args:?}");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(stderr.contains(needle), "{args:?}: {stderr}");
+    }
+}

@@ -1,0 +1,306 @@
+//! [`RayquetScanExec`]: the leaf of a DataFusion plan that reads a rayquet table.
+//!
+//! Each output partition is one rayquet scan: its tasks are the units the partition's feed
+//! yields (on the coordinator, from the [`Planner`]; on a worker, as datafusion-distributed
+//! streams them in), rebuilt into rayquet tasks in this process with this process's stores and
+//! pools, decoded on its rayon pool, and delivered through [`crate::stream`]. The node travels
+//! to workers as a [`ScanSpec`] (JSON, no credentials) through [`crate::codec`].
+//!
+//! Invariants: a node marked `require_remote` never scans on the coordinator (it fails
+//! instead: a distributed query that would run it there is an error, not a silent local run);
+//! the memory budget of the process's options is shared by the node's partitions; no
+//! DataFusion worker thread waits on a batch.
+
+use std::fmt;
+use std::sync::Arc;
+
+use datafusion::arrow::datatypes::{Schema, SchemaRef};
+use datafusion::common::{exec_err, DataFusionError, Result, Statistics};
+use datafusion::execution::{SendableRecordBatchStream, TaskContext};
+use datafusion::physical_expr::EquivalenceProperties;
+use datafusion::physical_plan::execution_plan::{Boundedness, EmissionType};
+use datafusion::physical_plan::metrics::{ExecutionPlanMetricsSet, MetricBuilder, MetricsSet};
+use datafusion::physical_plan::{
+    DisplayAs, DisplayFormatType, ExecutionPlan, Partitioning, PlanProperties,
+};
+use datafusion_distributed::WorkUnitFeed;
+use futures::StreamExt;
+use rayquet::{Expr, Scan, ScanBuilder, ScanOptions};
+use serde::{Deserialize, Serialize};
+
+use crate::feed::{Planner, UnitKind};
+use crate::stream::{reader_stream, Shape};
+use crate::worker::WorkerStats;
+
+/// What a scan reads, as every process that reads its units rebuilds it.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub(crate) enum Plan {
+    /// Parquet files: columns by name from `read` (the projection, then the columns only the
+    /// filter needs); the first `delivered` are delivered.
+    Parquet {
+        read: Schema,
+        delivered: usize,
+        filter: Option<Expr>,
+    },
+    /// An Iceberg scan (columns and filter inside).
+    Iceberg(rayquet_iceberg::ScanPlan),
+    /// A Delta scan (columns and filter inside).
+    Delta(rayquet_delta::ScanPlan),
+}
+
+/// A scan node's description: serializable, no credentials.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub(crate) struct ScanSpec {
+    /// The table's name (for display and errors).
+    pub table: String,
+    pub plan: Plan,
+    /// Rows wanted at least (each partition stops after that many).
+    pub limit: Option<usize>,
+    /// Deliver row counts only (an empty projection).
+    pub rows_only: bool,
+    /// Never scan on the coordinator.
+    pub require_remote: bool,
+    /// The delivered schema.
+    pub schema: Schema,
+}
+
+/// The leaf node reading a rayquet table (see the module docs).
+#[derive(Debug, Clone)]
+pub struct RayquetScanExec {
+    pub(crate) spec: Arc<ScanSpec>,
+    pub(crate) feed: WorkUnitFeed<Planner>,
+    /// This process's options: stores, pools, memory budget.
+    options: ScanOptions,
+    stats: Statistics,
+    worker: Option<Arc<WorkerStats>>,
+    metrics: ExecutionPlanMetricsSet,
+    props: Arc<PlanProperties>,
+}
+
+impl RayquetScanExec {
+    pub(crate) fn new(
+        spec: ScanSpec,
+        feed: WorkUnitFeed<Planner>,
+        partitions: usize,
+        options: ScanOptions,
+        stats: Option<Statistics>,
+        worker: Option<Arc<WorkerStats>>,
+    ) -> Self {
+        let schema: SchemaRef = Arc::new(spec.schema.clone());
+        let props = Arc::new(PlanProperties::new(
+            EquivalenceProperties::new(Arc::clone(&schema)),
+            Partitioning::UnknownPartitioning(partitions.max(1)),
+            EmissionType::Incremental,
+            Boundedness::Bounded,
+        ));
+        RayquetScanExec {
+            stats: stats.unwrap_or_else(|| Statistics::new_unknown(&schema)),
+            spec: Arc::new(spec),
+            feed,
+            options,
+            worker,
+            metrics: ExecutionPlanMetricsSet::new(),
+            props,
+        }
+    }
+
+    /// The planner of this node, on the coordinator (units dealt per task).
+    pub fn planner(&self) -> Option<&Planner> {
+        self.feed.inner()
+    }
+
+    /// The partition's rayquet scan over `units`.
+    fn scan(
+        &self,
+        units: futures::stream::BoxStream<'static, rayquet::Result<UnitKind>>,
+        options: ScanOptions,
+    ) -> rayquet::Result<Scan> {
+        let wrong = |kind: &str| {
+            rayquet::Error::new(
+                rayquet::ErrorKind::InvalidArgument,
+                format!("a {kind} unit in a scan of another table format"),
+            )
+        };
+        match &self.spec.plan {
+            Plan::Parquet {
+                read,
+                delivered,
+                filter,
+            } => {
+                let read: SchemaRef = Arc::new(read.clone());
+                let n = *delivered;
+                let keep = (n < read.fields().len()).then(|| {
+                    let out = Arc::new(read.project(&(0..n).collect::<Vec<_>>()).expect("prefix"));
+                    (out, (0..n).collect::<Vec<usize>>())
+                });
+                let project = keep.clone();
+                let tasks = units.map(move |u| match u? {
+                    UnitKind::Parquet(task) => Ok(match &project {
+                        Some((_, cols)) => {
+                            let cols = cols.clone();
+                            task.transform(Arc::new(move |b| Ok(b.project(&cols)?)))
+                        }
+                        None => task,
+                    }),
+                    _ => Err(wrong("Iceberg or Delta")),
+                });
+                // The table's schema has strings as views: decode straight to them.
+                let mut scan = Scan::from_task_stream(read, tasks)
+                    .with_options(options)
+                    .string_views(true);
+                if let Some((out, _)) = keep {
+                    scan = scan.transformed_schema(out);
+                }
+                if let Some(f) = filter {
+                    scan = scan.filter(f.clone());
+                }
+                Ok(scan)
+            }
+            Plan::Iceberg(plan) => {
+                let units = units.map(move |u| match u? {
+                    UnitKind::Iceberg(u) => Ok(u),
+                    _ => Err(wrong("Parquet or Delta")),
+                });
+                plan.scan(units, options)
+            }
+            Plan::Delta(plan) => {
+                let units = units.map(move |u| match u? {
+                    UnitKind::Delta(u) => Ok(u),
+                    _ => Err(wrong("Parquet or Iceberg")),
+                });
+                plan.scan(units, options)
+            }
+        }
+    }
+}
+
+impl DisplayAs for RayquetScanExec {
+    fn fmt_as(&self, _t: DisplayFormatType, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let kind = match &self.spec.plan {
+            Plan::Parquet { .. } => "parquet",
+            Plan::Iceberg(_) => "iceberg",
+            Plan::Delta(_) => "delta",
+        };
+        let side = if self.feed.inner().is_some() {
+            "planner"
+        } else {
+            "remote units"
+        };
+        write!(
+            f,
+            "RayquetScanExec: {kind} table {}, partitions={}, {side}",
+            self.spec.table,
+            self.props.partitioning.partition_count()
+        )?;
+        if let Plan::Parquet {
+            filter: Some(filter),
+            ..
+        } = &self.spec.plan
+        {
+            write!(f, ", filter={filter}")?;
+        }
+        if let Some(l) = self.spec.limit {
+            write!(f, ", limit={l}")?;
+        }
+        Ok(())
+    }
+}
+
+impl ExecutionPlan for RayquetScanExec {
+    fn name(&self) -> &str {
+        "RayquetScanExec"
+    }
+
+    fn properties(&self) -> &Arc<PlanProperties> {
+        &self.props
+    }
+
+    fn children(&self) -> Vec<&Arc<dyn ExecutionPlan>> {
+        vec![]
+    }
+
+    fn with_new_children(
+        self: Arc<Self>,
+        children: Vec<Arc<dyn ExecutionPlan>>,
+    ) -> Result<Arc<dyn ExecutionPlan>> {
+        if !children.is_empty() {
+            return exec_err!("RayquetScanExec has no children");
+        }
+        Ok(self)
+    }
+
+    fn execute(
+        &self,
+        partition: usize,
+        ctx: Arc<TaskContext>,
+    ) -> Result<SendableRecordBatchStream> {
+        if self.spec.require_remote && self.feed.inner().is_some() {
+            return exec_err!(
+                "the rayquet scan of {} must run on a worker, not on the coordinator (is a \
+                 worker available?)",
+                self.spec.table
+            );
+        }
+        let partitions = self.props.partitioning.partition_count();
+        let units_seen = MetricBuilder::new(&self.metrics).counter("units", partition);
+        let rows_seen = MetricBuilder::new(&self.metrics).output_rows(partition);
+        let worker = self.worker.clone();
+        let units = self
+            .feed
+            .feed(partition, Arc::clone(&ctx))?
+            .map(move |u| {
+                let unit = u.map_err(|e| {
+                    rayquet::Error::new(rayquet::ErrorKind::Io, format!("receiving work: {e}"))
+                        .with_source(e)
+                });
+                let unit = unit.and_then(|u| UnitKind::decode(&u))?;
+                units_seen.add(1);
+                if let Some(w) = &worker {
+                    w.unit(unit.path());
+                }
+                Ok(unit)
+            })
+            .boxed();
+        let budget = self.options.get_memory_budget() / partitions.max(1);
+        let mut options = self
+            .options
+            .clone()
+            .batch_size(ctx.session_config().batch_size())
+            .ordered(false)
+            .memory_budget(budget.max(1 << 20));
+        if let Some(l) = self.spec.limit {
+            options = options.limit(l);
+        }
+        let scan = self
+            .scan(units, options)
+            .map_err(|e| DataFusionError::External(Box::new(e)))?;
+        let shape = match self.spec.rows_only {
+            true => Shape::RowsOnly,
+            false => Shape::AsIs,
+        };
+        let worker = self.worker.clone();
+        reader_stream(
+            self.schema(),
+            format!("rayquet-{}-{partition}", self.spec.table),
+            shape,
+            move || scan.build(),
+            move |rows| {
+                rows_seen.add(rows);
+                if let Some(w) = &worker {
+                    w.rows(rows);
+                }
+            },
+        )
+    }
+
+    fn metrics(&self) -> Option<MetricsSet> {
+        Some(self.metrics.clone_inner())
+    }
+
+    fn partition_statistics(&self, partition: Option<usize>) -> Result<Arc<Statistics>> {
+        Ok(Arc::new(match partition {
+            None => self.stats.clone(),
+            Some(_) => Statistics::new_unknown(&self.schema()),
+        }))
+    }
+}

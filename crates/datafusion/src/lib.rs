@@ -1,0 +1,84 @@
+//! rayquet scans as DataFusion tables: SQL over Parquet datasets, Iceberg tables and Delta
+//! tables read by rayquet (IO on its tokio runtime, decoding on its rayon pool), in this
+//! process or sharded across machines by
+//! [datafusion-distributed](https://github.com/datafusion-contrib/datafusion-distributed).
+//!
+//! # In one process
+//!
+//! ```no_run
+//! # async fn example() -> datafusion::error::Result<()> {
+//! use std::sync::Arc;
+//! use rayquet::ScanOptions;
+//! use rayquet_datafusion::{local_session, RayquetTable};
+//!
+//! let ctx = local_session();
+//! let trips = RayquetTable::parquet("trips", "s3://bucket/trips/", ScanOptions::new())?;
+//! ctx.register_table("trips", Arc::new(trips))?;
+//! ctx.sql("SELECT vendor, count(*) FROM trips WHERE fare > 10 GROUP BY vendor")
+//!     .await?
+//!     .show()
+//!     .await?;
+//! # Ok(()) }
+//! ```
+//!
+//! # Across machines
+//!
+//! Each worker machine runs [`serve`] (or `rayquet worker --listen 0.0.0.0:50051`); the
+//! coordinator plans (listing, Iceberg planning, Delta log replay) and streams work units to
+//! them: a Parquet file, an Iceberg task with its delete files, a Delta file with its deletion
+//! vector. Units carry no credentials: every worker reads through the stores of its own
+//! environment and options.
+//!
+//! ```no_run
+//! # async fn example() -> datafusion::error::Result<()> {
+//! use std::sync::Arc;
+//! use rayquet::ScanOptions;
+//! use rayquet_datafusion::{distributed_session, RayquetTable};
+//!
+//! let workers = vec!["http://10.0.0.5:50051".parse().unwrap(), "http://10.0.0.6:50051".parse().unwrap()];
+//! let ctx = distributed_session(workers, ScanOptions::new())?;
+//! let orders = RayquetTable::iceberg("orders", "s3://lake/warehouse/orders", None, ScanOptions::new())?
+//!     .require_remote(true);
+//! ctx.register_table("orders", Arc::new(orders))?;
+//! let batches = ctx.sql("SELECT status, sum(total) FROM orders GROUP BY status").await?.collect().await?;
+//! # Ok(()) }
+//! ```
+//!
+//! # Pieces
+//!
+//! | module | job |
+//! | --- | --- |
+//! | `table` | [`RayquetTable`]: the `TableProvider` (schema, filter pushdown, statistics) |
+//! | `filter` | DataFusion expressions to rayquet's [`rayquet::Expr`], exact or not |
+//! | `feed` | work units and the coordinator's lazy planner that deals them out |
+//! | `exec` | [`RayquetScanExec`]: one rayquet scan per output partition |
+//! | `stream` | a blocking rayquet reader as a DataFusion stream (a thread per partition) |
+//! | `codec` | [`RayquetCodec`]: the node between processes, without credentials |
+//! | `session` | [`local_session`], [`distributed_session`] |
+//! | `worker` | [`worker`], [`serve`], [`WorkerStats`] |
+
+#![deny(missing_docs)]
+
+mod codec;
+mod exec;
+mod feed;
+mod filter;
+mod session;
+mod stream;
+mod table;
+mod worker;
+
+pub use codec::RayquetCodec;
+pub use exec::RayquetScanExec;
+pub use feed::{Planner, Unit};
+pub use session::{
+    collect_distributed, distributed_session, local_session, name_failed_workers, scan_nodes,
+    worker_scans, WorkerScan,
+};
+pub use table::RayquetTable;
+pub use worker::{serve, serve_worker, worker, WorkerStats};
+
+/// DataFusion, datafusion-distributed and datafusion-proto, the versions this crate uses.
+pub use datafusion;
+pub use datafusion_distributed;
+pub use datafusion_proto;

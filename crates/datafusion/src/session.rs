@@ -1,0 +1,223 @@
+//! Sessions: a plain DataFusion session for rayquet tables in this process
+//! ([`local_session`]), and a datafusion-distributed coordinator whose rayquet scans run on
+//! workers ([`distributed_session`]).
+//!
+//! Invariants: the coordinator plans (listing, Iceberg planning, Delta log replay) and streams
+//! units; the scans themselves run on workers, one task per worker (two on a single worker, so
+//! that a lone worker still scans remotely). A stage holding a rayquet scan sends task `i` to
+//! worker `i mod n` (in the order the workers were given), which is how [`worker_scans`] tells
+//! what each worker read from the per-task metrics.
+
+use std::sync::Arc;
+
+use datafusion::common::{DataFusionError, Result};
+use datafusion::execution::SessionStateBuilder;
+use datafusion::prelude::{SessionConfig, SessionContext};
+use datafusion::arrow::array::RecordBatch;
+use datafusion::physical_plan::metrics::MetricValue;
+use datafusion::physical_plan::ExecutionPlan;
+use datafusion_distributed::{
+    rewrite_distributed_plan_with_metrics, DesiredTaskCountEvent, DesiredTaskCountEventResponse,
+    DistributedExt, DistributedMetricsFormat, NetworkBoundaryExt, RouteTasksEvent,
+    RouteTasksEventResponse, SessionStateBuilderExt, WorkerResolver,
+    DISTRIBUTED_DATAFUSION_TASK_ID_LABEL,
+};
+use rayquet::ScanOptions;
+use url::Url;
+
+use crate::codec::RayquetCodec;
+use crate::exec::RayquetScanExec;
+
+/// A DataFusion session for rayquet tables read in this process, on every core (DataFusion's
+/// target partitions: one rayquet scan each, sharing rayquet's decode pool).
+pub fn local_session() -> SessionContext {
+    SessionContext::new_with_config(SessionConfig::new())
+}
+
+/// The workers a coordinator sends tasks to.
+#[derive(Debug, Clone)]
+struct Workers(Vec<Url>);
+
+impl WorkerResolver for Workers {
+    fn get_urls(&self) -> std::result::Result<Vec<Url>, DataFusionError> {
+        Ok(self.0.clone())
+    }
+}
+
+/// Run a rayquet scan node on as many tasks as there are workers.
+fn scan_tasks(ev: DesiredTaskCountEvent) -> Option<Result<DesiredTaskCountEventResponse>> {
+    ev.plan.downcast_ref::<RayquetScanExec>()?;
+    Some(Ok(DesiredTaskCountEventResponse::desired(usize::MAX)))
+}
+
+/// Whether the stage headed by `plan` holds a rayquet scan (not looking past its inputs'
+/// network boundaries, which are other stages).
+fn holds_scan(plan: &Arc<dyn ExecutionPlan>) -> bool {
+    let mut stack = vec![Arc::clone(plan)];
+    while let Some(p) = stack.pop() {
+        if p.downcast_ref::<RayquetScanExec>().is_some() {
+            return true;
+        }
+        if p.as_network_boundary().is_none() {
+            stack.extend(p.children().into_iter().cloned());
+        }
+    }
+    false
+}
+
+/// Task `i` of a stage holding a rayquet scan goes to worker `i mod n`.
+fn route_scans(workers: Vec<Url>) -> impl Fn(RouteTasksEvent) -> Option<Result<RouteTasksEventResponse>> {
+    move |ev| {
+        if !holds_scan(ev.plan) {
+            return None;
+        }
+        let urls = (0..ev.task_count)
+            .map(|i| workers[i % workers.len()].clone())
+            .collect();
+        Some(Ok(RouteTasksEventResponse::new(urls)))
+    }
+}
+
+/// A datafusion-distributed coordinator: rayquet scans of its tables run on `workers` (URLs of
+/// rayquet workers, e.g. `http://10.0.0.5:50051`), planned here and fed to them as units.
+/// `options`: this process's (planning reads metadata through its stores). Register tables
+/// made with [`crate::RayquetTable`]`::require_remote(true)` so that no scan runs here.
+pub fn distributed_session(workers: Vec<Url>, options: ScanOptions) -> Result<SessionContext> {
+    if workers.is_empty() {
+        return Err(DataFusionError::Configuration(
+            "a distributed session needs at least one worker".into(),
+        ));
+    }
+    let n = workers.len();
+    let builder = SessionStateBuilder::new()
+        .with_default_features()
+        .with_distributed_worker_resolver(Workers(workers.clone()))
+        .with_distributed_planner()
+        .with_distributed_user_codec(RayquetCodec::new(options))
+        .with_distributed_desired_task_count_handler(scan_tasks)
+        .with_distributed_route_tasks_handler(route_scans(workers))
+        .with_distributed_work_unit_feed(|e: &RayquetScanExec| Some(&e.feed))
+        .with_distributed_metrics_collection(true)?
+        // A stage of one task is not distributed: give a lone worker two.
+        .with_distributed_max_tasks_per_stage(n.max(2))?;
+    Ok(SessionContext::from(builder.build()))
+}
+
+/// The rayquet scan nodes of `plan` (on the coordinator: each with its planner).
+pub fn scan_nodes(
+    plan: &Arc<dyn datafusion::physical_plan::ExecutionPlan>,
+) -> Vec<Arc<RayquetScanExec>> {
+    let mut out = Vec::new();
+    let mut stack = vec![Arc::clone(plan)];
+    while let Some(p) = stack.pop() {
+        if let Some(scan) = p.downcast_ref::<RayquetScanExec>() {
+            out.push(Arc::new(scan.clone()));
+        }
+        stack.extend(p.children().into_iter().cloned());
+    }
+    out
+}
+
+/// What one worker's rayquet scans read in a query.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WorkerScan {
+    /// The worker's URL, as given to [`distributed_session`].
+    pub worker: Url,
+    /// Units (data files, or splits of them) it scanned.
+    pub units: u64,
+    /// Rows its scans delivered (after rayquet's filters and deletes).
+    pub rows: u64,
+}
+
+/// What each of `workers` (the list given to [`distributed_session`]) scanned to run `plan`,
+/// once its results have been drained: the per-task metrics of its rayquet scan nodes,
+/// gathered from the workers. Workers that scanned nothing are listed with zeros.
+pub async fn worker_scans(
+    plan: Arc<dyn ExecutionPlan>,
+    workers: &[Url],
+) -> Result<Vec<WorkerScan>> {
+    let mut out: Vec<WorkerScan> = workers
+        .iter()
+        .map(|w| WorkerScan {
+            worker: w.clone(),
+            units: 0,
+            rows: 0,
+        })
+        .collect();
+    if workers.is_empty() {
+        return Ok(out);
+    }
+    let plan = rewrite_distributed_plan_with_metrics(plan, DistributedMetricsFormat::PerTask).await?;
+    let mut stack = vec![plan];
+    while let Some(p) = stack.pop() {
+        stack.extend(p.children().into_iter().cloned());
+        if p.name() != "RayquetScanExec" {
+            continue;
+        }
+        for metric in p.metrics().unwrap_or_default().iter() {
+            let task = metric
+                .labels()
+                .iter()
+                .find(|l| l.name() == DISTRIBUTED_DATAFUSION_TASK_ID_LABEL)
+                .and_then(|l| l.value().parse::<usize>().ok());
+            let Some(task) = task else { continue };
+            let slot = &mut out[task % workers.len()];
+            match metric.value() {
+                MetricValue::OutputRows(c) => slot.rows += c.value() as u64,
+                MetricValue::Count { name, count } if name == "units" => {
+                    slot.units += count.value() as u64
+                }
+                _ => {}
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// Run `sql` on a session made by [`distributed_session`] with `workers`, and collect its
+/// rows and what each worker scanned ([`worker_scans`]). When the query fails and some
+/// workers no longer answer, the error names them ([`name_failed_workers`]).
+pub async fn collect_distributed(
+    ctx: &SessionContext,
+    sql: &str,
+    workers: &[Url],
+) -> Result<(Vec<RecordBatch>, Vec<WorkerScan>)> {
+    let plan = ctx.sql(sql).await?.create_physical_plan().await?;
+    let batches = match datafusion::physical_plan::collect(Arc::clone(&plan), ctx.task_ctx()).await {
+        Ok(b) => b,
+        Err(e) => return Err(name_failed_workers(e, workers).await),
+    };
+    let scans = worker_scans(plan, workers).await?;
+    Ok((batches, scans))
+}
+
+/// `err` (from a distributed query) with the workers that no longer accept connections named
+/// in front of it: a worker that stops mid-query shows up as a broken connection that does not
+/// say whose. Each worker is probed with a TCP connection (2 s at most, all at once); `err`
+/// comes back unchanged when every one answers.
+pub async fn name_failed_workers(err: DataFusionError, workers: &[Url]) -> DataFusionError {
+    let probes = workers.iter().map(|w| async move { (w, reachable(w).await) });
+    let dead: Vec<String> = futures::future::join_all(probes)
+        .await
+        .into_iter()
+        .filter(|(_, ok)| !ok)
+        .map(|(w, _)| w.to_string())
+        .collect();
+    match dead.len() {
+        0 => err,
+        1 => err.context(format!("worker {} does not answer", dead[0])),
+        _ => err.context(format!("workers {} do not answer", dead.join(", "))),
+    }
+}
+
+/// Whether `url`'s host accepts a TCP connection on its port within 2 s.
+async fn reachable(url: &Url) -> bool {
+    let (Some(host), Some(port)) = (url.host_str(), url.port_or_known_default()) else {
+        return false;
+    };
+    let connect = tokio::net::TcpStream::connect((host, port));
+    matches!(
+        tokio::time::timeout(std::time::Duration::from_secs(2), connect).await,
+        Ok(Ok(_))
+    )
+}

@@ -1,0 +1,95 @@
+//! The worker side of a distributed rayquet query: a datafusion-distributed [`Worker`] whose
+//! codec rebuilds rayquet scan nodes with this process's [`ScanOptions`] (stores and
+//! credentials from its own environment and options, its own pools and budget), and what it
+//! scanned ([`WorkerStats`]).
+//!
+//! Invariant: a worker learns nothing from the coordinator but the plan and the units; it
+//! reads every object through its own stores.
+
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::{Arc, Mutex};
+
+use datafusion::common::{DataFusionError, Result};
+use datafusion::execution::SessionState;
+use datafusion_distributed::{DistributedExt, Worker, WorkerQueryContext};
+use rayquet::ScanOptions;
+
+use crate::codec::RayquetCodec;
+
+/// What a worker's rayquet scans have read: units (data files or splits) and rows delivered.
+#[derive(Debug, Default)]
+pub struct WorkerStats {
+    units: AtomicU64,
+    rows: AtomicU64,
+    files: Mutex<Vec<String>>,
+}
+
+impl WorkerStats {
+    pub(crate) fn unit(&self, path: &str) {
+        self.units.fetch_add(1, Relaxed);
+        self.files
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(path.to_string());
+    }
+
+    pub(crate) fn rows(&self, n: usize) {
+        self.rows.fetch_add(n as u64, Relaxed);
+    }
+
+    /// Units received so far.
+    pub fn units(&self) -> u64 {
+        self.units.load(Relaxed)
+    }
+
+    /// Rows delivered so far.
+    pub fn rows_scanned(&self) -> u64 {
+        self.rows.load(Relaxed)
+    }
+
+    /// The data files of the units received, in order (a file appears once per split).
+    pub fn files(&self) -> Vec<String> {
+        self.files.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+}
+
+/// A datafusion-distributed worker that runs rayquet scan units with `options`, and the
+/// counters of what it scanned. Serve it with `worker.into_worker_server()` on a tonic server,
+/// or with [`serve`].
+pub fn worker(options: ScanOptions) -> (Worker, Arc<WorkerStats>) {
+    let stats = Arc::new(WorkerStats::default());
+    let codec = RayquetCodec::new(options).with_stats(Arc::clone(&stats));
+    let worker = Worker::from_session_builder(move |ctx: WorkerQueryContext| {
+        let codec = codec.clone();
+        async move { Ok::<SessionState, DataFusionError>(worker_session(ctx, codec)) }
+    });
+    (worker, stats)
+}
+
+/// The worker's session: the one datafusion-distributed prepared (its config carries the
+/// query's work unit channels), with the rayquet codec.
+fn worker_session(ctx: WorkerQueryContext, codec: RayquetCodec) -> SessionState {
+    ctx.builder.with_distributed_user_codec(codec).build()
+}
+
+/// Serve a rayquet worker with `options` on `listener` until the future is dropped or the
+/// server fails.
+///
+/// ```no_run
+/// # async fn example() -> datafusion::error::Result<()> {
+/// let listener = tokio::net::TcpListener::bind("0.0.0.0:50051").await?;
+/// rayquet_datafusion::serve(listener, rayquet::ScanOptions::new()).await
+/// # }
+/// ```
+pub async fn serve(listener: tokio::net::TcpListener, options: ScanOptions) -> Result<()> {
+    serve_worker(listener, self::worker(options).0).await
+}
+
+/// [`serve`] a worker made with [`worker`] (to keep its [`WorkerStats`]).
+pub async fn serve_worker(listener: tokio::net::TcpListener, worker: Worker) -> Result<()> {
+    tonic::transport::Server::builder()
+        .add_service(worker.into_worker_server())
+        .serve_with_incoming(tonic::transport::server::TcpIncoming::from(listener))
+        .await
+        .map_err(|e| DataFusionError::External(Box::new(e)))
+}

@@ -1,0 +1,380 @@
+//! Distributed queries: three rayquet workers on loopback ports in this process (each on a
+//! tokio runtime of its own), a datafusion-distributed coordinator whose tables refuse to scan
+//! locally. Results equal the single-process rayquet scan plus DataFusion over the same
+//! batches; every worker scans, every data file is read exactly once; a worker killed
+//! mid-query, a missing data file and an unreachable worker each end the query with a clean
+//! error.
+
+mod common;
+
+use std::sync::Arc;
+
+use common::*;
+use rayquet::{ScanBuilder, ScanOptions};
+use rayquet_datafusion::datafusion::arrow::array::RecordBatch;
+use rayquet_datafusion::datafusion::physical_plan::ExecutionPlan;
+use rayquet_datafusion::datafusion::prelude::SessionContext;
+use rayquet_datafusion::{
+    collect_distributed, distributed_session, name_failed_workers, RayquetTable, WorkerScan,
+};
+use url::Url;
+
+fn urls(workers: &[WorkerHandle]) -> Vec<Url> {
+    workers.iter().map(|w| w.url.clone()).collect()
+}
+
+/// Run `sql` on the cluster (within the test timeout), check it against `reference`, and
+/// return what each worker scanned and the files each read.
+async fn distributed_matches(
+    ctx: &SessionContext,
+    workers: &[WorkerHandle],
+    reference: &SessionContext,
+    sql: &str,
+) -> (Vec<WorkerScan>, Vec<Vec<String>>) {
+    let before = files_read(workers);
+    let urls = urls(workers);
+    let run = collect_distributed(ctx, sql, &urls);
+    let (batches, scans) = tokio::time::timeout(QUERY_TIMEOUT, run)
+        .await
+        .unwrap_or_else(|_| panic!("{sql}: no answer in {QUERY_TIMEOUT:?}"))
+        .unwrap_or_else(|e| panic!("{sql}: {e}"));
+    let want = rows_of(reference, sql).await;
+    let got = sorted_rows(&batches);
+    assert_eq!(got.len(), want.len(), "{sql}: row count");
+    assert!(got == want, "{sql}: rows differ from the single-process answer");
+    (scans, files_since(workers, &before))
+}
+
+/// Every worker scanned at least one unit, the coordinator's report agrees with the workers'
+/// own counters, and the files read are `files`, each exactly once.
+fn every_worker_once_each(sql: &str, scans: &[WorkerScan], read: &[Vec<String>], files: &[String]) {
+    for (scan, files) in scans.iter().zip(read) {
+        assert!(scan.units >= 1, "{sql}: worker {} scanned nothing", scan.worker);
+        assert_eq!(
+            scan.units,
+            files.len() as u64,
+            "{sql}: the coordinator's count for {} differs from the worker's",
+            scan.worker
+        );
+    }
+    let mut all: Vec<String> = read.iter().flatten().cloned().collect();
+    all.sort();
+    let mut want = files.to_vec();
+    want.sort();
+    assert_eq!(all, want, "{sql}: files read (each exactly once)");
+}
+
+/// The batches of a single-process rayquet scan.
+fn collect(reader: rayquet::ScanReader) -> Vec<RecordBatch> {
+    reader.collect::<Result<Vec<_>, _>>().expect("single-process scan")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn iceberg_tables_on_three_workers() {
+    use rayquet_testkit::iceberg_tables as it;
+    let workers = cluster(3, ScanOptions::new());
+    let ctx = distributed_session(urls(&workers), ScanOptions::new()).unwrap();
+    let cases: Vec<(it::Fixture, Vec<&str>)> = vec![
+        (
+            it::partitioned_identity(60),
+            vec![
+                "SELECT * FROM t",
+                "SELECT cat, region, day, count(*), sum(v), min(id), max(id) FROM t GROUP BY 1, 2, 3",
+                "SELECT region, count(*) FROM t WHERE v > 10 GROUP BY 1",
+            ],
+        ),
+        (
+            it::evolution(50),
+            vec![
+                "SELECT * FROM t",
+                "SELECT with_default, count(*), sum(a), sum(dec), min(full_name), max(added) \
+                 FROM t GROUP BY 1",
+            ],
+        ),
+        (
+            it::deletes(60, 10),
+            vec![
+                "SELECT * FROM t",
+                "SELECT k1, k2, count(*), min(id), max(v) FROM t GROUP BY 1, 2",
+            ],
+        ),
+    ];
+    for (fx, queries) in cases {
+        let table = RayquetTable::iceberg("t", &fx.metadata_location, None, ScanOptions::new())
+            .unwrap()
+            .require_remote(true);
+        ctx.deregister_table("t").unwrap();
+        ctx.register_table("t", Arc::new(table)).unwrap();
+        // The single-process answer: rayquet's own scan of the table, in a MemTable.
+        let scan = rayquet_iceberg::TableScan::new(fx.table.clone());
+        let schema = scan.output_schema().unwrap();
+        let reference = reference("t", schema, collect(scan.build().unwrap()));
+        // ... which is the spec's answer.
+        let want = fx.expected_current();
+        let spec = common::reference("t", want.schema(), vec![want]);
+        assert_same(&reference, &spec, "SELECT * FROM t").await;
+        let files: Vec<String> = it::plan_tasks(&fx.table, None, None, None, true)
+            .into_iter()
+            .map(|t| t.data_file_path)
+            .collect();
+        for sql in queries {
+            let (scans, read) = distributed_matches(&ctx, &workers, &reference, sql).await;
+            every_worker_once_each(&format!("{}: {sql}", fx.name), &scans, &read, &files);
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn delta_tables_on_three_workers() {
+    use rayquet_testkit::delta_tables as dt;
+    let dir = tempfile::tempdir().unwrap();
+    let workers = cluster(3, ScanOptions::new());
+    let ctx = distributed_session(urls(&workers), ScanOptions::new()).unwrap();
+    let cases: Vec<(dt::Fixture, Vec<&str>)> = vec![
+        (
+            dt::dv_fixture(&dir.path().join("dv")),
+            vec![
+                "SELECT * FROM t",
+                "SELECT name IS NULL, count(*), sum(score), min(id), max(id) FROM t GROUP BY 1",
+            ],
+        ),
+        (
+            dt::column_mapping_fixture(&dir.path().join("cm"), "name"),
+            vec![
+                "SELECT * FROM t",
+                "SELECT extra IS NULL, count(*), sum(s['a']), min(name) FROM t GROUP BY 1",
+            ],
+        ),
+        (
+            dt::column_mapping_fixture(&dir.path().join("cm-id"), "id"),
+            vec!["SELECT * FROM t"],
+        ),
+    ];
+    for (fx, queries) in cases {
+        let table = RayquetTable::delta("t", fx.url.as_str(), None, ScanOptions::new())
+            .unwrap()
+            .require_remote(true);
+        ctx.deregister_table("t").unwrap();
+        ctx.register_table("t", Arc::new(table)).unwrap();
+        let scan = rayquet_delta::TableScan::new(fx.url.as_str());
+        let schema = scan.clone().plan().unwrap().plan.output_schema().unwrap();
+        let reference = reference("t", schema, collect(scan.build().unwrap()));
+        let want = fx.expected();
+        let spec = common::reference("t", want.schema.clone(), want.batches.clone());
+        assert_same(&reference, &spec, "SELECT * FROM t").await;
+        let files: Vec<String> = dt::scan_files(&fx.url, &dt::ReadOptions::default())
+            .unwrap()
+            .into_iter()
+            .map(|f| f.path)
+            .collect();
+        for sql in queries {
+            let (scans, read) = distributed_matches(&ctx, &workers, &reference, sql).await;
+            every_worker_once_each(&format!("{}: {sql}", fx.name), &scans, &read, &files);
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn parquet_prefix_on_s3_on_three_workers() {
+    use rayquet_testkit::gen::{file_name, generate, Compression, GenOptions};
+    use rayquet_testkit::s3::S3;
+    let Some(s3) = S3::get() else { return };
+    const SECRET: &str = "rayquet-secret-that-never-travels";
+    let dir = tempfile::tempdir().unwrap();
+    let opts = GenOptions {
+        files: 6,
+        row_groups: 2,
+        rows_per_row_group: 3_000,
+        compression: Compression::Zstd,
+        seed: 3,
+    };
+    let paths = generate(dir.path(), &opts).unwrap();
+    s3.create_bucket("lake");
+    let mut objects: Vec<(String, Vec<u8>)> = (0..opts.files)
+        .map(|i| (format!("lineitem/{}", file_name(i)), std::fs::read(&paths[i]).unwrap()))
+        .collect();
+    objects.push(("lineitem/_SUCCESS".into(), vec![]));
+    s3.upload("lake", &objects);
+    // Every process configures its own store (the workers here share the environment).
+    let options = ScanOptions::new()
+        .store_option("aws_endpoint", &s3.endpoint)
+        .store_option("aws_allow_http", "true")
+        .store_option("aws_region", "us-east-1")
+        .store_option("aws_access_key_id", "test")
+        .store_option("aws_secret_access_key", SECRET);
+    let workers = cluster(3, options.clone());
+    let ctx = distributed_session(urls(&workers), options.clone()).unwrap();
+    let table = RayquetTable::parquet("t", "s3://lake/lineitem/", options.clone())
+        .unwrap()
+        .require_remote(true);
+    ctx.register_table("t", Arc::new(table)).unwrap();
+
+    // The single-process answer: rayquet's own scan of the prefix, views as the table has them.
+    let reader = s3.scan("s3://lake/lineitem/").unwrap().string_views(true).build().unwrap();
+    let schema = reader.schema();
+    let reference = reference("t", schema, collect(reader));
+    let files: Vec<String> = (0..opts.files)
+        .map(|i| format!("s3://lake/lineitem/{}", file_name(i)))
+        .collect();
+    for sql in [
+        "SELECT * FROM t",
+        "SELECT l_returnflag, l_linestatus, count(*), sum(l_quantity), avg(l_discount) FROM t GROUP BY 1, 2",
+        "SELECT l_shipmode, count(*) FROM t WHERE l_quantity < 10 AND l_tax IS NOT NULL GROUP BY 1",
+    ] {
+        let (scans, read) = distributed_matches(&ctx, &workers, &reference, sql).await;
+        every_worker_once_each(sql, &scans, &read, &files);
+    }
+
+    // What travels to workers holds no credentials.
+    use rayquet_datafusion::datafusion_proto::physical_plan::PhysicalExtensionCodec;
+    let plan = ctx
+        .sql("SELECT * FROM t WHERE l_quantity < 10")
+        .await
+        .unwrap()
+        .create_physical_plan()
+        .await
+        .unwrap();
+    let nodes = rayquet_datafusion::scan_nodes(&plan);
+    assert!(!nodes.is_empty());
+    for node in nodes {
+        let mut buf = Vec::new();
+        rayquet_datafusion::RayquetCodec::new(options.clone())
+            .try_encode(node as Arc<dyn ExecutionPlan>, &mut buf)
+            .unwrap();
+        let text = String::from_utf8_lossy(&buf);
+        assert!(text.contains("l_quantity"), "the node is encoded");
+        assert!(!text.contains(SECRET) && !text.contains(&s3.endpoint), "{text}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_worker_killed_mid_query_ends_it_cleanly() {
+    use futures::StreamExt;
+    use rayquet_testkit::gen::{generate, Compression, GenOptions};
+    let dir = tempfile::tempdir().unwrap();
+    let opts = GenOptions {
+        files: 9,
+        row_groups: 2,
+        rows_per_row_group: 40_000,
+        compression: Compression::Snappy,
+        seed: 5,
+    };
+    generate(dir.path(), &opts).unwrap();
+    let mut workers = cluster(3, ScanOptions::new());
+    let urls = urls(&workers);
+    let ctx = distributed_session(urls.clone(), ScanOptions::new()).unwrap();
+    let table = RayquetTable::parquet("t", dir.path().to_str().unwrap(), ScanOptions::new())
+        .unwrap()
+        .require_remote(true);
+    ctx.register_table("t", Arc::new(table)).unwrap();
+    let sql = "SELECT l_orderkey, l_linenumber, l_comment FROM t";
+    let query = async {
+        let mut stream = ctx.sql(sql).await?.execute_stream().await?;
+        let mut batches = Vec::new();
+        // The query is under way: a batch has arrived.
+        if let Some(first) = stream.next().await {
+            batches.push(first?);
+        }
+        workers[1].kill();
+        while let Some(b) = stream.next().await {
+            batches.push(b?);
+        }
+        Ok::<_, rayquet_datafusion::datafusion::error::DataFusionError>(batches)
+    };
+    let outcome = tokio::time::timeout(QUERY_TIMEOUT, query)
+        .await
+        .expect("the query hung after a worker was killed");
+    match outcome {
+        Err(e) => {
+            let e = name_failed_workers(e, &urls).await;
+            let msg = e.to_string();
+            assert!(
+                msg.contains(urls[1].as_str()),
+                "the error does not name the killed worker {}: {msg}",
+                urls[1]
+            );
+        }
+        // The killed worker had finished its part: then every row is there, once.
+        Ok(batches) => {
+            let rows: usize = batches.iter().map(|b| b.num_rows()).sum();
+            assert_eq!(rows as u64, opts.total_rows(), "rows lost or duplicated");
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_missing_data_file_on_a_worker_is_a_clean_error() {
+    use rayquet_testkit::iceberg_tables as it;
+    let fx = it::missing_data_file();
+    let workers = cluster(3, ScanOptions::new());
+    let ctx = distributed_session(urls(&workers), ScanOptions::new()).unwrap();
+    let table = RayquetTable::iceberg("t", &fx.metadata_location, None, ScanOptions::new())
+        .unwrap()
+        .require_remote(true);
+    ctx.register_table("t", Arc::new(table)).unwrap();
+    let urls = urls(&workers);
+    let run = collect_distributed(&ctx, "SELECT * FROM t", &urls);
+    let err = tokio::time::timeout(QUERY_TIMEOUT, run)
+        .await
+        .expect("hung")
+        .expect_err("a data file is missing");
+    let victim = &fx.removed_files[0];
+    let name = victim.rsplit('/').next().unwrap();
+    assert!(err.to_string().contains(name), "the error does not name {victim}: {err}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unreachable_worker_is_a_clean_error_naming_it() {
+    use rayquet_testkit::gen::{generate, Compression, GenOptions};
+    let dir = tempfile::tempdir().unwrap();
+    let opts = GenOptions {
+        files: 3,
+        row_groups: 1,
+        rows_per_row_group: 1_000,
+        compression: Compression::Snappy,
+        seed: 1,
+    };
+    generate(dir.path(), &opts).unwrap();
+    let workers = cluster(2, ScanOptions::new());
+    let dead = dead_url();
+    let mut all = urls(&workers);
+    all.push(dead.clone());
+    let ctx = distributed_session(all.clone(), ScanOptions::new()).unwrap();
+    let table = RayquetTable::parquet("t", dir.path().to_str().unwrap(), ScanOptions::new())
+        .unwrap()
+        .require_remote(true);
+    ctx.register_table("t", Arc::new(table)).unwrap();
+    let run = collect_distributed(&ctx, "SELECT count(*), sum(l_quantity) FROM t", &all);
+    let err = tokio::time::timeout(QUERY_TIMEOUT, run)
+        .await
+        .expect("hung")
+        .expect_err("a worker is unreachable");
+    let msg = err.to_string();
+    assert!(msg.contains(dead.as_str()), "the error does not name {dead}: {msg}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_single_worker_still_scans_remotely() {
+    use rayquet_testkit::gen::{generate, Compression, GenOptions};
+    let dir = tempfile::tempdir().unwrap();
+    let opts = GenOptions {
+        files: 3,
+        row_groups: 2,
+        rows_per_row_group: 1_000,
+        compression: Compression::Snappy,
+        seed: 2,
+    };
+    generate(dir.path(), &opts).unwrap();
+    let workers = cluster(1, ScanOptions::new());
+    let ctx = distributed_session(urls(&workers), ScanOptions::new()).unwrap();
+    let table = RayquetTable::parquet("t", dir.path().to_str().unwrap(), ScanOptions::new())
+        .unwrap()
+        .require_remote(true);
+    ctx.register_table("t", Arc::new(table)).unwrap();
+    let (batches, scans) = collect_distributed(&ctx, "SELECT count(*) FROM t", &urls(&workers))
+        .await
+        .unwrap();
+    assert_eq!(sorted_rows(&batches), vec![opts.total_rows().to_string()]);
+    assert_eq!(scans[0].units, 3);
+    assert_eq!(scans[0].rows, opts.total_rows());
+}

@@ -1,0 +1,318 @@
+//! SQL over rayquet tables in one process, against DataFusion over the batches of an
+//! independent reader (parquet's own reader; the Iceberg and Delta fixtures' expected rows,
+//! which the formats' own readers check) in a `MemTable`: projection, filters (pushed exactly,
+//! or left to DataFusion), limits, statistics, errors.
+
+mod common;
+
+use std::sync::Arc;
+
+use common::*;
+use rayquet::ScanOptions;
+use rayquet_datafusion::datafusion::prelude::SessionContext;
+use rayquet_datafusion::{local_session, RayquetTable};
+use rayquet_testkit::gen::{generate, Compression, GenOptions};
+
+fn gen_options() -> GenOptions {
+    GenOptions {
+        files: 4,
+        row_groups: 3,
+        rows_per_row_group: 2_500,
+        compression: Compression::Snappy,
+        seed: 7,
+    }
+}
+
+/// The generated dataset as table `t` through rayquet, and through parquet's reader.
+fn parquet_pair(dir: &std::path::Path) -> (SessionContext, SessionContext) {
+    let files = generate(dir, &gen_options()).expect("generate");
+    let mut batches = Vec::new();
+    let mut schema = None;
+    for f in &files {
+        let (s, b) = rayquet_testkit::reference(f, None, 1024).expect("reference read");
+        schema = Some(s);
+        batches.extend(b);
+    }
+    let expected = reference("t", schema.expect("files"), batches);
+    let ctx = local_session();
+    let table = RayquetTable::parquet("t", dir.to_str().unwrap(), ScanOptions::new())
+        .expect("register the dataset");
+    ctx.register_table("t", Arc::new(table)).expect("register");
+    (ctx, expected)
+}
+
+const PARQUET_QUERIES: &[&str] = &[
+    "SELECT * FROM t",
+    "SELECT l_returnflag, l_linestatus, count(*), sum(l_quantity), avg(l_extendedprice), \
+     min(l_shipdate), max(l_comment), count(l_suppkey) FROM t GROUP BY 1, 2",
+    "SELECT count(*) FROM t",
+    "SELECT count(*), sum(l_discount_f) FROM t WHERE l_tax IS NULL",
+    // Exact filters (rayquet evaluates them).
+    "SELECT l_orderkey, l_linenumber, l_quantity FROM t WHERE l_quantity < 10",
+    "SELECT l_orderkey, l_shipmode FROM t WHERE l_shipmode IN ('AIR', 'RAIL') AND l_suppkey IS NULL",
+    "SELECT l_orderkey, l_shipdate FROM t WHERE l_shipdate BETWEEN DATE '1995-01-01' AND DATE '1995-06-30'",
+    "SELECT l_orderkey, l_tax FROM t WHERE NOT (l_orderkey > 5000) OR l_tax IS NULL",
+    "SELECT l_orderkey FROM t WHERE l_discount_f > 0.05 AND l_linenumber <> 3",
+    "SELECT l_orderkey, l_comment FROM t WHERE l_comment >= 'z' OR l_shipinstruct = 'NONE'",
+    "SELECT l_partkey FROM t WHERE l_extendedprice >= 50000.5",
+    // Not translatable: DataFusion filters (LIKE, functions, a struct field, a lossy literal).
+    "SELECT l_orderkey, l_comment FROM t WHERE l_comment LIKE '%ab%'",
+    "SELECT l_orderkey FROM t WHERE upper(l_shipmode) = 'AIR' AND l_quantity > 40",
+    "SELECT l_orderkey, l_dims FROM t WHERE l_dims['h'] > 3",
+    "SELECT l_orderkey FROM t WHERE l_linenumber = 2.5",
+    "SELECT l_orderkey FROM t WHERE l_linenumber + 1 = 3",
+    "SELECT l_tags, l_ts FROM t WHERE l_ts > TIMESTAMP '1996-01-01 00:00:00'",
+    // Joins and subqueries read the table twice.
+    "SELECT a.l_shipmode, count(*) FROM t a JOIN (SELECT l_orderkey FROM t WHERE l_linenumber = 1) b \
+     ON a.l_orderkey = b.l_orderkey GROUP BY 1",
+];
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn parquet_queries_match_parquets_reader() {
+    let dir = tempfile::tempdir().unwrap();
+    let (ctx, expected) = parquet_pair(dir.path());
+    for sql in PARQUET_QUERIES {
+        assert_same(&ctx, &expected, sql).await;
+    }
+    assert_eq!(
+        rows_of(&ctx, "SELECT count(*) FROM t").await,
+        vec![gen_options().total_rows().to_string()]
+    );
+}
+
+/// The physical plan of `sql`, as text.
+async fn physical(ctx: &SessionContext, sql: &str) -> String {
+    let plan = ctx.sql(sql).await.unwrap().create_physical_plan().await.unwrap();
+    let text = rayquet_datafusion::datafusion::physical_plan::displayable(plan.as_ref())
+        .indent(true)
+        .to_string();
+    text
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn exact_filters_leave_no_filter_node_and_others_do() {
+    let dir = tempfile::tempdir().unwrap();
+    let (ctx, _) = parquet_pair(dir.path());
+    for sql in [
+        "SELECT l_orderkey FROM t WHERE l_quantity < 10",
+        "SELECT l_orderkey FROM t WHERE l_shipmode IN ('AIR', 'RAIL') OR l_tax IS NULL",
+        "SELECT l_orderkey FROM t WHERE l_shipdate >= DATE '1995-01-01'",
+    ] {
+        let plan = physical(&ctx, sql).await;
+        assert!(!plan.contains("FilterExec"), "{sql}: pushed exactly, yet\n{plan}");
+        assert!(plan.contains("RayquetScanExec"), "{plan}");
+    }
+    for sql in [
+        "SELECT l_orderkey FROM t WHERE l_comment LIKE '%ab%'",
+        "SELECT l_orderkey FROM t WHERE l_linenumber = 2.5",
+        // Only the translatable conjunct is pushed; the other stays.
+        "SELECT l_orderkey FROM t WHERE l_quantity < 10 AND upper(l_shipmode) = 'AIR'",
+    ] {
+        let plan = physical(&ctx, sql).await;
+        assert!(plan.contains("FilterExec"), "{sql}: not exact, yet\n{plan}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn limits_stop_early_with_real_rows() {
+    let dir = tempfile::tempdir().unwrap();
+    let (ctx, expected) = parquet_pair(dir.path());
+    let all = rows_of(&expected, "SELECT l_orderkey, l_linenumber, l_quantity FROM t").await;
+    for (sql, n) in [
+        ("SELECT l_orderkey, l_linenumber, l_quantity FROM t LIMIT 7", 7),
+        ("SELECT l_orderkey, l_linenumber, l_quantity FROM t LIMIT 0", 0),
+        (
+            "SELECT l_orderkey, l_linenumber, l_quantity FROM t WHERE l_quantity < 3 LIMIT 5",
+            5,
+        ),
+    ] {
+        let got = rows_of(&ctx, sql).await;
+        assert_eq!(got.len(), n, "{sql}");
+        for row in &got {
+            assert!(all.binary_search(row).is_ok(), "{sql}: {row} is not a row of t");
+        }
+    }
+    let few = rows_of(&ctx, "SELECT l_quantity FROM t WHERE l_quantity < 3 LIMIT 5").await;
+    assert!(few.iter().all(|q| q.parse::<f64>().unwrap() < 3.0), "{few:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn iceberg_tables_match_their_spec_answers() {
+    use rayquet_testkit::iceberg_tables as it;
+    let cases: Vec<(it::Fixture, Vec<&str>)> = vec![
+        (
+            it::partitioned_identity(40),
+            vec![
+                "SELECT * FROM t",
+                "SELECT cat, region, day, count(*), sum(v), min(id), max(id) FROM t GROUP BY 1, 2, 3",
+                "SELECT id, region FROM t WHERE region = 'eu' OR region IS NULL",
+                "SELECT id, cat FROM t WHERE cat IN (2, 7) AND v > 10",
+                "SELECT count(*) FROM t",
+            ],
+        ),
+        (
+            it::evolution(30),
+            vec![
+                "SELECT * FROM t",
+                "SELECT with_default, count(*), sum(a), sum(dec), min(full_name), max(added) \
+                 FROM t GROUP BY 1",
+                "SELECT id, full_name FROM t WHERE a > 10 AND full_name IS NOT NULL",
+                "SELECT id, s FROM t WHERE added IS NULL",
+            ],
+        ),
+        (
+            it::deletes(40, 8),
+            vec![
+                "SELECT * FROM t",
+                "SELECT k1, k2, count(*), min(id), max(v) FROM t GROUP BY 1, 2",
+                "SELECT id FROM t WHERE k1 = 3 OR k2 = 'y'",
+                "SELECT count(*) FROM t",
+            ],
+        ),
+    ];
+    for (fx, queries) in cases {
+        let want = fx.expected_current();
+        let expected = reference("t", want.schema(), vec![want]);
+        let ctx = local_session();
+        let table = RayquetTable::iceberg("t", &fx.metadata_location, None, ScanOptions::new())
+            .unwrap_or_else(|e| panic!("{}: {e}", fx.name));
+        ctx.register_table("t", Arc::new(table)).unwrap();
+        for sql in queries {
+            assert_same(&ctx, &expected, sql).await;
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn iceberg_row_counts_come_from_metadata_only_when_exact() {
+    use rayquet_testkit::iceberg_tables as it;
+    // No deletes: the snapshot's record count answers count(*) without a scan.
+    let fx = it::partitioned_identity(40);
+    let ctx = local_session();
+    let table = RayquetTable::iceberg("t", &fx.metadata_location, None, ScanOptions::new()).unwrap();
+    ctx.register_table("t", Arc::new(table)).unwrap();
+    let plan = physical(&ctx, "SELECT count(*) FROM t").await;
+    assert!(!plan.contains("RayquetScanExec"), "exact statistics unused:\n{plan}");
+    assert_eq!(
+        rows_of(&ctx, "SELECT count(*) FROM t").await,
+        vec![fx.expected_current().num_rows().to_string()]
+    );
+    // Deletes: the record count is an upper bound, so the rows are counted.
+    let fx = it::deletes(40, 8);
+    let ctx = local_session();
+    let table = RayquetTable::iceberg("t", &fx.metadata_location, None, ScanOptions::new()).unwrap();
+    ctx.register_table("t", Arc::new(table)).unwrap();
+    let plan = physical(&ctx, "SELECT count(*) FROM t").await;
+    assert!(plan.contains("RayquetScanExec"), "{plan}");
+    assert_eq!(
+        rows_of(&ctx, "SELECT count(*) FROM t").await,
+        vec![fx.expected_current().num_rows().to_string()]
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn iceberg_snapshots_are_pinned() {
+    use rayquet_testkit::iceberg_tables as it;
+    let fx = it::evolution(20);
+    for &id in &fx.snapshot_ids {
+        let want = fx.expected_at(id).clone();
+        let expected = reference("t", want.schema(), vec![want]);
+        let ctx = local_session();
+        let table =
+            RayquetTable::iceberg("t", &fx.metadata_location, Some(id), ScanOptions::new()).unwrap();
+        ctx.register_table("t", Arc::new(table)).unwrap();
+        assert_same(&ctx, &expected, "SELECT * FROM t").await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn delta_tables_match_their_expected_rows() {
+    use rayquet_testkit::delta_tables as dt;
+    let dir = tempfile::tempdir().unwrap();
+    let cases: Vec<(dt::Fixture, Vec<&str>)> = vec![
+        (
+            dt::dv_fixture(&dir.path().join("dv")),
+            vec![
+                "SELECT * FROM t",
+                "SELECT name IS NULL, count(*), sum(score), min(id), max(id) FROM t GROUP BY 1",
+                "SELECT id FROM t WHERE score > 30 AND name IS NOT NULL",
+            ],
+        ),
+        (
+            dt::column_mapping_fixture(&dir.path().join("cm-name"), "name"),
+            vec![
+                "SELECT * FROM t",
+                "SELECT extra IS NULL, count(*), sum(s['a']), min(name) FROM t GROUP BY 1",
+                "SELECT id, s FROM t WHERE id >= 100 AND id < 205",
+            ],
+        ),
+        (
+            dt::column_mapping_fixture(&dir.path().join("cm-id"), "id"),
+            vec!["SELECT * FROM t", "SELECT count(*), max(extra) FROM t"],
+        ),
+    ];
+    for (fx, queries) in cases {
+        let want = fx.expected();
+        let expected = reference("t", want.schema.clone(), want.batches.clone());
+        let ctx = local_session();
+        let table = RayquetTable::delta("t", fx.url.as_str(), None, ScanOptions::new())
+            .unwrap_or_else(|e| panic!("{}: {e}", fx.name));
+        ctx.register_table("t", Arc::new(table)).unwrap();
+        for sql in queries {
+            assert_same(&ctx, &expected, sql).await;
+        }
+        // Every readable version, pinned.
+        for (&v, want) in &fx.versions {
+            let expected = reference("t", want.schema.clone(), want.batches.clone());
+            let ctx = local_session();
+            let table = RayquetTable::delta("t", fx.url.as_str(), Some(v), ScanOptions::new()).unwrap();
+            ctx.register_table("t", Arc::new(table)).unwrap();
+            assert_same(&ctx, &expected, "SELECT * FROM t").await;
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_missing_data_file_is_a_clean_error_naming_it() {
+    use rayquet_testkit::iceberg_tables as it;
+    let fx = it::missing_data_file();
+    let ctx = local_session();
+    let table = RayquetTable::iceberg("t", &fx.metadata_location, None, ScanOptions::new()).unwrap();
+    ctx.register_table("t", Arc::new(table)).unwrap();
+    let err = run(&ctx, "SELECT * FROM t").await.expect_err("a data file is missing");
+    let msg = err.to_string();
+    let victim = &fx.removed_files[0];
+    let name = victim.rsplit('/').next().unwrap();
+    assert!(msg.contains(name), "the error does not name {victim}: {msg}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bad_locations_are_clean_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let err = RayquetTable::parquet("t", dir.path().to_str().unwrap(), ScanOptions::new())
+        .expect_err("an empty directory");
+    assert!(err.to_string().contains("no *.parquet"), "{err}");
+    let missing = dir.path().join("nope");
+    let err = RayquetTable::parquet("t", missing.to_str().unwrap(), ScanOptions::new())
+        .expect_err("a missing path");
+    assert!(err.to_string().contains("nope"), "{err}");
+    let err = RayquetTable::delta("t", missing.to_str().unwrap(), None, ScanOptions::new())
+        .expect_err("not a Delta table");
+    assert!(!err.to_string().is_empty());
+    let err = RayquetTable::iceberg("t", missing.to_str().unwrap(), None, ScanOptions::new())
+        .expect_err("not an Iceberg table");
+    assert!(!err.to_string().is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_remote_only_table_refuses_to_scan_here() {
+    let dir = tempfile::tempdir().unwrap();
+    generate(dir.path(), &gen_options()).unwrap();
+    let ctx = local_session();
+    let table = RayquetTable::parquet("t", dir.path().to_str().unwrap(), ScanOptions::new())
+        .unwrap()
+        .require_remote(true);
+    ctx.register_table("t", Arc::new(table)).unwrap();
+    let err = run(&ctx, "SELECT count(*) FROM t WHERE l_quantity > 3").await.unwrap_err();
+    assert!(err.to_string().contains("must run on a worker"), "{err}");
+}
