@@ -131,7 +131,12 @@ fn register(ctx: &SessionContext, args: &mut SqlArgs, options: &ScanOptions) -> 
     }
     for (name, path) in &args.iceberg {
         let snapshot = pinned(&args.snapshot, name)?;
-        tables.push(RayquetTable::iceberg(name, path, snapshot, options.clone())?);
+        tables.push(RayquetTable::iceberg(
+            name,
+            path,
+            snapshot,
+            options.clone(),
+        )?);
     }
     for (name, path) in &args.delta {
         let version = pinned(&args.version, name)?;
@@ -177,7 +182,10 @@ pub fn run(mut args: SqlArgs) -> CliResult<()> {
         write_out(&mut stdout, format_args!("{json}\n"))?;
         return Ok(());
     }
-    write_out(&mut stdout, format_args!("{}\n", pretty_format_batches(&shown)?))?;
+    write_out(
+        &mut stdout,
+        format_args!("{}\n", pretty_format_batches(&shown)?),
+    )?;
     let more = match shown.iter().map(|b| b.num_rows()).sum::<usize>() < rows {
         true => format!(" (first {} shown; --max-rows 0 for all)", args.max_rows),
         false => String::new(),
@@ -253,7 +261,10 @@ pub fn worker(args: WorkerArgs) -> CliResult<()> {
             .map_err(|e| format!("listening on {}: {e}", args.listen))?;
         let addr = listener.local_addr()?;
         let mut stdout = std::io::stdout().lock();
-        write_out(&mut stdout, format_args!("rayquet worker listening on http://{addr}\n"))?;
+        write_out(
+            &mut stdout,
+            format_args!("rayquet worker listening on http://{addr}\n"),
+        )?;
         drop(stdout);
         rayquet_datafusion::serve(listener, options).await?;
         Ok(())

@@ -76,7 +76,11 @@ fn gen(dir: &Path) {
         "--rows",
         &ROWS.to_string(),
     ]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
 
 /// Rows per `l_returnflag`, by parquet's own reader.
@@ -84,7 +88,8 @@ fn reference_counts(dir: &Path) -> std::collections::BTreeMap<String, u64> {
     let mut counts = std::collections::BTreeMap::new();
     for i in 0..FILES {
         let path = dir.join(format!("part-{i:05}.parquet"));
-        let (_, batches) = rayquet_testkit::reference(&path, Some(&["l_returnflag"]), 4096).unwrap();
+        let (_, batches) =
+            rayquet_testkit::reference(&path, Some(&["l_returnflag"]), 4096).unwrap();
         for b in batches {
             let col = b.column(0);
             let flags = arrow::compute::cast(col, &arrow::datatypes::DataType::Utf8).unwrap();
@@ -111,30 +116,59 @@ fn sql_on_worker_processes_equals_the_local_run() {
     let result = local["result"].as_array().unwrap();
     let got: std::collections::BTreeMap<String, u64> = result
         .iter()
-        .map(|r| (r["l_returnflag"].as_str().unwrap().to_string(), r["n"].as_u64().unwrap()))
+        .map(|r| {
+            (
+                r["l_returnflag"].as_str().unwrap().to_string(),
+                r["n"].as_u64().unwrap(),
+            )
+        })
         .collect();
-    assert_eq!(got, want, "counts per l_returnflag against parquet's reader");
+    assert_eq!(
+        got, want,
+        "counts per l_returnflag against parquet's reader"
+    );
 
     let workers: Vec<Worker> = (0..3).map(|_| Worker::start()).collect();
-    let urls = workers.iter().map(|w| w.url.as_str()).collect::<Vec<_>>().join(",");
+    let urls = workers
+        .iter()
+        .map(|w| w.url.as_str())
+        .collect::<Vec<_>>()
+        .join(",");
     let out = dir.path().join("result.arrow");
     let remote = json(&[
-        "sql", QUERY, "--parquet", &table, "--workers", &urls, "--json", "--out",
+        "sql",
+        QUERY,
+        "--parquet",
+        &table,
+        "--workers",
+        &urls,
+        "--json",
+        "--out",
         out.to_str().unwrap(),
     ]);
-    assert_eq!(remote["result"], local["result"], "distributed vs in-process");
+    assert_eq!(
+        remote["result"], local["result"],
+        "distributed vs in-process"
+    );
     assert_eq!(remote["rows"], local["rows"]);
     let scans = remote["workers"].as_array().unwrap();
     assert_eq!(scans.len(), 3);
     let mut units = 0;
     let mut rows = 0;
     for w in scans {
-        assert!(w["units"].as_u64().unwrap() >= 1, "a worker scanned nothing: {w}");
+        assert!(
+            w["units"].as_u64().unwrap() >= 1,
+            "a worker scanned nothing: {w}"
+        );
         units += w["units"].as_u64().unwrap();
         rows += w["rows"].as_u64().unwrap();
     }
     assert_eq!(units, FILES as u64, "every file once: {scans:?}");
-    assert_eq!(rows, FILES as u64 * ROW_GROUPS * ROWS, "every row scanned once");
+    assert_eq!(
+        rows,
+        FILES as u64 * ROW_GROUPS * ROWS,
+        "every row scanned once"
+    );
 
     // --out holds the same rows.
     let file = std::fs::File::open(&out).unwrap();
@@ -150,7 +184,11 @@ fn sql_on_worker_processes_equals_the_local_run() {
 
     // Human output: the table, and what each worker scanned on stderr.
     let out = rayquet(&["sql", QUERY, "--parquet", &table, "--workers", &urls]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(stdout.contains("l_returnflag"), "{stdout}");
     let stderr = String::from_utf8_lossy(&out.stderr);
@@ -174,7 +212,10 @@ fn a_dead_worker_is_a_clean_error_naming_it() {
     assert_eq!(out.status.code(), Some(1));
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.starts_with("error: "), "{stderr}");
-    assert!(stderr.contains(&dead), "the error does not name {dead}: {stderr}");
+    assert!(
+        stderr.contains(&dead),
+        "the error does not name {dead}: {stderr}"
+    );
 }
 
 #[test]
@@ -183,13 +224,22 @@ fn bad_arguments_are_clean_errors() {
     gen(dir.path());
     let table = format!("t={}", dir.path().display());
     for (args, needle) in [
-        (vec!["sql", "SELECT * FROM nope", "--parquet", &table], "nope"),
-        (vec!["sql", "SELECT * FROM t", "--parquet", "t=/does/not/exist"], "/does/not/exist"),
+        (
+            vec!["sql", "SELECT * FROM nope", "--parquet", &table],
+            "nope",
+        ),
+        (
+            vec!["sql", "SELECT * FROM t", "--parquet", "t=/does/not/exist"],
+            "/does/not/exist",
+        ),
         (
             vec!["sql", "SELECT 1", "--parquet", &table, "--parquet", &table],
             "given twice",
         ),
-        (vec!["sql", "SELECT 1", "--snapshot", "x=1"], "no --iceberg x"),
+        (
+            vec!["sql", "SELECT 1", "--snapshot", "x=1"],
+            "no --iceberg x",
+        ),
     ] {
         let out = rayquet(&args);
         assert_eq!(out.status.code(), Some(1), "{args:?}");

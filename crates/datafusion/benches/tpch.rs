@@ -79,8 +79,14 @@ fn args() -> Args {
             other => panic!("unknown argument {other} (see the file's docs)"),
         }
     }
-    assert!(!a.data.is_empty(), "--data DIR (lineitem Parquet files) is required");
-    assert!(a.runs >= 2, "--runs must be at least 2 (run 1 is reported apart)");
+    assert!(
+        !a.data.is_empty(),
+        "--data DIR (lineitem Parquet files) is required"
+    );
+    assert!(
+        a.runs >= 2,
+        "--runs must be at least 2 (run 1 is reported apart)"
+    );
     a
 }
 

@@ -88,7 +88,8 @@ impl PhysicalExtensionCodec for RayquetCodec {
                 node.name()
             )));
         };
-        let spec = serde_json::to_vec(scan.spec.as_ref()).map_err(|e| proto_error(e.to_string()))?;
+        let spec =
+            serde_json::to_vec(scan.spec.as_ref()).map_err(|e| proto_error(e.to_string()))?;
         ScanNode {
             spec,
             partitions: scan.properties().partitioning.partition_count() as u64,

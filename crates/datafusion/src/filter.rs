@@ -12,7 +12,7 @@
 //!
 //! Invariant: a filter reported Exact is evaluated by rayquet on every row it delivers.
 
-use datafusion::arrow::datatypes::Schema;
+use datafusion::arrow::datatypes::{Decimal128Type, DecimalType, Schema};
 use datafusion::common::ScalarValue;
 use datafusion::logical_expr::expr::{Between, InList};
 use datafusion::logical_expr::{BinaryExpr, Expr as DfExpr, Operator, TableProviderFilterPushDown};
@@ -47,8 +47,11 @@ fn value(e: &DfExpr) -> Option<Value> {
         ScalarValue::Utf8(Some(s))
         | ScalarValue::LargeUtf8(Some(s))
         | ScalarValue::Utf8View(Some(s)) => Value::Str(s.clone()),
-        ScalarValue::Date32(Some(_)) | ScalarValue::Decimal128(Some(_), _, _) => {
-            Value::Str(v.to_string())
+        // DataFusion shows a date as its ISO text.
+        ScalarValue::Date32(Some(_)) => Value::Str(v.to_string()),
+        // Its `Display` of a decimal is "value,precision,scale": format the number instead.
+        ScalarValue::Decimal128(Some(x), p, s) => {
+            Value::Str(Decimal128Type::format_decimal(*x, *p, *s))
         }
         _ => return None,
     })

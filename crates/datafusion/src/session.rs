@@ -10,12 +10,16 @@
 
 use std::sync::Arc;
 
+use datafusion::arrow::array::RecordBatch;
+use datafusion::common::config::ConfigOptions;
 use datafusion::common::{DataFusionError, Result};
 use datafusion::execution::SessionStateBuilder;
-use datafusion::prelude::{SessionConfig, SessionContext};
-use datafusion::arrow::array::RecordBatch;
+use datafusion::physical_optimizer::PhysicalOptimizerRule;
+use datafusion::physical_plan::coalesce_partitions::CoalescePartitionsExec;
 use datafusion::physical_plan::metrics::MetricValue;
-use datafusion::physical_plan::ExecutionPlan;
+use datafusion::physical_plan::repartition::RepartitionExec;
+use datafusion::physical_plan::{ExecutionPlan, ExecutionPlanProperties, Partitioning};
+use datafusion::prelude::{SessionConfig, SessionContext};
 use datafusion_distributed::{
     rewrite_distributed_plan_with_metrics, DesiredTaskCountEvent, DesiredTaskCountEventResponse,
     DistributedExt, DistributedMetricsFormat, NetworkBoundaryExt, RouteTasksEvent,
@@ -66,7 +70,9 @@ fn holds_scan(plan: &Arc<dyn ExecutionPlan>) -> bool {
 }
 
 /// Task `i` of a stage holding a rayquet scan goes to worker `i mod n`.
-fn route_scans(workers: Vec<Url>) -> impl Fn(RouteTasksEvent) -> Option<Result<RouteTasksEventResponse>> {
+fn route_scans(
+    workers: Vec<Url>,
+) -> impl Fn(RouteTasksEvent) -> Option<Result<RouteTasksEventResponse>> {
     move |ev| {
         if !holds_scan(ev.plan) {
             return None;
@@ -75,6 +81,73 @@ fn route_scans(workers: Vec<Url>) -> impl Fn(RouteTasksEvent) -> Option<Result<R
             .map(|i| workers[i % workers.len()].clone())
             .collect();
         Some(Ok(RouteTasksEventResponse::new(urls)))
+    }
+}
+
+/// Gives every rayquet scan a stage of its own that datafusion-distributed sends to workers.
+///
+/// datafusion-distributed cuts stages at hash repartitions and below a node that gathers
+/// partitions, but never right above a leaf ("wasteful"), so `SELECT * FROM t` (the scan
+/// alone, or under a limit) would run whole on the coordinator. This rule, last in the
+/// optimizer, puts a round-robin repartition above each scan that has none (and gathers it
+/// again when the scan had one partition, so the parent's input is unchanged): the
+/// repartition is the stage head, the scan runs on the workers.
+#[derive(Debug)]
+struct ScanStages;
+
+impl ScanStages {
+    fn rewrite(plan: Arc<dyn ExecutionPlan>, fan_out: usize) -> Result<Arc<dyn ExecutionPlan>> {
+        if plan.downcast_ref::<RayquetScanExec>().is_some() {
+            let k = plan.output_partitioning().partition_count();
+            let spread = Partitioning::RoundRobinBatch(if k == 1 { fan_out } else { k });
+            let rr: Arc<dyn ExecutionPlan> = Arc::new(RepartitionExec::try_new(plan, spread)?);
+            return Ok(if k == 1 {
+                Arc::new(CoalescePartitionsExec::new(rr))
+            } else {
+                rr
+            });
+        }
+        let children: Vec<Arc<dyn ExecutionPlan>> = plan.children().into_iter().cloned().collect();
+        if children.is_empty() {
+            return Ok(plan);
+        }
+        // A scan right under a repartition already heads its own stage.
+        let keep_scans = plan.downcast_ref::<RepartitionExec>().is_some();
+        let mut changed = false;
+        let mut new = Vec::with_capacity(children.len());
+        for child in children {
+            let is_scan = child.downcast_ref::<RayquetScanExec>().is_some();
+            let next = if keep_scans && is_scan {
+                Arc::clone(&child)
+            } else {
+                Self::rewrite(Arc::clone(&child), fan_out)?
+            };
+            changed |= !Arc::ptr_eq(&next, &child);
+            new.push(next);
+        }
+        if changed {
+            plan.with_new_children(new)
+        } else {
+            Ok(plan)
+        }
+    }
+}
+
+impl PhysicalOptimizerRule for ScanStages {
+    fn optimize(
+        &self,
+        plan: Arc<dyn ExecutionPlan>,
+        config: &ConfigOptions,
+    ) -> Result<Arc<dyn ExecutionPlan>> {
+        Self::rewrite(plan, config.execution.target_partitions.max(2))
+    }
+
+    fn name(&self) -> &str {
+        "rayquet_scan_stages"
+    }
+
+    fn schema_check(&self) -> bool {
+        true
     }
 }
 
@@ -92,6 +165,7 @@ pub fn distributed_session(workers: Vec<Url>, options: ScanOptions) -> Result<Se
     let builder = SessionStateBuilder::new()
         .with_default_features()
         .with_distributed_worker_resolver(Workers(workers.clone()))
+        .with_physical_optimizer_rule(Arc::new(ScanStages))
         .with_distributed_planner()
         .with_distributed_user_codec(RayquetCodec::new(options))
         .with_distributed_desired_task_count_handler(scan_tasks)
@@ -147,7 +221,8 @@ pub async fn worker_scans(
     if workers.is_empty() {
         return Ok(out);
     }
-    let plan = rewrite_distributed_plan_with_metrics(plan, DistributedMetricsFormat::PerTask).await?;
+    let plan =
+        rewrite_distributed_plan_with_metrics(plan, DistributedMetricsFormat::PerTask).await?;
     let mut stack = vec![plan];
     while let Some(p) = stack.pop() {
         stack.extend(p.children().into_iter().cloned());
@@ -183,7 +258,8 @@ pub async fn collect_distributed(
     workers: &[Url],
 ) -> Result<(Vec<RecordBatch>, Vec<WorkerScan>)> {
     let plan = ctx.sql(sql).await?.create_physical_plan().await?;
-    let batches = match datafusion::physical_plan::collect(Arc::clone(&plan), ctx.task_ctx()).await {
+    let batches = match datafusion::physical_plan::collect(Arc::clone(&plan), ctx.task_ctx()).await
+    {
         Ok(b) => b,
         Err(e) => return Err(name_failed_workers(e, workers).await),
     };
@@ -196,7 +272,9 @@ pub async fn collect_distributed(
 /// say whose. Each worker is probed with a TCP connection (2 s at most, all at once); `err`
 /// comes back unchanged when every one answers.
 pub async fn name_failed_workers(err: DataFusionError, workers: &[Url]) -> DataFusionError {
-    let probes = workers.iter().map(|w| async move { (w, reachable(w).await) });
+    let probes = workers
+        .iter()
+        .map(|w| async move { (w, reachable(w).await) });
     let dead: Vec<String> = futures::future::join_all(probes)
         .await
         .into_iter()

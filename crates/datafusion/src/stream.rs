@@ -58,9 +58,7 @@ pub(crate) fn reader_stream(
                             count(b.num_rows());
                             shape_batch(b, &out, shape)
                         }
-                        Err(e) => Err(DataFusionError::External(Box::new(rayquet::Error::from(
-                            e,
-                        )))),
+                        Err(e) => Err(DataFusionError::External(Box::new(rayquet::Error::from(e)))),
                     };
                     let failed = item.is_err();
                     // The receiver is gone: stop (dropping the reader cancels the scan).

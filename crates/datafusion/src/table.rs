@@ -335,14 +335,16 @@ impl RayquetTable {
                         &options,
                         futures::stream::once(async move {
                             let files = list.list_files_async(&url).await?;
-                            Ok(futures::stream::iter(files.into_iter().map(|(loc, size)| {
-                                let task = FileTask::new(loc);
-                                let task = match size {
-                                    Some(s) => task.size(s),
-                                    None => task,
-                                };
-                                Ok(UnitKind::Parquet(task))
-                            })))
+                            Ok(futures::stream::iter(files.into_iter().map(
+                                |(loc, size)| {
+                                    let task = FileTask::new(loc);
+                                    let task = match size {
+                                        Some(s) => task.size(s),
+                                        None => task,
+                                    };
+                                    Ok(UnitKind::Parquet(task))
+                                },
+                            )))
                         })
                         .map(|r: rayquet::Result<_>| match r {
                             Ok(s) => s.boxed(),

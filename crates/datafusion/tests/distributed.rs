@@ -41,7 +41,10 @@ async fn distributed_matches(
     let want = rows_of(reference, sql).await;
     let got = sorted_rows(&batches);
     assert_eq!(got.len(), want.len(), "{sql}: row count");
-    assert!(got == want, "{sql}: rows differ from the single-process answer");
+    assert!(
+        got == want,
+        "{sql}: rows differ from the single-process answer"
+    );
     (scans, files_since(workers, &before))
 }
 
@@ -49,7 +52,11 @@ async fn distributed_matches(
 /// own counters, and the files read are `files`, each exactly once.
 fn every_worker_once_each(sql: &str, scans: &[WorkerScan], read: &[Vec<String>], files: &[String]) {
     for (scan, files) in scans.iter().zip(read) {
-        assert!(scan.units >= 1, "{sql}: worker {} scanned nothing", scan.worker);
+        assert!(
+            scan.units >= 1,
+            "{sql}: worker {} scanned nothing",
+            scan.worker
+        );
         assert_eq!(
             scan.units,
             files.len() as u64,
@@ -66,7 +73,9 @@ fn every_worker_once_each(sql: &str, scans: &[WorkerScan], read: &[Vec<String>],
 
 /// The batches of a single-process rayquet scan.
 fn collect(reader: rayquet::ScanReader) -> Vec<RecordBatch> {
-    reader.collect::<Result<Vec<_>, _>>().expect("single-process scan")
+    reader
+        .collect::<Result<Vec<_>, _>>()
+        .expect("single-process scan")
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -191,7 +200,12 @@ async fn parquet_prefix_on_s3_on_three_workers() {
     let paths = generate(dir.path(), &opts).unwrap();
     s3.create_bucket("lake");
     let mut objects: Vec<(String, Vec<u8>)> = (0..opts.files)
-        .map(|i| (format!("lineitem/{}", file_name(i)), std::fs::read(&paths[i]).unwrap()))
+        .map(|i| {
+            (
+                format!("lineitem/{}", file_name(i)),
+                std::fs::read(&paths[i]).unwrap(),
+            )
+        })
         .collect();
     objects.push(("lineitem/_SUCCESS".into(), vec![]));
     s3.upload("lake", &objects);
@@ -210,7 +224,12 @@ async fn parquet_prefix_on_s3_on_three_workers() {
     ctx.register_table("t", Arc::new(table)).unwrap();
 
     // The single-process answer: rayquet's own scan of the prefix, views as the table has them.
-    let reader = s3.scan("s3://lake/lineitem/").unwrap().string_views(true).build().unwrap();
+    let reader = s3
+        .scan("s3://lake/lineitem/")
+        .unwrap()
+        .string_views(true)
+        .build()
+        .unwrap();
     let schema = reader.schema();
     let reference = reference("t", schema, collect(reader));
     let files: Vec<String> = (0..opts.files)
@@ -243,7 +262,10 @@ async fn parquet_prefix_on_s3_on_three_workers() {
             .unwrap();
         let text = String::from_utf8_lossy(&buf);
         assert!(text.contains("l_quantity"), "the node is encoded");
-        assert!(!text.contains(SECRET) && !text.contains(&s3.endpoint), "{text}");
+        assert!(
+            !text.contains(SECRET) && !text.contains(&s3.endpoint),
+            "{text}"
+        );
     }
 }
 
@@ -320,7 +342,10 @@ async fn a_missing_data_file_on_a_worker_is_a_clean_error() {
         .expect_err("a data file is missing");
     let victim = &fx.removed_files[0];
     let name = victim.rsplit('/').next().unwrap();
-    assert!(err.to_string().contains(name), "the error does not name {victim}: {err}");
+    assert!(
+        err.to_string().contains(name),
+        "the error does not name {victim}: {err}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -350,7 +375,10 @@ async fn an_unreachable_worker_is_a_clean_error_naming_it() {
         .expect("hung")
         .expect_err("a worker is unreachable");
     let msg = err.to_string();
-    assert!(msg.contains(dead.as_str()), "the error does not name {dead}: {msg}");
+    assert!(
+        msg.contains(dead.as_str()),
+        "the error does not name {dead}: {msg}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

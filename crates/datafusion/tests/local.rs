@@ -82,7 +82,13 @@ async fn parquet_queries_match_parquets_reader() {
 
 /// The physical plan of `sql`, as text.
 async fn physical(ctx: &SessionContext, sql: &str) -> String {
-    let plan = ctx.sql(sql).await.unwrap().create_physical_plan().await.unwrap();
+    let plan = ctx
+        .sql(sql)
+        .await
+        .unwrap()
+        .create_physical_plan()
+        .await
+        .unwrap();
     let text = rayquet_datafusion::datafusion::physical_plan::displayable(plan.as_ref())
         .indent(true)
         .to_string();
@@ -99,7 +105,10 @@ async fn exact_filters_leave_no_filter_node_and_others_do() {
         "SELECT l_orderkey FROM t WHERE l_shipdate >= DATE '1995-01-01'",
     ] {
         let plan = physical(&ctx, sql).await;
-        assert!(!plan.contains("FilterExec"), "{sql}: pushed exactly, yet\n{plan}");
+        assert!(
+            !plan.contains("FilterExec"),
+            "{sql}: pushed exactly, yet\n{plan}"
+        );
         assert!(plan.contains("RayquetScanExec"), "{plan}");
     }
     for sql in [
@@ -117,10 +126,20 @@ async fn exact_filters_leave_no_filter_node_and_others_do() {
 async fn limits_stop_early_with_real_rows() {
     let dir = tempfile::tempdir().unwrap();
     let (ctx, expected) = parquet_pair(dir.path());
-    let all = rows_of(&expected, "SELECT l_orderkey, l_linenumber, l_quantity FROM t").await;
+    let all = rows_of(
+        &expected,
+        "SELECT l_orderkey, l_linenumber, l_quantity FROM t",
+    )
+    .await;
     for (sql, n) in [
-        ("SELECT l_orderkey, l_linenumber, l_quantity FROM t LIMIT 7", 7),
-        ("SELECT l_orderkey, l_linenumber, l_quantity FROM t LIMIT 0", 0),
+        (
+            "SELECT l_orderkey, l_linenumber, l_quantity FROM t LIMIT 7",
+            7,
+        ),
+        (
+            "SELECT l_orderkey, l_linenumber, l_quantity FROM t LIMIT 0",
+            0,
+        ),
         (
             "SELECT l_orderkey, l_linenumber, l_quantity FROM t WHERE l_quantity < 3 LIMIT 5",
             5,
@@ -129,11 +148,21 @@ async fn limits_stop_early_with_real_rows() {
         let got = rows_of(&ctx, sql).await;
         assert_eq!(got.len(), n, "{sql}");
         for row in &got {
-            assert!(all.binary_search(row).is_ok(), "{sql}: {row} is not a row of t");
+            assert!(
+                all.binary_search(row).is_ok(),
+                "{sql}: {row} is not a row of t"
+            );
         }
     }
-    let few = rows_of(&ctx, "SELECT l_quantity FROM t WHERE l_quantity < 3 LIMIT 5").await;
-    assert!(few.iter().all(|q| q.parse::<f64>().unwrap() < 3.0), "{few:?}");
+    let few = rows_of(
+        &ctx,
+        "SELECT l_quantity FROM t WHERE l_quantity < 3 LIMIT 5",
+    )
+    .await;
+    assert!(
+        few.iter().all(|q| q.parse::<f64>().unwrap() < 3.0),
+        "{few:?}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -189,10 +218,14 @@ async fn iceberg_row_counts_come_from_metadata_only_when_exact() {
     // No deletes: the snapshot's record count answers count(*) without a scan.
     let fx = it::partitioned_identity(40);
     let ctx = local_session();
-    let table = RayquetTable::iceberg("t", &fx.metadata_location, None, ScanOptions::new()).unwrap();
+    let table =
+        RayquetTable::iceberg("t", &fx.metadata_location, None, ScanOptions::new()).unwrap();
     ctx.register_table("t", Arc::new(table)).unwrap();
     let plan = physical(&ctx, "SELECT count(*) FROM t").await;
-    assert!(!plan.contains("RayquetScanExec"), "exact statistics unused:\n{plan}");
+    assert!(
+        !plan.contains("RayquetScanExec"),
+        "exact statistics unused:\n{plan}"
+    );
     assert_eq!(
         rows_of(&ctx, "SELECT count(*) FROM t").await,
         vec![fx.expected_current().num_rows().to_string()]
@@ -200,7 +233,8 @@ async fn iceberg_row_counts_come_from_metadata_only_when_exact() {
     // Deletes: the record count is an upper bound, so the rows are counted.
     let fx = it::deletes(40, 8);
     let ctx = local_session();
-    let table = RayquetTable::iceberg("t", &fx.metadata_location, None, ScanOptions::new()).unwrap();
+    let table =
+        RayquetTable::iceberg("t", &fx.metadata_location, None, ScanOptions::new()).unwrap();
     ctx.register_table("t", Arc::new(table)).unwrap();
     let plan = physical(&ctx, "SELECT count(*) FROM t").await;
     assert!(plan.contains("RayquetScanExec"), "{plan}");
@@ -218,8 +252,8 @@ async fn iceberg_snapshots_are_pinned() {
         let want = fx.expected_at(id).clone();
         let expected = reference("t", want.schema(), vec![want]);
         let ctx = local_session();
-        let table =
-            RayquetTable::iceberg("t", &fx.metadata_location, Some(id), ScanOptions::new()).unwrap();
+        let table = RayquetTable::iceberg("t", &fx.metadata_location, Some(id), ScanOptions::new())
+            .unwrap();
         ctx.register_table("t", Arc::new(table)).unwrap();
         assert_same(&ctx, &expected, "SELECT * FROM t").await;
     }
@@ -265,7 +299,8 @@ async fn delta_tables_match_their_expected_rows() {
         for (&v, want) in &fx.versions {
             let expected = reference("t", want.schema.clone(), want.batches.clone());
             let ctx = local_session();
-            let table = RayquetTable::delta("t", fx.url.as_str(), Some(v), ScanOptions::new()).unwrap();
+            let table =
+                RayquetTable::delta("t", fx.url.as_str(), Some(v), ScanOptions::new()).unwrap();
             ctx.register_table("t", Arc::new(table)).unwrap();
             assert_same(&ctx, &expected, "SELECT * FROM t").await;
         }
@@ -277,13 +312,19 @@ async fn a_missing_data_file_is_a_clean_error_naming_it() {
     use rayquet_testkit::iceberg_tables as it;
     let fx = it::missing_data_file();
     let ctx = local_session();
-    let table = RayquetTable::iceberg("t", &fx.metadata_location, None, ScanOptions::new()).unwrap();
+    let table =
+        RayquetTable::iceberg("t", &fx.metadata_location, None, ScanOptions::new()).unwrap();
     ctx.register_table("t", Arc::new(table)).unwrap();
-    let err = run(&ctx, "SELECT * FROM t").await.expect_err("a data file is missing");
+    let err = run(&ctx, "SELECT * FROM t")
+        .await
+        .expect_err("a data file is missing");
     let msg = err.to_string();
     let victim = &fx.removed_files[0];
     let name = victim.rsplit('/').next().unwrap();
-    assert!(msg.contains(name), "the error does not name {victim}: {msg}");
+    assert!(
+        msg.contains(name),
+        "the error does not name {victim}: {msg}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -313,6 +354,8 @@ async fn a_remote_only_table_refuses_to_scan_here() {
         .unwrap()
         .require_remote(true);
     ctx.register_table("t", Arc::new(table)).unwrap();
-    let err = run(&ctx, "SELECT count(*) FROM t WHERE l_quantity > 3").await.unwrap_err();
+    let err = run(&ctx, "SELECT count(*) FROM t WHERE l_quantity > 3")
+        .await
+        .unwrap_err();
     assert!(err.to_string().contains("must run on a worker"), "{err}");
 }

@@ -320,4 +320,3 @@ fn physical_filter(e: &Expr, table: &StructType, physical: &StructType) -> Optio
     let p = walk_exact(e.clone().negation_normal_form());
     (p != Expr::Literal(true)).then(|| (p, exact.get()))
 }
-

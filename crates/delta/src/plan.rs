@@ -16,10 +16,10 @@ use delta_kernel::actions::deletion_vector::{DeletionVectorDescriptor, DeletionV
 use delta_kernel::engine::arrow_conversion::TryIntoArrow;
 use delta_kernel::engine::arrow_data::{ArrowEngineData, EngineDataArrowExt};
 use delta_kernel::engine_data::{FilteredRowVisitor, GetData, RowIndexIterator, TypedGetData};
+use delta_kernel::expressions::ColumnName;
 use delta_kernel::expressions::Expression;
 use delta_kernel::scan::state::{transform_to_logical, DvInfo, ScanFile};
 use delta_kernel::scan::ScanMetadata;
-use delta_kernel::expressions::ColumnName;
 use delta_kernel::schema::{DataType, StructType};
 use delta_kernel::{DeltaResult, Engine, EngineData};
 use rayquet::expr::Expr;
@@ -80,10 +80,12 @@ impl DvUnit {
     /// The kernel's descriptor (`file`: the data file, for errors).
     fn descriptor(self, file: &Url) -> Result<DvInfo> {
         let storage_type: DeletionVectorStorageType =
-            self.storage_type.parse().map_err(|e: delta_kernel::Error| {
-                Error::new(ErrorKind::CorruptTable, format!("its deletion vector: {e}"))
-                    .with_path(file.as_str())
-            })?;
+            self.storage_type
+                .parse()
+                .map_err(|e: delta_kernel::Error| {
+                    Error::new(ErrorKind::CorruptTable, format!("its deletion vector: {e}"))
+                        .with_path(file.as_str())
+                })?;
         Ok(DvInfo::from(DeletionVectorDescriptor {
             storage_type,
             path_or_inline_dv: self.path_or_inline_dv,

@@ -96,9 +96,7 @@ use iceberg::metadata_columns::{
     file_field, RESERVED_COL_NAME_FILE, RESERVED_COL_NAME_POS, RESERVED_FIELD_ID_FILE,
     RESERVED_FIELD_ID_POS,
 };
-use iceberg::spec::{
-    Schema, Type,
-};
+use iceberg::spec::{Schema, Type};
 use iceberg::table::{StaticTable, Table};
 use iceberg::TableIdent;
 
@@ -107,7 +105,6 @@ use rayquet::task::FIELD_ID_KEY;
 use rayquet::{Error, ErrorKind, Result, Scan, ScanBuilder, ScanOptions, ScanReader};
 
 pub use iceberg::expr::Predicate;
-
 
 /// An iceberg error as a rayquet one (kept as the source). Damaged metadata is
 /// `CorruptTable`, a missing object `NotFound`, unsupported features `Unsupported`.
@@ -691,4 +688,3 @@ async fn spec_of_files(table: &Table, snapshot: i64) -> Result<Option<Arc<HashMa
     }
     Ok(Some(Arc::new(out)))
 }
-

@@ -259,7 +259,12 @@ impl Units {
             t.deletes
                 .iter()
                 .filter(|d| d.file_type == kind)
-                .map(|d| (d.file_path.clone(), d.equality_ids.clone().unwrap_or_default()))
+                .map(|d| {
+                    (
+                        d.file_path.clone(),
+                        d.equality_ids.clone().unwrap_or_default(),
+                    )
+                })
                 .collect::<Vec<_>>()
         };
         Ok(TaskUnit {

@@ -75,7 +75,9 @@ fn shipped_units_keep_filters_deletes_and_metadata_columns() {
         .as_any()
         .downcast_ref::<arrow::array::Int64Array>()
         .unwrap();
-    let keep: Vec<usize> = (0..all.num_rows()).filter(|&i| ids.value(i) < 100).collect();
+    let keep: Vec<usize> = (0..all.num_rows())
+        .filter(|&i| ids.value(i) < 100)
+        .collect();
     let filtered = iceberg_tables::filter_rows(&project(&all, &["id", "v"]), |i| keep.contains(&i));
     assert_eq!(rows, sorted_rows(&[filtered]));
     // `_pos` and `_file` as a local scan gives them.

@@ -89,8 +89,11 @@ pub fn runtime() -> &'static tokio::runtime::Runtime {
     })
 }
 
+/// Run `f` on the fixtures' runtime; callable from a test that itself runs on a multi-thread
+/// tokio runtime (`#[tokio::test(flavor = "multi_thread")]`), whose worker leaves its runtime
+/// for the while.
 fn block_on<F: std::future::Future>(f: F) -> F::Output {
-    runtime().block_on(f)
+    crate::outside_runtime(|| runtime().block_on(f))
 }
 
 // ---------------------------------------------------------------------------------------------

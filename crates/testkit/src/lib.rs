@@ -83,6 +83,17 @@ pub fn assert_same_rows(
     }
 }
 
+/// Run `f`, which blocks on a runtime of its own, also from a test running on a multi-thread
+/// tokio runtime (`#[tokio::test(flavor = "multi_thread")]`): the calling worker leaves its
+/// runtime for the while (`block_in_place`).
+pub fn outside_runtime<T>(f: impl FnOnce() -> T) -> T {
+    use tokio::runtime::{Handle, RuntimeFlavor};
+    match Handle::try_current().map(|h| h.runtime_flavor()) {
+        Ok(RuntimeFlavor::MultiThread) => tokio::task::block_in_place(f),
+        _ => f(),
+    }
+}
+
 /// Every row of `batch` rendered as one string, for comparisons as a multiset.
 pub fn row_strings(batch: &RecordBatch) -> Vec<String> {
     use arrow::util::display::{ArrayFormatter, FormatOptions};

@@ -120,14 +120,17 @@ impl S3 {
             .enable_all()
             .build()
             .expect("tokio runtime");
-        rt.block_on(async {
-            for (key, bytes) in objects {
-                store
-                    .put(&Path::from(key.as_str()), bytes.clone().into())
-                    .await
-                    .unwrap_or_else(|e| panic!("upload {key}: {e}"));
-            }
-        });
+        let upload = || {
+            rt.block_on(async {
+                for (key, bytes) in objects {
+                    store
+                        .put(&Path::from(key.as_str()), bytes.clone().into())
+                        .await
+                        .unwrap_or_else(|e| panic!("upload {key}: {e}"));
+                }
+            })
+        };
+        crate::outside_runtime(upload);
     }
 }
 
