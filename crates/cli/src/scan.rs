@@ -88,6 +88,12 @@ pub struct ScanArgs {
     /// With --delta: read this version (time travel).
     #[arg(long, value_name = "N", requires = "delta")]
     version: Option<u64>,
+    /// Run the same scan this many times in this process (as a service scans again and
+    /// again): the report gives every run's time, the first and the median of the later runs
+    /// ("warm"); the other figures are the last run's. With --out, only the last run is
+    /// written.
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = parse_positive)]
+    repeat: usize,
 }
 
 /// What a scan measured, whichever engine ran it.
@@ -180,8 +186,47 @@ pub fn run(args: ScanArgs) -> CliResult<()> {
     } else {
         args.paths.clone()
     };
-    let stats = scan(&paths, &args)?;
-    report(&args, &stats)
+    let mut runs = Vec::with_capacity(args.repeat);
+    let mut last = None;
+    for i in 0..args.repeat {
+        let out = if i + 1 == args.repeat {
+            args.out.clone()
+        } else {
+            None
+        };
+        let stats = scan(&paths, &args, out)?;
+        if let Some(prev) = &last {
+            let prev: &Stats = prev;
+            if prev.rows != stats.rows {
+                return Err(format!(
+                    "run {} delivered {} rows, run {i} delivered {}",
+                    i + 1,
+                    stats.rows,
+                    prev.rows
+                )
+                .into());
+            }
+        }
+        runs.push(stats.elapsed);
+        last = Some(stats);
+    }
+    let last = last.expect("at least one run");
+    report(&args, &last, &runs)
+}
+
+/// The median of the runs after the first (`None` with a single run).
+fn warm_median(runs: &[Duration]) -> Option<Duration> {
+    let mut warm: Vec<Duration> = runs.get(1..)?.to_vec();
+    if warm.is_empty() {
+        return None;
+    }
+    warm.sort_unstable();
+    let n = warm.len();
+    Some(if n % 2 == 1 {
+        warm[n / 2]
+    } else {
+        (warm[n / 2 - 1] + warm[n / 2]) / 2
+    })
 }
 
 /// The options of the command line, for any kind of scan.
@@ -236,12 +281,12 @@ fn open_reader(paths: &[String], args: &ScanArgs) -> CliResult<ScanReader> {
     Ok(scan.build()?)
 }
 
-/// Run the scan, measuring it.
-fn scan(paths: &[String], args: &ScanArgs) -> CliResult<Stats> {
+/// Run the scan once, measuring it; write its batches to `out` if given.
+fn scan(paths: &[String], args: &ScanArgs, out: Option<PathBuf>) -> CliResult<Stats> {
     let start = Instant::now();
     let reader = open_reader(paths, args)?;
     let metrics = reader.metrics();
-    let mut sink = Sink::new(args.out.clone());
+    let mut sink = Sink::new(out);
     sink.open(&reader.schema())?;
     for batch in reader {
         let batch = batch.map_err(rayquet::Error::from)?;
@@ -271,8 +316,10 @@ fn scan(paths: &[String], args: &ScanArgs) -> CliResult<Stats> {
     })
 }
 
-fn report(args: &ScanArgs, s: &Stats) -> CliResult<()> {
+/// Print the report of the last run `s` and the times of every run.
+fn report(args: &ScanArgs, s: &Stats, runs: &[Duration]) -> CliResult<()> {
     let secs = s.elapsed.as_secs_f64().max(1e-9);
+    let warm = warm_median(runs);
     let rows_per_sec = s.rows as f64 / secs;
     let mib_per_sec = s.bytes_fetched as f64 / (1024.0 * 1024.0) / secs;
     let mut out = io::stdout().lock();
@@ -302,6 +349,9 @@ fn report(args: &ScanArgs, s: &Stats) -> CliResult<()> {
             "pages_pruned": s.pages_pruned,
             "rows_filtered": s.rows_filtered,
             "metadata_bytes": s.metadata_bytes,
+            "runs": runs.iter().map(Duration::as_secs_f64).collect::<Vec<_>>(),
+            "first_seconds": runs[0].as_secs_f64(),
+            "warm_median_seconds": warm.map(|w| w.as_secs_f64()),
         });
         return write_out(&mut out, format_args!("{json}\n"));
     }
@@ -341,6 +391,19 @@ fn report(args: &ScanArgs, s: &Stats) -> CliResult<()> {
             count(s.row_groups_pruned),
             count(s.pages_pruned),
             count(s.rows_filtered),
+        ));
+    }
+    if let Some(warm) = warm {
+        let list: Vec<String> = runs
+            .iter()
+            .map(|r| format!("{:.3}", r.as_secs_f64()))
+            .collect();
+        text.push_str(&format!(
+            "runs         {} s (first {:.3} s, warm median {:.3} s: {:.2}x)\n",
+            list.join(" "),
+            runs[0].as_secs_f64(),
+            warm.as_secs_f64(),
+            runs[0].as_secs_f64() / warm.as_secs_f64().max(1e-9),
         ));
     }
     if let Some(path) = &args.out {

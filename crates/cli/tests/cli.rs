@@ -148,6 +148,22 @@ fn gen_then_scan() {
     // The human summary.
     let text = ok(&["scan", dir]);
     assert!(text.contains("rows") && text.contains("9,000"), "{text}");
+
+    // --repeat: the same scan several times in one process, every run's time reported.
+    let r = json(&["scan", dir, "--json", "--repeat", "3", "--filter", "l_quantity < 5"]);
+    let runs = r["runs"].as_array().expect("runs");
+    assert_eq!(runs.len(), 3, "{r}");
+    assert!(runs.iter().all(|x| x.as_f64().is_some_and(|s| s > 0.0)), "{r}");
+    assert_eq!(r["first_seconds"], runs[0]);
+    let mut warm: Vec<f64> = runs[1..].iter().map(|x| x.as_f64().unwrap()).collect();
+    warm.sort_by(f64::total_cmp);
+    assert_eq!(r["warm_median_seconds"].as_f64(), Some((warm[0] + warm[1]) / 2.0));
+    let once = json(&["scan", dir, "--json", "--filter", "l_quantity < 5"]);
+    assert_eq!(r["rows"], once["rows"], "every run delivers the same rows");
+    assert_eq!(once["runs"].as_array().map(Vec::len), Some(1));
+    assert!(once["warm_median_seconds"].is_null());
+    let text = ok(&["scan", dir, "--repeat", "2"]);
+    assert!(text.contains("warm median"), "{text}");
 }
 
 #[test]
