@@ -14,8 +14,8 @@ use indicatif::ProgressBar;
 use rayquet::{Scan, ScanBuilder, ScanOptions, ScanReader};
 
 use crate::format::{
-    count, human_bytes, parse_bytes, parse_filter, parse_key_value, parse_positive, peak_rss,
-    spinner, write_out,
+    count, cpu_time, human_bytes, parse_bytes, parse_filter, parse_key_value, parse_positive,
+    peak_rss, spinner, write_out,
 };
 use crate::gen::ensure_demo;
 use crate::CliResult;
@@ -111,6 +111,8 @@ struct Stats {
     decode_time: Duration,
     wait_time: Duration,
     elapsed: Duration,
+    /// CPU time of the whole process during the scan.
+    cpu: Duration,
     row_groups_pruned: u64,
     pages_pruned: u64,
     rows_filtered: u64,
@@ -207,7 +209,7 @@ pub fn run(args: ScanArgs) -> CliResult<()> {
                 .into());
             }
         }
-        runs.push(stats.elapsed);
+        runs.push((stats.elapsed, stats.cpu));
         last = Some(stats);
     }
     let last = last.expect("at least one run");
@@ -283,6 +285,7 @@ fn open_reader(paths: &[String], args: &ScanArgs) -> CliResult<ScanReader> {
 
 /// Run the scan once, measuring it; write its batches to `out` if given.
 fn scan(paths: &[String], args: &ScanArgs, out: Option<PathBuf>) -> CliResult<Stats> {
+    let cpu = cpu_time();
     let start = Instant::now();
     let reader = open_reader(paths, args)?;
     let metrics = reader.metrics();
@@ -293,6 +296,7 @@ fn scan(paths: &[String], args: &ScanArgs, out: Option<PathBuf>) -> CliResult<St
         sink.push(&batch, metrics.snapshot().bytes_fetched)?;
     }
     let elapsed = start.elapsed();
+    let cpu = cpu_time().saturating_sub(cpu);
     let (rows, batches) = (sink.rows, sink.batches);
     sink.finish()?;
     let m = metrics.snapshot();
@@ -309,6 +313,7 @@ fn scan(paths: &[String], args: &ScanArgs, out: Option<PathBuf>) -> CliResult<St
         decode_time: m.decode_time,
         wait_time: m.wait_time,
         elapsed,
+        cpu,
         row_groups_pruned: m.row_groups_pruned,
         pages_pruned: m.pages_pruned,
         rows_filtered: m.rows_filtered,
@@ -316,10 +321,12 @@ fn scan(paths: &[String], args: &ScanArgs, out: Option<PathBuf>) -> CliResult<St
     })
 }
 
-/// Print the report of the last run `s` and the times of every run.
-fn report(args: &ScanArgs, s: &Stats, runs: &[Duration]) -> CliResult<()> {
+/// Print the report of the last run `s` and the (wall, CPU) times of every run.
+fn report(args: &ScanArgs, s: &Stats, times: &[(Duration, Duration)]) -> CliResult<()> {
     let secs = s.elapsed.as_secs_f64().max(1e-9);
-    let warm = warm_median(runs);
+    let runs: Vec<Duration> = times.iter().map(|t| t.0).collect();
+    let cpu: Vec<Duration> = times.iter().map(|t| t.1).collect();
+    let warm = warm_median(&runs);
     let rows_per_sec = s.rows as f64 / secs;
     let mib_per_sec = s.bytes_fetched as f64 / (1024.0 * 1024.0) / secs;
     let mut out = io::stdout().lock();
@@ -352,6 +359,8 @@ fn report(args: &ScanArgs, s: &Stats, runs: &[Duration]) -> CliResult<()> {
             "runs": runs.iter().map(Duration::as_secs_f64).collect::<Vec<_>>(),
             "first_seconds": runs[0].as_secs_f64(),
             "warm_median_seconds": warm.map(|w| w.as_secs_f64()),
+            "runs_cpu_seconds": cpu.iter().map(Duration::as_secs_f64).collect::<Vec<_>>(),
+            "warm_median_cpu_seconds": warm_median(&cpu).map(|w| w.as_secs_f64()),
         });
         return write_out(&mut out, format_args!("{json}\n"));
     }
@@ -399,11 +408,14 @@ fn report(args: &ScanArgs, s: &Stats, runs: &[Duration]) -> CliResult<()> {
             .map(|r| format!("{:.3}", r.as_secs_f64()))
             .collect();
         text.push_str(&format!(
-            "runs         {} s (first {:.3} s, warm median {:.3} s: {:.2}x)\n",
+            "runs         {} s (first {:.3} s, warm median {:.3} s: {:.2}x; CPU first {:.3} s, \
+             warm median {:.3} s)\n",
             list.join(" "),
             runs[0].as_secs_f64(),
             warm.as_secs_f64(),
             runs[0].as_secs_f64() / warm.as_secs_f64().max(1e-9),
+            cpu[0].as_secs_f64(),
+            warm_median(&cpu).unwrap_or_default().as_secs_f64(),
         ));
     }
     if let Some(path) = &args.out {
