@@ -720,6 +720,8 @@ def reader_command(args, reader, w, location):
         cmd.append("--json")
         if args.repeat > 1:
             cmd += ["--repeat", str(args.repeat)]
+        if args.rayquet_footer_cache:
+            cmd += ["--footer-cache", args.rayquet_footer_cache]
         if w.get("columns"):
             cmd += ["--columns", ",".join(w["columns"])]
         if w.get("filter"):
@@ -883,7 +885,9 @@ def markdown(result):
          "first s: the median of the processes' first runs; first/warm: their ratio; process: the "
          "median wall time of the whole process (all its runs, start-up and imports included); vs rq: "
          "warm median / rayquet's (>1: rayquet is faster); CPU: user+sys seconds of the process (all "
-         "runs); RSS: peak; reqs: requests the S3 server saw (all runs); server CPU: moto's CPU seconds."),
+         "runs); RSS: peak; reqs: requests the S3 server saw (all runs); server CPU: moto's CPU seconds."
+         + (f" rayquet's runs share one footer cache (--footer-cache {m['rayquet_footer_cache']})."
+            if m.get("rayquet_footer_cache") else "")),
         "",
         "| workload | reader | median s | min-max s |" + (" first s | first/warm |" if warm > 1 else "")
         + " process s | vs rq | CPU s | RSS MiB | rows | reqs | server CPU s |",
@@ -1030,6 +1034,9 @@ def parse_args(argv):
                     help="warm mode: every reader process runs the scan N times (rayquet: scan --repeat N); "
                          "reported: the median of runs 2..N (warm) and the first run (default 1: one "
                          "scan per process)")
+    ap.add_argument("--rayquet-footer-cache", metavar="BYTES", default=None,
+                    help="rayquet: scan --footer-cache BYTES, one footer cache its --repeat runs share "
+                         "(as a service's scans would); default: none")
     ap.add_argument("--readers", default=",".join(READERS), help="comma list (default: all)")
     ap.add_argument("--workloads", default="all",
                     help="comma list of workload ids or groups: all, local, s3 (default all)")
@@ -1275,7 +1282,7 @@ def run(args, servers):
         "rayquet_bin": args.rayquet_bin, "rayquet_version": rayquet_version,
         "rustc": run_quiet(["rustc", "--version"]), "versions": versions, "machine": machine,
         "scale_factor": args.scale_factor, "runs": args.runs, "warmup": args.warmup,
-        "repeat": args.repeat,
+        "repeat": args.repeat, "rayquet_footer_cache": args.rayquet_footer_cache,
         "threads": args.threads, "readers": args.readers, "peer_output": args.peer_output,
         "pyarrow_io_threads": {"local": args.pyarrow_io_threads_local, "s3": args.pyarrow_io_threads_s3},
         "delay_ms": args.delay_ms, "lineitem": {"path": lineitem, **li_meta}, "shapes": shapes,

@@ -11,7 +11,7 @@ use arrow::datatypes::SchemaRef;
 use arrow::ipc::writer::FileWriter;
 use clap::Args;
 use indicatif::ProgressBar;
-use rayquet::{Scan, ScanBuilder, ScanOptions, ScanReader};
+use rayquet::{FooterCache, Scan, ScanBuilder, ScanOptions, ScanReader};
 
 use crate::format::{
     count, cpu_time, human_bytes, parse_bytes, parse_filter, parse_key_value, parse_positive,
@@ -94,6 +94,10 @@ pub struct ScanArgs {
     /// written.
     #[arg(long, value_name = "N", default_value_t = 1, value_parser = parse_positive)]
     repeat: usize,
+    /// Keep parsed footers in a cache of this size (e.g. 64M) that the --repeat runs share,
+    /// as a service's scans would (rayquet::FooterCache): later runs skip the footer requests.
+    #[arg(long, value_name = "BYTES", value_parser = parse_bytes)]
+    footer_cache: Option<usize>,
 }
 
 /// What a scan measured, whichever engine ran it.
@@ -188,6 +192,7 @@ pub fn run(args: ScanArgs) -> CliResult<()> {
     } else {
         args.paths.clone()
     };
+    let options = options(&args);
     let mut runs = Vec::with_capacity(args.repeat);
     let mut last = None;
     for i in 0..args.repeat {
@@ -196,7 +201,7 @@ pub fn run(args: ScanArgs) -> CliResult<()> {
         } else {
             None
         };
-        let stats = scan(&paths, &args, out)?;
+        let stats = scan(&paths, &args, &options, out)?;
         if let Some(prev) = &last {
             let prev: &Stats = prev;
             if prev.rows != stats.rows {
@@ -252,12 +257,15 @@ fn options(args: &ScanArgs) -> ScanOptions {
     for (key, value) in &args.options {
         o = o.store_option(key.clone(), value.clone());
     }
+    if let Some(bytes) = args.footer_cache {
+        o = o.footer_cache(FooterCache::new(bytes));
+    }
     o
 }
 
 /// Start the scan of the table or files named on the command line.
-fn open_reader(paths: &[String], args: &ScanArgs) -> CliResult<ScanReader> {
-    let options = options(args);
+fn open_reader(paths: &[String], args: &ScanArgs, options: &ScanOptions) -> CliResult<ScanReader> {
+    let options = options.clone();
     if let Some(table) = &args.iceberg {
         let table = rayquet_iceberg::load_table(table, &options)?;
         let mut scan = rayquet_iceberg::TableScan::new(table).with_options(options);
@@ -284,10 +292,15 @@ fn open_reader(paths: &[String], args: &ScanArgs) -> CliResult<ScanReader> {
 }
 
 /// Run the scan once, measuring it; write its batches to `out` if given.
-fn scan(paths: &[String], args: &ScanArgs, out: Option<PathBuf>) -> CliResult<Stats> {
+fn scan(
+    paths: &[String],
+    args: &ScanArgs,
+    options: &ScanOptions,
+    out: Option<PathBuf>,
+) -> CliResult<Stats> {
     let cpu = cpu_time();
     let start = Instant::now();
-    let reader = open_reader(paths, args)?;
+    let reader = open_reader(paths, args, options)?;
     let metrics = reader.metrics();
     let mut sink = Sink::new(out);
     sink.open(&reader.schema())?;
