@@ -11,6 +11,7 @@ use std::sync::Arc;
 
 use object_store::ObjectStore;
 
+use crate::cache::FooterCache;
 use crate::expr::Expr;
 use crate::options::ScanOptions;
 
@@ -149,6 +150,16 @@ pub trait ScanBuilder: Sized {
     /// Decode on this rayon pool instead of the shared one the library owns.
     fn decode_pool(mut self, pool: Arc<rayon::ThreadPool>) -> Self {
         self.options_mut().pool = Some(pool);
+        self
+    }
+
+    /// Share parsed footers with the other scans given the same [`FooterCache`]: a file whose
+    /// version (ETag, last-modified time) the scan knows from listing, a HEAD request or the
+    /// file system is read without its footer request and thrift decoding when an earlier
+    /// scan read the same version of it. Default: none, every scan reads every footer (a
+    /// cache holds memory beyond the scan, so the service sizes it and shares it).
+    fn footer_cache(mut self, cache: FooterCache) -> Self {
+        self.options_mut().footer_cache = Some(cache);
         self
     }
 

@@ -43,6 +43,7 @@
 #![deny(missing_docs)]
 
 mod builder;
+mod cache;
 mod decode;
 mod deliver;
 mod drive;
@@ -62,6 +63,7 @@ pub mod task;
 mod validate;
 
 pub use builder::ScanBuilder;
+pub use cache::FooterCache;
 pub use deliver::{ScanReader, TaggedReader};
 pub use error::{Error, ErrorKind, Result};
 pub use expr::{col, Expr};

@@ -33,6 +33,7 @@ pub struct Metrics {
     pub(crate) rows_deleted: AtomicU64,
     pub(crate) http_requests: AtomicU64,
     pub(crate) retries: AtomicU64,
+    pub(crate) footer_cache_hits: AtomicU64,
 }
 
 /// A point-in-time copy of a scan's [`Metrics`].
@@ -89,6 +90,8 @@ pub struct MetricsSnapshot {
     /// Requests repeated after a transient failure (HTTP retries by object_store, listings
     /// started again).
     pub retries: u64,
+    /// Files whose footer came from the scan's [`crate::FooterCache`] (no footer request).
+    pub footer_cache_hits: u64,
 }
 
 impl Metrics {
@@ -117,6 +120,7 @@ impl Metrics {
             rows_deleted: self.rows_deleted.load(Relaxed),
             http_requests: self.http_requests.load(Relaxed),
             retries: self.retries.load(Relaxed),
+            footer_cache_hits: self.footer_cache_hits.load(Relaxed),
         }
     }
 

@@ -104,6 +104,8 @@ pub struct ScanOptions {
     pub(crate) client_options: Option<object_store::ClientOptions>,
     pub(crate) io: Option<tokio::runtime::Handle>,
     pub(crate) pool: Option<Arc<rayon::ThreadPool>>,
+    /// Parsed footers shared with other scans.
+    pub(crate) footer_cache: Option<crate::cache::FooterCache>,
 }
 
 impl Default for ScanOptions {
@@ -135,6 +137,7 @@ impl Default for ScanOptions {
             client_options: None,
             io: None,
             pool: None,
+            footer_cache: None,
         }
     }
 }
@@ -161,6 +164,7 @@ impl std::fmt::Debug for ScanOptions {
             .field("string_views", &self.string_views)
             .field("store_option_keys", &keys)
             .field("stores", &stores)
+            .field("footer_cache", &self.footer_cache)
             .finish_non_exhaustive()
     }
 }

@@ -377,6 +377,7 @@ fn plain_tasks(opts: &ScanOptions, files: Vec<FileRef>) -> Result<Vec<FileTask>>
             FileTask {
                 location: f.name.to_string(),
                 size: f.size,
+                version: f.version,
                 selection,
                 store: Some((f.store, f.path)),
                 ..Default::default()

@@ -249,6 +249,9 @@ pub struct FileTask {
     #[cfg_attr(feature = "serde", serde(skip))]
     pub(crate) store: Option<(Arc<dyn ObjectStore>, Path)>,
     pub(crate) size: Option<u64>,
+    /// Plain scans: the object's version from listing (a footer cache key).
+    #[cfg_attr(feature = "serde", serde(skip))]
+    pub(crate) version: Option<crate::cache::Version>,
     pub(crate) range: Option<Range<u64>>,
     pub(crate) row_groups: Option<Vec<usize>>,
     pub(crate) deletes: Option<RoaringTreemap>,

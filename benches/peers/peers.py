@@ -10,7 +10,8 @@ What it does (see BENCHMARKS.md, "Peers"):
   3. counts every workload's rows with DuckDB (the reference every reader must match);
   4. starts moto_server and a first-byte delay proxy on free loopback ports, uploads the shapes;
   5. runs every (workload, reader): one warm-up run, then --runs runs, each reader in a fresh
-     process, readers interleaved; records the reader's in-process time, the process wall
+     process, readers interleaved (warm mode, --repeat N: each process scans N times, and the
+     median of its runs 2..N is its time, its first run reported beside it); records the reader's in-process time, the process wall
      time, CPU time, peak RSS, rows and (S3) requests seen by the server;
   6. writes peers.json (every run), peers.md (table) and peers.svg (chart) to --out-dir.
 
@@ -247,15 +248,18 @@ def duckdb_httpfs_path():
 
 
 def child_one(spec):
-    """Run one read as described by `spec` and print one JSON line. The timer starts after the
-    imports and thread/IO configuration and covers discovery (listing, footers), the read and
-    the materialization (or draining) of the result."""
+    """Run the read described by `spec` `repeat` times in this process and print one JSON line
+    (`seconds`: the first run; `runs`: every run). Each run's timer starts after the imports and
+    thread/IO configuration and covers discovery (listing, footers), the read and the
+    materialization (or draining) of the result. Every run builds its scan anew (a new lazy
+    frame, dataset or query), as a service answering requests would."""
     reader = spec["reader"]
     threads = spec["threads"]
     columns = spec.get("columns")
     fkey = spec.get("filter")
     loc = spec["location"]
     mode = spec["peer_output"]
+    repeat = spec.get("repeat", 1)
     s3 = loc["kind"] == "s3"
     info = {}
     if reader == "polars":
@@ -270,17 +274,16 @@ def child_one(spec):
         else:
             src, kw = os.path.join(loc["path"], "*.parquet"), {}
         info["threads"] = pl.thread_pool_size()
-        t0 = time.perf_counter()
-        lf = pl.scan_parquet(src, **kw)
-        if fkey:
-            lf = lf.filter(polars_filter(pl, fkey))
-        if columns:
-            lf = lf.select(columns)
-        if mode == "collect":
-            rows = lf.collect().height
-        else:
-            rows = sum(b.height for b in lf.collect_batches())
-        t1 = time.perf_counter()
+
+        def once():
+            lf = pl.scan_parquet(src, **kw)
+            if fkey:
+                lf = lf.filter(polars_filter(pl, fkey))
+            if columns:
+                lf = lf.select(columns)
+            if mode == "collect":
+                return lf.collect().height
+            return sum(b.height for b in lf.collect_batches())
     elif reader == "pyarrow":
         import pyarrow as pa
         import pyarrow.compute as pc
@@ -299,22 +302,21 @@ def child_one(spec):
         else:
             path = loc["path"]
         info.update(cpu_count=pa.cpu_count(), io_thread_count=pa.io_thread_count())
-        t0 = time.perf_counter()
-        dataset = ds.dataset(path, format="parquet", filesystem=fs)
-        expr = None
-        if fkey:
-            # Same fragments (no second listing), string instead of string_view columns.
-            schema = pa.schema([
-                pa.field(x.name, pa.string() if x.type == pa.string_view() else x.type, x.nullable)
-                for x in dataset.schema])
-            dataset = ds.FileSystemDataset(list(dataset.get_fragments()), schema=schema,
-                                           format=dataset.format, filesystem=dataset.filesystem)
-            expr = pyarrow_filter(pa, pc, schema, fkey)
-        if mode == "collect":
-            rows = dataset.to_table(columns=columns, filter=expr).num_rows
-        else:
-            rows = sum(b.num_rows for b in dataset.to_batches(columns=columns, filter=expr))
-        t1 = time.perf_counter()
+
+        def once():
+            dataset = ds.dataset(path, format="parquet", filesystem=fs)
+            expr = None
+            if fkey:
+                # Same fragments (no second listing), string instead of string_view columns.
+                schema = pa.schema([
+                    pa.field(x.name, pa.string() if x.type == pa.string_view() else x.type, x.nullable)
+                    for x in dataset.schema])
+                dataset = ds.FileSystemDataset(list(dataset.get_fragments()), schema=schema,
+                                               format=dataset.format, filesystem=dataset.filesystem)
+                expr = pyarrow_filter(pa, pc, schema, fkey)
+            if mode == "collect":
+                return dataset.to_table(columns=columns, filter=expr).num_rows
+            return sum(b.num_rows for b in dataset.to_batches(columns=columns, filter=expr))
     elif reader == "duckdb":
         import duckdb
 
@@ -332,16 +334,25 @@ def child_one(spec):
         sql = f"SELECT {', '.join(columns) if columns else '*'} FROM read_parquet('{src}')"
         if fkey:
             sql += f" WHERE {FILTERS[fkey]}"
-        t0 = time.perf_counter()
-        result = con.execute(sql)
-        if mode == "collect":
-            rows = result.to_arrow_table().num_rows
-        else:
-            rows = sum(b.num_rows for b in result.to_arrow_reader())
-        t1 = time.perf_counter()
+
+        def once():
+            result = con.execute(sql)
+            if mode == "collect":
+                return result.to_arrow_table().num_rows
+            return sum(b.num_rows for b in result.to_arrow_reader())
     else:
         raise SystemExit(f"unknown reader {reader}")
-    print(json.dumps({"rows": rows, "seconds": t1 - t0, "vm_hwm_kib": vm_hwm_kib(), "info": info}))
+    runs = []
+    rows = None
+    for i in range(repeat):
+        t0 = time.perf_counter()
+        n = once()
+        runs.append(time.perf_counter() - t0)
+        if rows is not None and n != rows:
+            raise SystemExit(f"run {i + 1} delivered {n} rows, the first {rows}")
+        rows = n
+    print(json.dumps({"rows": rows, "seconds": runs[0], "runs": runs, "vm_hwm_kib": vm_hwm_kib(),
+                      "info": info}))
 
 
 # ------------------------------------------------------------------------------------------
@@ -707,6 +718,10 @@ def reader_command(args, reader, w, location):
         else:
             cmd = [args.rayquet_bin, "scan", location["path"]]
         cmd.append("--json")
+        if args.repeat > 1:
+            cmd += ["--repeat", str(args.repeat)]
+        if args.rayquet_footer_cache:
+            cmd += ["--footer-cache", args.rayquet_footer_cache]
         if w.get("columns"):
             cmd += ["--columns", ",".join(w["columns"])]
         if w.get("filter"):
@@ -714,6 +729,7 @@ def reader_command(args, reader, w, location):
         return cmd
     spec = {"reader": reader, "threads": args.threads, "columns": w.get("columns"),
             "filter": w.get("filter"), "location": location, "peer_output": args.peer_output,
+            "repeat": args.repeat,
             "pyarrow_io_threads": args.pyarrow_io_threads_s3 if location["kind"] == "s3"
             else args.pyarrow_io_threads_local}
     return [sys.executable, __file__, "_one", json.dumps(spec)]
@@ -780,7 +796,11 @@ def one_run(args, env, reader, w, location, expected, moto_log, watched):
         run["ok"] = False
         return run
     run["rows"] = out.get("rows")
-    run["seconds"] = out.get("seconds")
+    runs = out.get("runs") or [out.get("seconds")]
+    run["runs"] = runs
+    run["first_seconds"] = runs[0]
+    # Warm mode: the reader's time is the median of its runs after the first in the process.
+    run["seconds"] = statistics.median(runs[1:]) if args.repeat > 1 else runs[0]
     if reader == "rayquet":
         run["peak_rss_kib"] = r["ru_maxrss_kib"]
         if time_file is not None:
@@ -797,6 +817,9 @@ def one_run(args, env, reader, w, location, expected, moto_log, watched):
         run["info"] = out.get("info")
     run["rows_ok"] = run["rows"] == expected
     run["ok"] = run["rows_ok"]
+    if args.repeat > 1 and len(runs) != args.repeat:
+        run["ok"] = False
+        run["error"] = f"{len(runs)} runs reported, {args.repeat} asked"
     if not run["rows_ok"]:
         run["error"] = f"ROWS DIFFER: {run['rows']} rows, expected {expected}"
     return run
@@ -814,6 +837,10 @@ def summarize(runs):
          "peak_rss_mib_max": max(r["peak_rss_kib"] for r in ok) / 1024,
          "peak_rss_mib_median": statistics.median(r["peak_rss_kib"] for r in ok) / 1024,
          "rows": ok[0]["rows"]}
+    firsts = [r["first_seconds"] for r in ok if r.get("first_seconds") is not None]
+    if firsts:
+        s["first_median"] = statistics.median(firsts)
+        s["first_over_warm"] = s["first_median"] / s["median"] if s["median"] else None
     reqs = [r["server_requests"]["requests"] for r in ok if "server_requests" in r]
     if reqs:
         s["requests_median"] = statistics.median(reqs)
@@ -837,6 +864,7 @@ def fmt_s(x):
 def markdown(result):
     m = result["meta"]
     v = m["versions"]
+    warm = m.get("repeat", 1)
     lines = [
         f"Peers: {m['mode']} run, lineitem SF {m['scale_factor']:g} ({m['lineitem']['bytes'] / 2**20:.1f} MiB, "
         f"8 files, snappy, tpchgen-cli {v.get('tpchgen-cli')}), {m['runs']} runs after {m['warmup']} warm-up, "
@@ -847,33 +875,49 @@ def markdown(result):
         f"{m['machine']['cpus']} CPUs ({m['machine']['cpu_model']}), load average at start "
         f"{' '.join(f'{x:.2f}' for x in (m['machine']['loadavg_start'] or []))}.",
         "",
-        "Seconds: the reader's own timer around the read (median, min-max of the runs); process: the "
-        "median wall time of the whole process (start-up and imports included); vs rq: median / "
-        "rayquet's median (>1: rayquet is faster); CPU: user+sys seconds of the process; RSS: peak; "
-        "reqs: requests the S3 server saw; server CPU: moto's CPU seconds during the run.",
+        ("Seconds: the reader's own timer around the read (median, min-max of the runs); process: the "
+         "median wall time of the whole process (start-up and imports included); vs rq: median / "
+         "rayquet's median (>1: rayquet is faster); CPU: user+sys seconds of the process; RSS: peak; "
+         "reqs: requests the S3 server saw; server CPU: moto's CPU seconds during the run.")
+        if warm == 1 else
+        (f"Warm mode: every reader process runs the scan {warm} times. Seconds: per process, the median "
+         f"of its runs 2-{warm} (the warm time), then the median (min-max) over the {m['runs']} processes; "
+         "first s: the median of the processes' first runs; first/warm: their ratio; process: the "
+         "median wall time of the whole process (all its runs, start-up and imports included); vs rq: "
+         "warm median / rayquet's (>1: rayquet is faster); CPU: user+sys seconds of the process (all "
+         "runs); RSS: peak; reqs: requests the S3 server saw (all runs); server CPU: moto's CPU seconds."
+         + (f" rayquet's runs share one footer cache (--footer-cache {m['rayquet_footer_cache']})."
+            if m.get("rayquet_footer_cache") else "")),
         "",
-        "| workload | reader | median s | min-max s | process s | vs rq | CPU s | RSS MiB | rows | reqs | server CPU s |",
-        "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+        "| workload | reader | median s | min-max s |" + (" first s | first/warm |" if warm > 1 else "")
+        + " process s | vs rq | CPU s | RSS MiB | rows | reqs | server CPU s |",
+        "| --- | --- | ---: | ---: |" + (" ---: | ---: |" if warm > 1 else "")
+        + " ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
+    blank = " |" * (2 if warm > 1 else 0)
     for w in result["workloads"]:
         rq = w["summary"].get("rayquet")
         for reader in m["readers"]:
             s = w["summary"].get(reader)
             if w.get("skipped", {}).get(reader):
-                lines.append(f"| {w['id']} | {reader} | skipped: {w['skipped'][reader]} | | | | | | | | |")
+                lines.append(f"| {w['id']} | {reader} | skipped: {w['skipped'][reader]} | | | | | | | | |{blank}")
                 continue
             if not s:
                 err = next((r.get("error", "") for r in result["runs"]
                             if r["workload"] == w["id"] and r["reader"] == reader and r.get("error")), "")
                 last = (err.strip().splitlines() or [""])[-1]
-                lines.append(f"| {w['id']} | {reader} | FAILED | {last[:100].replace('|', '/')} | | | | | | | |")
+                lines.append(f"| {w['id']} | {reader} | FAILED | {last[:100].replace('|', '/')} | | | | | | | |{blank}")
                 continue
             ratio = f"{s['median'] / rq['median']:.2f}x" if rq else "–"
             reqs = f"{s['requests_median']:.0f}" if "requests_median" in s else "–"
             server = f"{s['server_cpu_median']:.2f}" if "server_cpu_median" in s else "–"
+            first = ""
+            if warm > 1:
+                fw = s.get("first_over_warm")
+                first = f"{fmt_s(s.get('first_median'))} | {'–' if fw is None else f'{fw:.2f}x'} | "
             lines.append(
                 f"| {w['id']} | {reader} | {fmt_s(s['median'])} | {fmt_s(s['min'])}-{fmt_s(s['max'])} | "
-                f"{fmt_s(s['process_wall_median'])} | {ratio} | {s['cpu_median']:.2f} | "
+                f"{first}{fmt_s(s['process_wall_median'])} | {ratio} | {s['cpu_median']:.2f} | "
                 f"{s['peak_rss_mib_max']:.0f} | {s['rows']} | {reqs} | {server} |")
     lines.append("")
     lines.append("Workloads:")
@@ -921,7 +965,7 @@ def svg(result):
            f'font-family="sans-serif" font-size="11">',
            f'<rect width="{width}" height="{height}" fill="white"/>',
            f'<text x="10" y="20" font-size="14" font-weight="bold">{esc(m["title"])}</text>',
-           f'<text x="10" y="38" fill="#555">seconds (reader\'s own timer), median of {m["runs"]} runs, '
+           f'<text x="10" y="38" fill="#555">seconds (reader\'s own timer{", warm: median of runs 2-" + str(m.get("repeat")) + " in each process" if m.get("repeat", 1) > 1 else ""}), median of {m["runs"]} runs, '
            f'whisker min-max; each panel on its own scale; {m["threads"]} threads per reader</text>']
     for i, w in enumerate(ws):
         x0 = 10 + (i % cols) * pw
@@ -986,6 +1030,13 @@ def parse_args(argv):
     ap.add_argument("--scale-factor", "--sf", type=float, default=None, help="TPC-H scale factor (default 1)")
     ap.add_argument("--runs", type=int, default=None, help="timed runs per (workload, reader) (default 5)")
     ap.add_argument("--warmup", type=int, default=1, help="untimed runs first (default 1: page cache hot)")
+    ap.add_argument("--repeat", type=int, default=1,
+                    help="warm mode: every reader process runs the scan N times (rayquet: scan --repeat N); "
+                         "reported: the median of runs 2..N (warm) and the first run (default 1: one "
+                         "scan per process)")
+    ap.add_argument("--rayquet-footer-cache", metavar="BYTES", default=None,
+                    help="rayquet: scan --footer-cache BYTES, one footer cache its --repeat runs share "
+                         "(as a service's scans would); default: none")
     ap.add_argument("--readers", default=",".join(READERS), help="comma list (default: all)")
     ap.add_argument("--workloads", default="all",
                     help="comma list of workload ids or groups: all, local, s3 (default all)")
@@ -1013,6 +1064,8 @@ def parse_args(argv):
         args.scale_factor = 0.1 if args.quick else 1.0
     if args.runs is None:
         args.runs = 1 if args.quick else 5
+    if args.repeat < 1:
+        die("--repeat must be >= 1")
     if args.timeout is None:
         args.timeout = 120.0 if args.quick else 600.0
     if not args.rayquet_bin or not os.access(args.rayquet_bin, os.X_OK):
@@ -1197,6 +1250,8 @@ def run(args, servers):
                     extra = ""
                     if "server_requests" in run:
                         extra = f", {run['server_requests']['requests']} requests"
+                    if args.repeat > 1:
+                        extra += f", first {run['first_seconds']:.3f} s"
                     log(f"  {tag:8s} {reader:8s} {run['seconds']:.3f} s (process {run['process_wall']:.3f} s, "
                         f"RSS {run['peak_rss_kib'] / 1024:.0f} MiB{extra})")
                 else:
@@ -1221,11 +1276,13 @@ def run(args, servers):
     mode = "quick" if args.quick else "full"
     meta = {
         "title": f"rayquet vs polars, pyarrow, duckdb: TPC-H lineitem SF {args.scale_factor:g}"
+                 + (f", warm ({args.repeat} scans per process)" if args.repeat > 1 else "")
                  + (" (quick: plumbing check, not a measurement)" if args.quick else ""),
         "mode": mode, "date": started.strftime("%Y-%m-%d %H:%M UTC"), "commit": commit,
         "rayquet_bin": args.rayquet_bin, "rayquet_version": rayquet_version,
         "rustc": run_quiet(["rustc", "--version"]), "versions": versions, "machine": machine,
         "scale_factor": args.scale_factor, "runs": args.runs, "warmup": args.warmup,
+        "repeat": args.repeat, "rayquet_footer_cache": args.rayquet_footer_cache,
         "threads": args.threads, "readers": args.readers, "peer_output": args.peer_output,
         "pyarrow_io_threads": {"local": args.pyarrow_io_threads_local, "s3": args.pyarrow_io_threads_s3},
         "delay_ms": args.delay_ms, "lineitem": {"path": lineitem, **li_meta}, "shapes": shapes,
@@ -1246,6 +1303,8 @@ def run(args, servers):
     }
     result = {"meta": meta, "workloads": result_workloads, "runs": all_runs}
     stem = "peers-quick" if args.quick else "peers"
+    if args.repeat > 1:
+        stem += "-warm"
     paths = {ext: os.path.join(args.out_dir, f"{stem}.{ext}") for ext in ("json", "md", "svg")}
     with open(paths["json"], "w") as f:
         json.dump(result, f, indent=1)

@@ -4,6 +4,7 @@
 #
 #   bash benches/peers/run.sh            # SF1, 5 runs per reader and workload
 #   bash benches/peers/run.sh --quick    # plumbing check: SF0.1, 1 run
+#   bash benches/peers/run.sh --repeat 6 # warm: 6 scans per process, first run and median of 2-6
 #   bash benches/peers/run.sh --help     # every option (scale factor, runs, readers, workloads...)
 #
 # Makes its venv with the pinned versions of requirements.txt (default

@@ -47,6 +47,7 @@ pub(crate) async fn open(ctx: Arc<DriveCtx>, index: u64, task: FileTask) -> Resu
             path: path.clone(),
             size: task.size,
             name: task.location.as_str().into(),
+            version: task.version.clone(),
         },
         None => ctx
             .stores

@@ -14,11 +14,13 @@ use std::sync::Arc;
 use bytes::Bytes;
 use parquet::file::metadata::{FooterTail, ParquetMetaDataReader};
 
+use crate::cache::{CachedFooter, FooterKey};
 use crate::error::{Error, ErrorKind, Result};
 use crate::footer::meta::{
     check_metadata, decode_footer, page_index_range, with_page_index, FileMeta,
 };
 use crate::input::FileRef;
+use crate::io::chunk::SparseChunk;
 use crate::io::fetch::Fetcher;
 use crate::metrics::Metrics;
 use crate::options::ScanOptions;
@@ -130,7 +132,8 @@ async fn fetch_metadata(
 
 /// Fetch and parse `file`'s footer; with `want_index`, also its page index (when it has one
 /// and it parses). `narrow`: the scan reads only part of the file (see
-/// [`ScanOptions::footer_read`]). Thrift decoding runs on `pool`.
+/// [`ScanOptions::footer_read`]). Thrift decoding runs on `pool`. With a footer cache and a
+/// known version of the file, a cached footer is used instead (and the parsed one stored).
 pub(crate) async fn load(
     fetcher: &Fetcher,
     pool: &rayon::ThreadPool,
@@ -139,42 +142,97 @@ pub(crate) async fn load(
     (narrow, want_index): (bool, bool),
 ) -> Result<FileMeta> {
     let metrics = &fetcher.metrics;
-    let hint = opts.footer_read(file.size, narrow);
-    let (size, metadata, prefix, prefix_start) = fetch_metadata(fetcher, &file, hint).await?;
-    let name = file.name.clone();
     let views = opts.string_views;
+    let cache = opts
+        .footer_cache
+        .as_ref()
+        .and_then(|c| Some((c, cache_key(&file, views)?)));
+    let hit = cache.as_ref().and_then(|(c, k)| c.get(k));
+    let missed = hit.is_none();
+    let name = file.name.clone();
     let on_pool = |what: &'static str| (Some(metrics.task_started()), what);
-    let (guard, what) = on_pool("footer decoding");
-    let mut meta = crate::panic::on_pool(pool, guard, what, move || {
-        decode_footer(file, size, metadata, (prefix, prefix_start), views)
-    })
-    .await
-    .map_err(|e| at(e, &name))?;
-    if let Some(range) = want_index.then(|| page_index_range(&meta)).flatten() {
-        let chunk = if meta.cached.covers(&range) {
-            meta.cached.clone()
-        } else {
-            let ranges = [range];
-            let request = opts.request_size as u64;
-            let f = fetcher.ranges(
-                (&meta.file, "the page index"),
+    let (mut meta, mut indexed) = match hit {
+        Some(hit) => {
+            Metrics::add(&metrics.footer_cache_hits, 1);
+            let size = cache.as_ref().map_or(0, |(_, k)| k.size);
+            let meta = FileMeta {
+                file,
                 size,
-                &ranges,
-                &meta.cached,
-                0,
-                request,
-            );
-            let (c, fetched) = f.await?;
-            Metrics::add(&metrics.metadata_bytes, fetched);
-            c
-        };
-        let (guard, what) = on_pool("page index decoding");
-        meta = crate::panic::on_pool(pool, guard, what, move || Ok(with_page_index(meta, &chunk)))
+                reader: hit.reader,
+                cached: SparseChunk::new(size),
+                data_end: hit.data_end,
+                views,
+            };
+            (meta, hit.indexed)
+        }
+        None => {
+            let hint = opts.footer_read(file.size, narrow);
+            let (size, metadata, prefix, prefix_start) =
+                fetch_metadata(fetcher, &file, hint).await?;
+            let (guard, what) = on_pool("footer decoding");
+            let meta = crate::panic::on_pool(pool, guard, what, move || {
+                decode_footer(file, size, metadata, (prefix, prefix_start), views)
+            })
             .await
             .map_err(|e| at(e, &name))?;
+            (meta, false)
+        }
+    };
+    let had_index = indexed;
+    if want_index && !indexed {
+        if let Some(range) = page_index_range(&meta) {
+            let size = meta.size;
+            let chunk = if meta.cached.covers(&range) {
+                meta.cached.clone()
+            } else {
+                let ranges = [range];
+                let request = opts.request_size as u64;
+                let f = fetcher.ranges(
+                    (&meta.file, "the page index"),
+                    size,
+                    &ranges,
+                    &meta.cached,
+                    0,
+                    request,
+                );
+                let (c, fetched) = f.await?;
+                Metrics::add(&metrics.metadata_bytes, fetched);
+                c
+            };
+            let (guard, what) = on_pool("page index decoding");
+            meta =
+                crate::panic::on_pool(pool, guard, what, move || Ok(with_page_index(meta, &chunk)))
+                    .await
+                    .map_err(|e| at(e, &name))?;
+        }
+        indexed = true;
+    }
+    if let Some((cache, key)) = cache {
+        // Store a new footer, or the cached one now with its page index.
+        if missed || indexed != had_index {
+            let footer = CachedFooter {
+                reader: meta.reader.clone(),
+                data_end: meta.data_end,
+                indexed,
+            };
+            cache.insert(key, footer);
+        }
     }
     Metrics::add(&metrics.files, 1);
     Ok(meta)
+}
+
+/// The footer cache key of `file` read with `views`, when its size and version are known.
+fn cache_key(file: &FileRef, views: bool) -> Option<FooterKey> {
+    let version = file.version.as_ref()?;
+    Some(FooterKey {
+        store: file.store.to_string(),
+        path: file.path.to_string(),
+        size: file.size?,
+        e_tag: version.e_tag.clone(),
+        last_modified: version.last_modified,
+        views,
+    })
 }
 
 /// `e` located in file `name` unless it already names one.
@@ -201,6 +259,7 @@ pub fn read_metadata(
         name: path.to_string().into(),
         path,
         size,
+        version: None,
     };
     let fetcher = Fetcher {
         permits: Arc::new(tokio::sync::Semaphore::new(4)),

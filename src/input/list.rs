@@ -10,6 +10,7 @@ use futures::TryStreamExt;
 use object_store::path::Path;
 use object_store::{ObjectStore, ObjectStoreExt};
 
+use crate::cache::Version;
 use crate::error::{Error, ErrorKind, Result};
 use crate::input::location::{is_parquet, FileRef, Input};
 use crate::input::retry;
@@ -44,6 +45,7 @@ async fn list_parquet(
     Ok(metas
         .into_iter()
         .map(|m| FileRef {
+            version: Some(Version::from(&m)),
             name: name(&m.location).into(),
             store: Arc::clone(store),
             path: m.location,
@@ -64,6 +66,7 @@ pub(crate) async fn resolve(inputs: Vec<Input>, stores: &mut Stores) -> Result<V
                     store: Arc::clone(&store),
                     path: o.path,
                     size: o.size,
+                    version: o.version,
                 }));
             }
             Input::Local(p) => {
@@ -91,6 +94,10 @@ pub(crate) async fn resolve(inputs: Vec<Input>, stores: &mut Stores) -> Result<V
                         path,
                         size: Some(meta.len()),
                         name: shown.into(),
+                        version: Some(Version {
+                            e_tag: None,
+                            last_modified: meta.modified().ok(),
+                        }),
                     });
                 }
             }
@@ -107,10 +114,12 @@ pub(crate) async fn resolve(inputs: Vec<Input>, stores: &mut Stores) -> Result<V
                         name: name(&path).into(),
                         path,
                         size: None,
+                        version: None,
                     });
                 } else {
                     match store.head(&path).await {
                         Ok(meta) => files.push(FileRef {
+                            version: Some(Version::from(&meta)),
                             store,
                             name: name(&path).into(),
                             path,

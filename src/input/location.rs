@@ -11,6 +11,7 @@ use object_store::path::Path;
 use object_store::{ObjectMeta, ObjectStore, ObjectStoreScheme};
 use url::Url;
 
+use crate::cache::Version;
 use crate::error::{Error, ErrorKind, Result};
 
 /// One object to read: its path in a store and, when known, its size in bytes.
@@ -21,6 +22,8 @@ use crate::error::{Error, ErrorKind, Result};
 pub struct ObjectRef {
     pub(crate) path: Path,
     pub(crate) size: Option<u64>,
+    /// Its version, when built from an `ObjectMeta` (a [`crate::FooterCache`] key).
+    pub(crate) version: Option<Version>,
 }
 
 /// What the caller named, before resolution.
@@ -44,6 +47,8 @@ pub(crate) struct FileRef {
     pub size: Option<u64>,
     /// URL or path, as shown to the user.
     pub name: Arc<str>,
+    /// Its version, when listing, a HEAD request or the file system told it.
+    pub version: Option<Version>,
 }
 
 impl Input {
@@ -78,7 +83,11 @@ pub(crate) fn is_parquet(p: &Path) -> bool {
 /// Build an [`ObjectRef`] from a path alone (size unknown: the footer read learns it).
 impl From<Path> for ObjectRef {
     fn from(path: Path) -> Self {
-        ObjectRef { path, size: None }
+        ObjectRef {
+            path,
+            size: None,
+            version: None,
+        }
     }
 }
 
@@ -86,6 +95,7 @@ impl From<Path> for ObjectRef {
 impl From<ObjectMeta> for ObjectRef {
     fn from(meta: ObjectMeta) -> Self {
         ObjectRef {
+            version: Some(Version::from(&meta)),
             path: meta.location,
             size: Some(meta.size),
         }
@@ -97,6 +107,7 @@ impl From<&str> for ObjectRef {
         ObjectRef {
             path: Path::from(path),
             size: None,
+            version: None,
         }
     }
 }

@@ -124,6 +124,7 @@ impl Stores {
                     path,
                     size,
                     name,
+                    version: None,
                 })
             }
             Input::Local(p) => {
@@ -142,6 +143,7 @@ impl Stores {
                     path,
                     size,
                     name,
+                    version: None,
                 })
             }
             Input::Objects { .. } => unreachable!("parse gives URLs and paths"),

@@ -106,6 +106,17 @@ pub fn peak_rss() -> u64 {
         .map_or(0, |kib| kib * 1024)
 }
 
+/// CPU time (user + system) this process has used so far, every thread included.
+pub fn cpu_time() -> Duration {
+    // SAFETY: getrusage only writes the struct it is given.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    if unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) } != 0 {
+        return Duration::ZERO;
+    }
+    let tv = |t: libc::timeval| Duration::new(t.tv_sec as u64, t.tv_usec as u32 * 1000);
+    tv(ru.ru_utime) + tv(ru.ru_stime)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

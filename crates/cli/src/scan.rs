@@ -11,11 +11,11 @@ use arrow::datatypes::SchemaRef;
 use arrow::ipc::writer::FileWriter;
 use clap::Args;
 use indicatif::ProgressBar;
-use rayquet::{Scan, ScanBuilder, ScanOptions, ScanReader};
+use rayquet::{FooterCache, Scan, ScanBuilder, ScanOptions, ScanReader};
 
 use crate::format::{
-    count, human_bytes, parse_bytes, parse_filter, parse_key_value, parse_positive, peak_rss,
-    spinner, write_out,
+    count, cpu_time, human_bytes, parse_bytes, parse_filter, parse_key_value, parse_positive,
+    peak_rss, spinner, write_out,
 };
 use crate::gen::ensure_demo;
 use crate::CliResult;
@@ -88,6 +88,16 @@ pub struct ScanArgs {
     /// With --delta: read this version (time travel).
     #[arg(long, value_name = "N", requires = "delta")]
     version: Option<u64>,
+    /// Run the same scan this many times in this process (as a service scans again and
+    /// again): the report gives every run's time, the first and the median of the later runs
+    /// ("warm"); the other figures are the last run's. With --out, only the last run is
+    /// written.
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = parse_positive)]
+    repeat: usize,
+    /// Keep parsed footers in a cache of this size (e.g. 64M) that the --repeat runs share,
+    /// as a service's scans would (rayquet::FooterCache): later runs skip the footer requests.
+    #[arg(long, value_name = "BYTES", value_parser = parse_bytes)]
+    footer_cache: Option<usize>,
 }
 
 /// What a scan measured, whichever engine ran it.
@@ -105,6 +115,8 @@ struct Stats {
     decode_time: Duration,
     wait_time: Duration,
     elapsed: Duration,
+    /// CPU time of the whole process during the scan.
+    cpu: Duration,
     row_groups_pruned: u64,
     pages_pruned: u64,
     rows_filtered: u64,
@@ -180,8 +192,48 @@ pub fn run(args: ScanArgs) -> CliResult<()> {
     } else {
         args.paths.clone()
     };
-    let stats = scan(&paths, &args)?;
-    report(&args, &stats)
+    let options = options(&args);
+    let mut runs = Vec::with_capacity(args.repeat);
+    let mut last = None;
+    for i in 0..args.repeat {
+        let out = if i + 1 == args.repeat {
+            args.out.clone()
+        } else {
+            None
+        };
+        let stats = scan(&paths, &args, &options, out)?;
+        if let Some(prev) = &last {
+            let prev: &Stats = prev;
+            if prev.rows != stats.rows {
+                return Err(format!(
+                    "run {} delivered {} rows, run {i} delivered {}",
+                    i + 1,
+                    stats.rows,
+                    prev.rows
+                )
+                .into());
+            }
+        }
+        runs.push((stats.elapsed, stats.cpu));
+        last = Some(stats);
+    }
+    let last = last.expect("at least one run");
+    report(&args, &last, &runs)
+}
+
+/// The median of the runs after the first (`None` with a single run).
+fn warm_median(runs: &[Duration]) -> Option<Duration> {
+    let mut warm: Vec<Duration> = runs.get(1..)?.to_vec();
+    if warm.is_empty() {
+        return None;
+    }
+    warm.sort_unstable();
+    let n = warm.len();
+    Some(if n % 2 == 1 {
+        warm[n / 2]
+    } else {
+        (warm[n / 2 - 1] + warm[n / 2]) / 2
+    })
 }
 
 /// The options of the command line, for any kind of scan.
@@ -205,12 +257,15 @@ fn options(args: &ScanArgs) -> ScanOptions {
     for (key, value) in &args.options {
         o = o.store_option(key.clone(), value.clone());
     }
+    if let Some(bytes) = args.footer_cache {
+        o = o.footer_cache(FooterCache::new(bytes));
+    }
     o
 }
 
 /// Start the scan of the table or files named on the command line.
-fn open_reader(paths: &[String], args: &ScanArgs) -> CliResult<ScanReader> {
-    let options = options(args);
+fn open_reader(paths: &[String], args: &ScanArgs, options: &ScanOptions) -> CliResult<ScanReader> {
+    let options = options.clone();
     if let Some(table) = &args.iceberg {
         let table = rayquet_iceberg::load_table(table, &options)?;
         let mut scan = rayquet_iceberg::TableScan::new(table).with_options(options);
@@ -236,18 +291,25 @@ fn open_reader(paths: &[String], args: &ScanArgs) -> CliResult<ScanReader> {
     Ok(scan.build()?)
 }
 
-/// Run the scan, measuring it.
-fn scan(paths: &[String], args: &ScanArgs) -> CliResult<Stats> {
+/// Run the scan once, measuring it; write its batches to `out` if given.
+fn scan(
+    paths: &[String],
+    args: &ScanArgs,
+    options: &ScanOptions,
+    out: Option<PathBuf>,
+) -> CliResult<Stats> {
+    let cpu = cpu_time();
     let start = Instant::now();
-    let reader = open_reader(paths, args)?;
+    let reader = open_reader(paths, args, options)?;
     let metrics = reader.metrics();
-    let mut sink = Sink::new(args.out.clone());
+    let mut sink = Sink::new(out);
     sink.open(&reader.schema())?;
     for batch in reader {
         let batch = batch.map_err(rayquet::Error::from)?;
         sink.push(&batch, metrics.snapshot().bytes_fetched)?;
     }
     let elapsed = start.elapsed();
+    let cpu = cpu_time().saturating_sub(cpu);
     let (rows, batches) = (sink.rows, sink.batches);
     sink.finish()?;
     let m = metrics.snapshot();
@@ -264,6 +326,7 @@ fn scan(paths: &[String], args: &ScanArgs) -> CliResult<Stats> {
         decode_time: m.decode_time,
         wait_time: m.wait_time,
         elapsed,
+        cpu,
         row_groups_pruned: m.row_groups_pruned,
         pages_pruned: m.pages_pruned,
         rows_filtered: m.rows_filtered,
@@ -271,8 +334,12 @@ fn scan(paths: &[String], args: &ScanArgs) -> CliResult<Stats> {
     })
 }
 
-fn report(args: &ScanArgs, s: &Stats) -> CliResult<()> {
+/// Print the report of the last run `s` and the (wall, CPU) times of every run.
+fn report(args: &ScanArgs, s: &Stats, times: &[(Duration, Duration)]) -> CliResult<()> {
     let secs = s.elapsed.as_secs_f64().max(1e-9);
+    let runs: Vec<Duration> = times.iter().map(|t| t.0).collect();
+    let cpu: Vec<Duration> = times.iter().map(|t| t.1).collect();
+    let warm = warm_median(&runs);
     let rows_per_sec = s.rows as f64 / secs;
     let mib_per_sec = s.bytes_fetched as f64 / (1024.0 * 1024.0) / secs;
     let mut out = io::stdout().lock();
@@ -302,6 +369,11 @@ fn report(args: &ScanArgs, s: &Stats) -> CliResult<()> {
             "pages_pruned": s.pages_pruned,
             "rows_filtered": s.rows_filtered,
             "metadata_bytes": s.metadata_bytes,
+            "runs": runs.iter().map(Duration::as_secs_f64).collect::<Vec<_>>(),
+            "first_seconds": runs[0].as_secs_f64(),
+            "warm_median_seconds": warm.map(|w| w.as_secs_f64()),
+            "runs_cpu_seconds": cpu.iter().map(Duration::as_secs_f64).collect::<Vec<_>>(),
+            "warm_median_cpu_seconds": warm_median(&cpu).map(|w| w.as_secs_f64()),
         });
         return write_out(&mut out, format_args!("{json}\n"));
     }
@@ -341,6 +413,22 @@ fn report(args: &ScanArgs, s: &Stats) -> CliResult<()> {
             count(s.row_groups_pruned),
             count(s.pages_pruned),
             count(s.rows_filtered),
+        ));
+    }
+    if let Some(warm) = warm {
+        let list: Vec<String> = runs
+            .iter()
+            .map(|r| format!("{:.3}", r.as_secs_f64()))
+            .collect();
+        text.push_str(&format!(
+            "runs         {} s (first {:.3} s, warm median {:.3} s: {:.2}x; CPU first {:.3} s, \
+             warm median {:.3} s)\n",
+            list.join(" "),
+            runs[0].as_secs_f64(),
+            warm.as_secs_f64(),
+            runs[0].as_secs_f64() / warm.as_secs_f64().max(1e-9),
+            cpu[0].as_secs_f64(),
+            warm_median(&cpu).unwrap_or_default().as_secs_f64(),
         ));
     }
     if let Some(path) = &args.out {

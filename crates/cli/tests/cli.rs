@@ -148,6 +148,47 @@ fn gen_then_scan() {
     // The human summary.
     let text = ok(&["scan", dir]);
     assert!(text.contains("rows") && text.contains("9,000"), "{text}");
+
+    // --repeat: the same scan several times in one process, every run's time reported.
+    let r = json(&[
+        "scan",
+        dir,
+        "--json",
+        "--repeat",
+        "3",
+        "--filter",
+        "l_quantity < 5",
+    ]);
+    let runs = r["runs"].as_array().expect("runs");
+    assert_eq!(runs.len(), 3, "{r}");
+    assert!(
+        runs.iter().all(|x| x.as_f64().is_some_and(|s| s > 0.0)),
+        "{r}"
+    );
+    assert_eq!(r["first_seconds"], runs[0]);
+    let mut warm: Vec<f64> = runs[1..].iter().map(|x| x.as_f64().unwrap()).collect();
+    warm.sort_by(f64::total_cmp);
+    // The median of two runs, in whole nanoseconds (Duration arithmetic truncates).
+    let median = r["warm_median_seconds"].as_f64().expect("warm median");
+    assert!((median - (warm[0] + warm[1]) / 2.0).abs() <= 1e-9, "{r}");
+    let once = json(&["scan", dir, "--json", "--filter", "l_quantity < 5"]);
+    assert_eq!(r["rows"], once["rows"], "every run delivers the same rows");
+    assert_eq!(once["runs"].as_array().map(Vec::len), Some(1));
+    assert!(once["warm_median_seconds"].is_null());
+    let text = ok(&["scan", dir, "--repeat", "2"]);
+    assert!(text.contains("warm median"), "{text}");
+
+    // --footer-cache: the runs share one footer cache, so the last run reads no footer.
+    let filter = "l_quantity < 5";
+    let args = ["scan", dir, "--json", "--repeat", "2", "--filter", filter];
+    let cached = json(&[&args[..], &["--footer-cache", "16M"]].concat());
+    assert_eq!(cached["rows"], once["rows"], "same rows with the cache");
+    assert_eq!(cached["metadata_bytes"], 0, "{cached}");
+    assert!(once["metadata_bytes"].as_u64() > Some(0), "{once}");
+    assert!(
+        cached["requests"].as_u64() < once["requests"].as_u64(),
+        "{cached} {once}"
+    );
 }
 
 #[test]
