@@ -12,6 +12,7 @@ use std::sync::Arc;
 use object_store::ObjectStore;
 
 use crate::expr::Expr;
+use crate::limits::SharedLimits;
 use crate::options::ScanOptions;
 
 /// The options every scan builder shares: columns, filter, limit, batch size, ordering,
@@ -149,6 +150,17 @@ pub trait ScanBuilder: Sized {
     /// Decode on this rayon pool instead of the shared one the library owns.
     fn decode_pool(mut self, pool: Arc<rayon::ThreadPool>) -> Self {
         self.options_mut().pool = Some(pool);
+        self
+    }
+
+    /// Share a memory limit and a connection cap with every other scan given the same
+    /// [`SharedLimits`] (a service creates one at start-up and hands it to all its scans).
+    /// The scan's own [`memory_budget`](ScanBuilder::memory_budget) and
+    /// [`max_requests_in_flight`](ScanBuilder::max_requests_in_flight) still apply; the shared
+    /// limits bound all the scans together, serve them in turn, and make each prefetch less
+    /// as the shared memory fills. Default: none (the scan is bounded only by its own budget).
+    fn shared_limits(mut self, limits: SharedLimits) -> Self {
+        self.options_mut().limits = Some(limits);
         self
     }
 

@@ -15,6 +15,7 @@ use parquet::arrow::arrow_reader::RowSelection;
 
 use crate::error::{Error, ErrorKind, Result};
 use crate::expr::Expr;
+use crate::limits::SharedLimits;
 
 /// Default rows per batch.
 pub(crate) const DEFAULT_BATCH_SIZE: usize = 8192;
@@ -104,6 +105,8 @@ pub struct ScanOptions {
     pub(crate) client_options: Option<object_store::ClientOptions>,
     pub(crate) io: Option<tokio::runtime::Handle>,
     pub(crate) pool: Option<Arc<rayon::ThreadPool>>,
+    /// Memory and connections shared with other scans.
+    pub(crate) limits: Option<SharedLimits>,
 }
 
 impl Default for ScanOptions {
@@ -135,6 +138,7 @@ impl Default for ScanOptions {
             client_options: None,
             io: None,
             pool: None,
+            limits: None,
         }
     }
 }
@@ -161,6 +165,7 @@ impl std::fmt::Debug for ScanOptions {
             .field("string_views", &self.string_views)
             .field("store_option_keys", &keys)
             .field("stores", &stores)
+            .field("shared_limits", &self.limits)
             .finish_non_exhaustive()
     }
 }
@@ -246,6 +251,14 @@ impl ScanOptions {
                 ErrorKind::InvalidArgument,
                 format!("{name} must be > 0"),
             ));
+        }
+        if let Some(s) = &self.limits {
+            if s.memory_limit() == 0 || s.max_connections() == 0 {
+                return Err(Error::new(
+                    ErrorKind::InvalidArgument,
+                    "shared limits need a positive memory limit and connection cap",
+                ));
+            }
         }
         if self.footer_size_hint.is_some_and(|h| h < 8) {
             return Err(Error::new(

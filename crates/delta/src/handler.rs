@@ -41,6 +41,16 @@ pub(crate) fn to_kernel_error(e: rayquet::Error) -> delta_kernel::Error {
 pub(crate) fn from_kernel_error(e: delta_kernel::Error) -> rayquet::Error {
     use delta_kernel::Error as K;
     use rayquet::ErrorKind;
+    // A log file the strict check refused, however deep the kernel wrapped it.
+    let mut cause: Option<&(dyn std::error::Error + 'static)> = Some(&e);
+    while let Some(c) = cause {
+        if let Some(log) = c.downcast_ref::<crate::log_check::CorruptLog>() {
+            return rayquet::Error::new(ErrorKind::CorruptTable, log.to_string())
+                .with_path(log.path.clone())
+                .with_source(e);
+        }
+        cause = c.source();
+    }
     let kind = match e {
         K::Arrow(a) => return rayquet::Error::from(a),
         K::MissingVersion(_) | K::FileNotFound(_) | K::EmptyLog => ErrorKind::NotFound,

@@ -34,6 +34,7 @@ mod dv;
 mod engine;
 mod handler;
 mod log_cache;
+mod log_check;
 pub mod predicate;
 
 use std::sync::Arc;
@@ -113,7 +114,14 @@ impl TableScan {
         let options = options.object_store(root, Arc::clone(&store));
         let engine = RayquetEngine::build(&url, Arc::clone(&store), &options);
         let engine_dyn: Arc<dyn Engine> = engine.clone();
-        let kernel = |e: delta_kernel::Error| from_kernel_error(e).with_path(url.as_str());
+        // Errors name the table, or the log file that is damaged.
+        let kernel = |e: delta_kernel::Error| {
+            let e = from_kernel_error(e);
+            match e.path() {
+                Some(_) => e,
+                None => e.with_path(url.as_str()),
+            }
+        };
         let mut builder = Snapshot::builder_for(url.as_str());
         if let Some(v) = self.version {
             builder = builder.at_version(v);
@@ -190,11 +198,31 @@ impl TableScan {
             }
         });
         let ctx = Arc::clone(&context);
+        // A snapshot's live files have distinct paths (PROTOCOL.md: the add collection is keyed
+        // by path): a path listed twice is a damaged log (two adds in a checkpoint, adds of
+        // one path with different deletion vectors), never rows to read twice.
+        let mut seen = std::collections::HashSet::new();
         let tasks = files.map(move |f| match f {
+            Ok(f) if !seen.insert(f.path.clone()) => Err(Error::new(
+                ErrorKind::CorruptTable,
+                format!(
+                    "the table's log lists the data file {:?} twice among its live files",
+                    f.path
+                ),
+            )
+            .with_path(
+                ctx.root
+                    .join(&f.path)
+                    .map_or_else(|_| f.path.clone(), String::from),
+            )),
             Ok(f) => ctx.task(f),
-            Err(e) => Err(from_kernel_error(e)
-                .context("reading the table's log")
-                .with_path(ctx.root.as_str())),
+            Err(e) => {
+                let e = from_kernel_error(e).context("reading the table's log");
+                Err(match e.path() {
+                    Some(_) => e,
+                    None => e.with_path(ctx.root.as_str()),
+                })
+            }
         });
         let mut scan = Scan::from_tasks(read_schema, tasks)
             .with_options(options)

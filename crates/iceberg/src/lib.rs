@@ -81,6 +81,7 @@
 //! `Table` from another catalog keeps its own FileIO for them.
 
 mod deletes;
+mod integrity;
 pub mod predicate;
 pub mod storage;
 
@@ -114,6 +115,16 @@ use deletes::{DeleteFiles, EqualityDeletes, TaskDeletes};
 /// `CorruptTable`, a missing object `NotFound`, unsupported features `Unsupported`.
 fn ice(e: iceberg::Error) -> Error {
     use iceberg::ErrorKind as K;
+    // A rayquet error inside (a damaged metadata file, a store's error) comes back whole.
+    let mut cause: Option<&(dyn std::error::Error + 'static)> = std::error::Error::source(&e);
+    while let Some(c) = cause {
+        if let Some(inner) = c.downcast_ref::<Error>() {
+            if inner.kind() == ErrorKind::CorruptTable {
+                return inner.clone();
+            }
+        }
+        cause = c.source();
+    }
     let kind = match e.kind() {
         K::DataInvalid => ErrorKind::CorruptTable,
         K::FeatureUnsupported => ErrorKind::Unsupported,
@@ -663,6 +674,8 @@ struct Context {
     mappings: std::sync::Mutex<Option<(IcebergNameMapping, Arc<NameMapping>)>>,
     /// The mapping of tables without one: it maps nothing.
     no_mapping: Arc<NameMapping>,
+    /// The data files planned so far: none twice, but as disjoint splits.
+    planned: integrity::PlanFiles,
 }
 
 impl Context {
@@ -683,6 +696,7 @@ impl Context {
             deletes: Arc::new(DeleteFiles::new(file_io)),
             mappings: Default::default(),
             no_mapping: Arc::default(),
+            planned: Default::default(),
         }
     }
 
@@ -731,6 +745,12 @@ impl Context {
     /// One planned task as a rayquet task.
     fn task(&self, t: FileScanTask) -> Result<FileTask> {
         let path = t.data_file_path.clone();
+        // A plan that reads a file twice is damaged metadata (a manifest entry duplicated, a
+        // deleted file come back), never rows to deliver twice.
+        let end = t.start.saturating_add(t.length);
+        self.planned
+            .add(&path, t.start..end)
+            .map_err(|e| Error::new(ErrorKind::CorruptTable, e).with_path(path.clone()))?;
         if t.data_file_format != iceberg::spec::DataFileFormat::Parquet {
             return Err(Error::new(
                 ErrorKind::InvalidArgument,
