@@ -258,8 +258,8 @@ mod tests {
             format!("{ADD}\n{{\"sidecar\":{{\"path\":\"s\"}}}}"),
             "checkpoints",
         );
-        bad(format!("{{\"add\":1}}"), "not an object");
-        bad(format!("{{\"add\":{{}},\"remove\":{{}}}}"), "2 keys");
+        bad(r#"{"add":1}"#.to_string(), "not an object");
+        bad(r#"{"add":{},"remove":{}}"#.to_string(), "2 keys");
     }
 
     #[test]

@@ -3,7 +3,7 @@
 //! stack serves the whole scan and opendal stays out of the tree.
 //!
 //! Every Avro metadata file it reads whole (manifest lists, manifests) is checked first
-//! ([`crate::integrity`]): a damaged one is a `CorruptTable` error naming it.
+//! (rayquet-iceberg's integrity module): a damaged one is a `CorruptTable` error naming it.
 //!
 //! The table's FileIO properties (`s3.endpoint`, `s3.region`, `s3.access-key-id`,
 //! `s3.path-style-access`, `gcs.*`, `adls.*`...) become object_store configuration keys
