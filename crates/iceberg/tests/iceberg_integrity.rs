@@ -48,6 +48,13 @@ fn damage(path: &Path, f: impl FnOnce(&mut Vec<u8>)) {
     std::fs::write(path, bytes).unwrap();
 }
 
+/// Append an Avro container's blocks again after themselves: valid Avro, every entry twice.
+fn duplicate_blocks(b: &mut Vec<u8>) {
+    let start = blocks_start(b);
+    let blocks = b[start..].to_vec();
+    b.extend_from_slice(&blocks);
+}
+
 /// Rows rayquet reads from the table at `fx`, loaded through rayquet's storage.
 fn rayquet_rows(fx: &Fixture) -> rayquet::Result<usize> {
     let table = load_table(&fx.metadata_location, &ScanOptions::new())?;
@@ -105,11 +112,7 @@ fn intact_tables_read_their_rows() {
 fn manifest_with_a_duplicated_stretch() {
     let fx = table();
     let (_, manifest) = metadata_files(&fx);
-    damage(&manifest, |b| {
-        let start = blocks_start(b);
-        let blocks = b[start..].to_vec();
-        b.extend_from_slice(&blocks);
-    });
+    damage(&manifest, duplicate_blocks);
     assert_eq!(
         iceberg_rows(&fx),
         Ok(180),
@@ -147,11 +150,7 @@ fn manifest_with_a_stretch_duplicated_inside_a_block() {
 fn manifest_list_with_a_duplicated_block() {
     let fx = table();
     let (list, _) = metadata_files(&fx);
-    damage(&list, |b| {
-        let start = blocks_start(b);
-        let blocks = b[start..].to_vec();
-        b.extend_from_slice(&blocks);
-    });
+    damage(&list, duplicate_blocks);
     assert_eq!(
         iceberg_rows(&fx),
         Ok(180),
