@@ -552,7 +552,6 @@ fn many_scans_share_memory_and_connections() {
 
     std::thread::sleep(Duration::from_millis(300));
     let (threads1, heap1, rss1) = (common::threads(), common::heap::live(), common::rss());
-    let after = limits.snapshot();
 
     let rows: u64 = outcomes.iter().map(|o| o.rows).sum();
     let serial_rows: u64 = serial.iter().map(|o| o.rows).sum();
@@ -617,16 +616,7 @@ fn many_scans_share_memory_and_connections() {
         peak_rss <= rss0 + MEMORY_LIMIT as u64 + RSS_SLACK,
         "peak RSS {peak_rss} bytes, baseline {rss0}"
     );
-    assert_eq!(
-        (
-            after.reserved_bytes,
-            after.waiting,
-            after.scans,
-            after.connections_in_use
-        ),
-        (0, 0, 0, 0),
-        "the shared limits after every scan: {after:?}"
-    );
+    common::assert_limits_idle(&limits, Duration::from_secs(20));
     assert_eq!(threads1, threads0, "threads leaked");
     assert!(
         heap1 <= heap0 + HEAP_TOLERANCE,

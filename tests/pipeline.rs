@@ -233,21 +233,7 @@ fn shared_limits_bound_scans_interleaved_on_one_thread() {
     );
     assert!(most_connections <= 2, "{most_connections} connections");
     drop(readers);
-    let t = Instant::now();
-    while limits.snapshot().scans > 0 && t.elapsed() < Duration::from_secs(20) {
-        std::thread::sleep(Duration::from_millis(5));
-    }
-    let after = limits.snapshot();
-    assert_eq!(
-        (
-            after.reserved_bytes,
-            after.waiting,
-            after.scans,
-            after.connections_in_use
-        ),
-        (0, 0, 0, 0),
-        "{after:?}"
-    );
+    common::assert_limits_idle(&limits, Duration::from_secs(20));
     // Shared limits must be positive.
     let zero = Scan::new(dir.path().to_str().unwrap())
         .unwrap()

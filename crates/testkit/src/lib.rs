@@ -344,6 +344,26 @@ pub fn check_batches(schema: &SchemaRef, batches: &[RecordBatch], max_rows: usiz
     }
 }
 
+/// Wait up to `within` for every scan using `limits` to wind down, then assert that nothing
+/// is granted, queued or in flight any more.
+pub fn assert_limits_idle(limits: &rayquet::SharedLimits, within: std::time::Duration) {
+    let t = std::time::Instant::now();
+    while limits.snapshot().scans > 0 && t.elapsed() < within {
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    let after = limits.snapshot();
+    assert_eq!(
+        (
+            after.reserved_bytes,
+            after.waiting,
+            after.scans,
+            after.connections_in_use
+        ),
+        (0, 0, 0, 0),
+        "the shared limits once every scan is over: {after:?}"
+    );
+}
+
 /// Threads of this process now: entries of `/proc/self/task` (0 where unknown).
 pub fn threads() -> usize {
     std::fs::read_dir("/proc/self/task").map_or(0, |d| d.count())
