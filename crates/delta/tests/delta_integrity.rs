@@ -225,3 +225,69 @@ fn a_data_file_live_twice_is_refused() {
     assert!(err.to_string().contains("twice"), "{err}");
     println!("a data file live twice: {err}");
 }
+
+/// Copy the directory tree `from` to `to`.
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let dest = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_dir(&entry.path(), &dest);
+        } else {
+            std::fs::copy(entry.path(), dest).unwrap();
+        }
+    }
+}
+
+/// A v2 checkpoint in JSON (golden table `v2-checkpoint-json`, written by Delta Lake): a
+/// line that does not parse, and a run of zeroed bytes in a `sidecar` key (which makes it an
+/// unknown action the kernel ignores, dropping that sidecar's files), are refused naming the
+/// checkpoint; the intact copy reads the table's rows.
+#[test]
+fn damaged_json_checkpoint_lines_are_refused() {
+    let golden = delta_tables::golden_table_path("v2-checkpoint-json");
+    let checkpoint = |root: &Path| {
+        std::fs::read_dir(root.join("_delta_log"))
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .find(|p| {
+                let name = p.file_name().unwrap().to_string_lossy();
+                name.contains(".checkpoint.") && name.ends_with(".json") && !name.starts_with('.')
+            })
+            .expect("the JSON checkpoint")
+    };
+    let copy = || {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("t");
+        copy_dir(&golden, &root);
+        let url = delta_tables::dir_url(&root);
+        (dir, root, url)
+    };
+    let (_dir, _, url) = copy();
+    let expected = kernel_rows(&url).unwrap();
+    assert!(expected > 0);
+    assert_eq!(rayquet_rows(&url).unwrap(), expected);
+
+    type Damage = fn(&mut Vec<u8>);
+    let cases: Vec<(&str, Damage)> = vec![
+        ("a zeroed run in a sidecar key", |b| {
+            let at = find(b, "{\"sidecar\"", 0);
+            b[at + 3..at + 6].fill(0);
+        }),
+        ("a checkpoint line that is not JSON", |b| {
+            let at = find(b, "\n", 0) + 1;
+            b.splice(at..at, *b"{\"add\":{\"path\":\n");
+        }),
+        ("a commitInfo action in a checkpoint", |b| {
+            b.extend_from_slice(b"{\"commitInfo\":{\"operation\":\"WRITE\"}}\n")
+        }),
+    ];
+    for (what, f) in cases {
+        let (_dir, root, url) = copy();
+        let file = checkpoint(&root);
+        damage(&file, f);
+        println!("{what}: the default engine gives {:?}", kernel_rows(&url));
+        refused(&url, &file, what);
+    }
+}
