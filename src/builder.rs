@@ -13,6 +13,7 @@ use object_store::ObjectStore;
 
 use crate::cache::FooterCache;
 use crate::expr::Expr;
+use crate::limits::SharedLimits;
 use crate::options::ScanOptions;
 
 /// The options every scan builder shares: columns, filter, limit, batch size, ordering,
@@ -160,6 +161,17 @@ pub trait ScanBuilder: Sized {
     /// cache holds memory beyond the scan, so the service sizes it and shares it).
     fn footer_cache(mut self, cache: FooterCache) -> Self {
         self.options_mut().footer_cache = Some(cache);
+        self
+    }
+
+    /// Share a memory limit and a connection cap with every other scan given the same
+    /// [`SharedLimits`] (a service creates one at start-up and hands it to all its scans).
+    /// The scan's own [`memory_budget`](ScanBuilder::memory_budget) and
+    /// [`max_requests_in_flight`](ScanBuilder::max_requests_in_flight) still apply; the shared
+    /// limits bound all the scans together, serve them in turn, and make each prefetch less
+    /// as the shared memory fills. Default: none (the scan is bounded only by its own budget).
+    fn shared_limits(mut self, limits: SharedLimits) -> Self {
+        self.options_mut().limits = Some(limits);
         self
     }
 

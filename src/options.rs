@@ -15,6 +15,7 @@ use parquet::arrow::arrow_reader::RowSelection;
 
 use crate::error::{Error, ErrorKind, Result};
 use crate::expr::Expr;
+use crate::limits::SharedLimits;
 
 /// Default rows per batch.
 pub(crate) const DEFAULT_BATCH_SIZE: usize = 8192;
@@ -106,6 +107,8 @@ pub struct ScanOptions {
     pub(crate) pool: Option<Arc<rayon::ThreadPool>>,
     /// Parsed footers shared with other scans.
     pub(crate) footer_cache: Option<crate::cache::FooterCache>,
+    /// Memory and connections shared with other scans.
+    pub(crate) limits: Option<SharedLimits>,
 }
 
 impl Default for ScanOptions {
@@ -138,6 +141,7 @@ impl Default for ScanOptions {
             io: None,
             pool: None,
             footer_cache: None,
+            limits: None,
         }
     }
 }
@@ -165,6 +169,7 @@ impl std::fmt::Debug for ScanOptions {
             .field("store_option_keys", &keys)
             .field("stores", &stores)
             .field("footer_cache", &self.footer_cache)
+            .field("shared_limits", &self.limits)
             .finish_non_exhaustive()
     }
 }
@@ -255,6 +260,14 @@ impl ScanOptions {
                 ErrorKind::InvalidArgument,
                 format!("{name} must be > 0"),
             ));
+        }
+        if let Some(s) = &self.limits {
+            if s.memory_limit() == 0 || s.max_connections() == 0 {
+                return Err(Error::new(
+                    ErrorKind::InvalidArgument,
+                    "shared limits need a positive memory limit and connection cap",
+                ));
+            }
         }
         if self.footer_size_hint.is_some_and(|h| h < 8) {
             return Err(Error::new(

@@ -254,6 +254,7 @@ impl Scan {
                 opts.memory_budget as u64,
                 opts.prefetch_bytes as u64,
                 driver::DECODE_QUEUE_BYTES,
+                opts.limits.clone(),
             ),
             decoding: Arc::new(Decoding::new(pool.current_num_threads())),
             expansion: Default::default(),
@@ -271,6 +272,7 @@ impl Scan {
         let ctx = Arc::new(DriveCtx {
             fetcher: Fetcher {
                 permits: Arc::new(tokio::sync::Semaphore::new(opts.requests_in_flight)),
+                shared: opts.limits.as_ref().map(|s| Arc::clone(s.connections())),
                 metrics,
             },
             opts,

@@ -27,10 +27,8 @@
 use rayquet::ScanBuilder;
 use rayquet_testkit as common;
 
-use std::alloc::{GlobalAlloc, Layout, System};
 use std::collections::BTreeMap;
 use std::process::Command;
-use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -51,54 +49,8 @@ use common::{run_with_timeout, Outcome, Rng};
 // ---------------------------------------------------------------------------------------------
 // A counting allocator: live bytes, their peak, and the largest single request.
 
-struct Counting;
-
-static LIVE: AtomicUsize = AtomicUsize::new(0);
-static PEAK: AtomicUsize = AtomicUsize::new(0);
-static LARGEST: AtomicUsize = AtomicUsize::new(0);
-
-fn grew(by: usize) {
-    let now = LIVE.fetch_add(by, Relaxed) + by;
-    PEAK.fetch_max(now, Relaxed);
-}
-
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, l: Layout) -> *mut u8 {
-        LARGEST.fetch_max(l.size(), Relaxed);
-        let p = System.alloc(l);
-        if !p.is_null() {
-            grew(l.size());
-        }
-        p
-    }
-    unsafe fn alloc_zeroed(&self, l: Layout) -> *mut u8 {
-        LARGEST.fetch_max(l.size(), Relaxed);
-        let p = System.alloc_zeroed(l);
-        if !p.is_null() {
-            grew(l.size());
-        }
-        p
-    }
-    unsafe fn dealloc(&self, p: *mut u8, l: Layout) {
-        System.dealloc(p, l);
-        LIVE.fetch_sub(l.size(), Relaxed);
-    }
-    unsafe fn realloc(&self, p: *mut u8, l: Layout, new: usize) -> *mut u8 {
-        LARGEST.fetch_max(new, Relaxed);
-        let q = System.realloc(p, l, new);
-        if !q.is_null() {
-            if new >= l.size() {
-                grew(new - l.size());
-            } else {
-                LIVE.fetch_sub(l.size() - new, Relaxed);
-            }
-        }
-        q
-    }
-}
-
 #[global_allocator]
-static ALLOC: Counting = Counting;
+static ALLOC: common::heap::Counting = common::heap::Counting;
 
 // ---------------------------------------------------------------------------------------------
 // Bounds.
@@ -734,9 +686,8 @@ fn scan_case(name: &str, bytes: Vec<u8>, rng: &mut Rng, what: &str) -> (Got, Pea
     let hint = rng.chance(15).then(|| rng.between(8, 4096) as usize);
     let views = rng.chance(20);
     let batch = batch_size(name);
-    let base = LIVE.load(Relaxed);
-    PEAK.store(base, Relaxed);
-    LARGEST.store(0, Relaxed);
+    let base = common::heap::live();
+    common::heap::reset_peaks();
     let outcome = run_with_timeout(CASE_TIMEOUT, move || {
         let mut scan = Scan::from_store(store, [path])
             .memory_budget(BUDGET)
@@ -751,8 +702,8 @@ fn scan_case(name: &str, bytes: Vec<u8>, rng: &mut Rng, what: &str) -> (Got, Pea
         }
     });
     let peaks = Peaks {
-        live: PEAK.load(Relaxed).saturating_sub(base),
-        largest: LARGEST.load(Relaxed),
+        live: common::heap::peak().saturating_sub(base),
+        largest: common::heap::largest(),
     };
     match outcome {
         Outcome::Done(g) => (g, peaks),
@@ -1113,6 +1064,189 @@ fn deep_nesting() {
             }
         }
     }
+}
+
+/// Inputs on which parquet's decoders panic are refused by rayquet's validation before parquet
+/// runs, with the error kind validation gives (not `Panic`): a dictionary-encoded page whose
+/// dictionary page is gone (its type rewritten to INDEX_PAGE, which parquet skips), for INT32
+/// and for an all-null column; an `ARROW:schema` hint that arrow-ipc's conversion panics on
+/// (an integer of 7 bits, a list without a child). BYTE_ARRAY keeps parquet's own error. A
+/// negative DELTA_BYTE_ARRAY suffix length stays a caught panic (`ErrorKind::Panic`). The
+/// intact files read as parquet's reader reads them.
+#[test]
+fn known_decoder_panics_are_refused_before_parquet() {
+    use arrow::array::{Int32Array, StringArray};
+    let _serial = serial();
+    let mut rng = Rng(3);
+    let props = || {
+        WriterProperties::builder()
+            .set_compression(Compression::UNCOMPRESSED)
+            .set_dictionary_enabled(true)
+    };
+    // Every dictionary page header (type DICTIONARY_PAGE: thrift `15 04`) made an index page.
+    let hide_dictionaries = |mut b: Vec<u8>| {
+        let md = parquet::file::metadata::ParquetMetaDataReader::new()
+            .parse_and_finish(&Bytes::from(b.clone()))
+            .unwrap();
+        for c in md.row_groups().iter().flat_map(|rg| rg.columns()) {
+            if let Some(off) = c.dictionary_page_offset() {
+                let off = off as usize;
+                assert_eq!(&b[off..off + 2], &[0x15, 0x04], "dictionary page at {off}");
+                b[off + 1] = 0x02;
+            }
+        }
+        b
+    };
+    // One column of `bytes`, stored as object `name`.
+    let read_column = |name: &str, bytes: Vec<u8>, column: &str| {
+        let store: Arc<dyn ObjectStore> = Arc::new(InMemory::new());
+        let path = Path::from(name);
+        futures::executor::block_on(store.put(&path, Bytes::from(bytes).into())).unwrap();
+        common::read_all(Ok(Scan::from_store(store, [path]).columns([column])))
+    };
+    let n = 300;
+    let schema = Arc::new(Schema::new(vec![
+        Field::new("i", DataType::Int32, true),
+        Field::new("s", DataType::Utf8, true),
+    ]));
+    let values = RecordBatch::try_new(
+        schema.clone(),
+        vec![
+            Arc::new(Int32Array::from_iter_values((0..n).map(|i| i % 7))),
+            Arc::new(StringArray::from_iter_values(
+                (0..n).map(|i| format!("v{}", i % 5)),
+            )),
+        ],
+    )
+    .unwrap();
+    let nulls = RecordBatch::try_new(
+        schema,
+        vec![
+            Arc::new(Int32Array::from(vec![None::<i32>; 50])),
+            Arc::new(StringArray::from(vec![None::<&str>; 50])),
+        ],
+    )
+    .unwrap();
+    for (what, batch) in [("values", values), ("all-nulls", nulls)] {
+        let good = write(std::slice::from_ref(&batch), props().build());
+        let name = format!("dict-{what}.parquet");
+        let Got::Rows(schema, got) = scan_case(&name, good.clone(), &mut rng, &name).0 else {
+            panic!("{what}: the intact file fails")
+        };
+        let (_, expected) = reference(good.clone(), batch_size(&name)).unwrap();
+        common::assert_same_rows(&schema, &expected, &got, what);
+        let bad = hide_dictionaries(good);
+        for (column, refused) in [("i", true), ("s", false)] {
+            let name = format!("dict-hidden-{column}-{what}.parquet");
+            let e = read_column(&name, bad.clone(), column)
+                .expect_err("a file without its dictionary page");
+            assert_ne!(e.kind(), ErrorKind::Panic, "{name}: {e}");
+            assert!(e.path().is_some_and(|p| p.contains(&name)), "{name}: {e}");
+            if refused {
+                assert_eq!(e.kind(), ErrorKind::CorruptData, "{name}: {e}");
+                assert!(e.message().contains("no dictionary page"), "{name}: {e}");
+            }
+            println!("{name}: {e}");
+        }
+    }
+
+    // ARROW:schema hints that verify as flatbuffers but do not convert.
+    for case in ["int of 7 bits", "list without a child"] {
+        let mut fbb = flatbuffers::FlatBufferBuilder::new();
+        let name = fbb.create_string("i");
+        let (tt, tv) = if case.starts_with("int") {
+            let mut ib = arrow::ipc::IntBuilder::new(&mut fbb);
+            ib.add_bitWidth(7);
+            ib.add_is_signed(true);
+            (arrow::ipc::Type::Int, ib.finish().as_union_value())
+        } else {
+            let lb = arrow::ipc::ListBuilder::new(&mut fbb);
+            (arrow::ipc::Type::List, lb.finish().as_union_value())
+        };
+        let mut fb = arrow::ipc::FieldBuilder::new(&mut fbb);
+        fb.add_name(name);
+        fb.add_nullable(false);
+        fb.add_type_type(tt);
+        fb.add_type_(tv);
+        let field = fb.finish();
+        let fields = fbb.create_vector(&[field]);
+        let mut sb = arrow::ipc::SchemaBuilder::new(&mut fbb);
+        sb.add_fields(fields);
+        let schema = sb.finish();
+        let mut mb = arrow::ipc::MessageBuilder::new(&mut fbb);
+        mb.add_version(arrow::ipc::MetadataVersion::V5);
+        mb.add_header_type(arrow::ipc::MessageHeader::Schema);
+        mb.add_header(schema.as_union_value());
+        let m = mb.finish();
+        fbb.finish(m, None);
+        let msg = fbb.finished_data();
+        let mut ipc = vec![0xff; 4];
+        ipc.extend_from_slice(&(msg.len() as i32).to_le_bytes());
+        ipc.extend_from_slice(msg);
+        use base64::Engine;
+        let hint = base64::engine::general_purpose::STANDARD.encode(&ipc);
+        let batch = RecordBatch::try_new(
+            Arc::new(Schema::new(vec![Field::new("i", DataType::Int32, false)])),
+            vec![Arc::new(Int32Array::from(vec![1, 2, 3]))],
+        )
+        .unwrap();
+        let props = WriterProperties::builder()
+            .set_key_value_metadata(Some(vec![parquet::file::metadata::KeyValue::new(
+                "ARROW:schema".to_string(),
+                hint,
+            )]))
+            .build();
+        let mut file = Vec::new();
+        let opts = parquet::arrow::arrow_writer::ArrowWriterOptions::new()
+            .with_properties(props)
+            .with_skip_arrow_metadata(true);
+        let mut w = ArrowWriter::try_new_with_options(&mut file, batch.schema(), opts).unwrap();
+        w.write(&batch).unwrap();
+        w.close().unwrap();
+        // parquet itself panics on it.
+        let bytes = Bytes::from(file.clone());
+        let panics =
+            std::panic::catch_unwind(|| ParquetRecordBatchReaderBuilder::try_new(bytes).map(drop));
+        assert!(panics.is_err(), "{case}: parquet no longer panics");
+        let name = format!("hint-{}.parquet", case.replace(' ', "-"));
+        let Got::Failed(e) = scan_case(&name, file, &mut rng, &name).0 else {
+            panic!("{case}: read")
+        };
+        assert_eq!(e.kind(), ErrorKind::CorruptFooter, "{case}: {e}");
+        assert!(e.message().contains("ARROW:schema"), "{case}: {e}");
+        println!("{name}: {e}");
+    }
+
+    // DELTA_BYTE_ARRAY with a negative suffix length: still a caught panic.
+    let batch = RecordBatch::try_new(
+        Arc::new(Schema::new(vec![Field::new("s", DataType::Utf8, false)])),
+        vec![Arc::new(StringArray::from_iter_values(
+            (0..8).map(|i| ((b'a' + i as u8) as char).to_string()),
+        ))],
+    )
+    .unwrap();
+    let props = WriterProperties::builder()
+        .set_compression(Compression::UNCOMPRESSED)
+        .set_dictionary_enabled(false)
+        .set_encoding(Encoding::DELTA_BYTE_ARRAY)
+        .build();
+    let mut file = write(&[batch], props);
+    // The prefix stream's header (block 128, 4 miniblocks, 8 values, first value 0), then the
+    // suffix stream's: its first value (zigzag) becomes -5.
+    let head = [0x80u8, 0x01, 0x04, 0x08];
+    let at = file
+        .windows(5)
+        .position(|w| w[..4] == head && w[4] == 0)
+        .unwrap();
+    let suffix = at + 5 + file[at + 5..].windows(4).position(|w| w == head).unwrap();
+    file[suffix + 4] = 0x09;
+    let name = "delta-byte-array.parquet";
+    let Got::Failed(e) = scan_case(name, file, &mut rng, name).0 else {
+        panic!("DELTA_BYTE_ARRAY: read")
+    };
+    assert_eq!(e.kind(), ErrorKind::Panic, "{e}");
+    assert!(e.path().unwrap().contains(name), "{e}");
+    println!("{name}: {e}");
 }
 
 /// A panic caught inside a scan prints nothing to stderr, unless `RAYQUET_SHOW_PANICS=1`: the

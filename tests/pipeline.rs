@@ -133,29 +133,33 @@ fn string_views_hold_the_same_strings() {
 
 /// With a small budget, peak buffered bytes stay within budget plus one slot, and the scan
 /// still completes; a slot larger than the whole budget is admitted alone.
-#[test]
-fn budget_bounds_buffered_bytes() {
-    let dir = tempfile::tempdir().unwrap();
-    let paths = dataset(dir.path(), 2, 8, 20_000);
-    let (schema, expected) = reference_all(&paths, 4096);
-    // The most one slot (row group) can hold: its compressed column chunks plus its whole
-    // decoded output, measured with parquet's own reader.
-    let file = File::open(&paths[0]).unwrap();
+/// The most one slot (row group) of `path` can hold: its compressed column chunks plus its
+/// whole decoded output, measured with parquet's own reader in batches of `batch` rows.
+fn largest_slot(path: &Path, batch: usize) -> u64 {
+    let file = File::open(path).unwrap();
     let builder = ParquetRecordBatchReaderBuilder::try_new(file).unwrap();
     let md = builder.metadata().clone();
-    let largest_slot = (0..md.num_row_groups())
+    (0..md.num_row_groups())
         .map(|rg| {
-            let reader = ParquetRecordBatchReaderBuilder::try_new(File::open(&paths[0]).unwrap())
+            let reader = ParquetRecordBatchReaderBuilder::try_new(File::open(path).unwrap())
                 .unwrap()
                 .with_row_groups(vec![rg])
-                .with_batch_size(4096)
+                .with_batch_size(batch)
                 .build()
                 .unwrap();
             let decoded: usize = reader.map(|b| b.unwrap().get_array_memory_size()).sum();
             md.row_group(rg).compressed_size() as u64 + decoded as u64
         })
         .max()
-        .unwrap();
+        .unwrap()
+}
+
+#[test]
+fn budget_bounds_buffered_bytes() {
+    let dir = tempfile::tempdir().unwrap();
+    let paths = dataset(dir.path(), 2, 8, 20_000);
+    let (schema, expected) = reference_all(&paths, 4096);
+    let largest_slot = largest_slot(&paths[0], 4096);
     for budget in [1u64, largest_slot * 3] {
         let reader = Scan::new(dir.path().to_str().unwrap())
             .unwrap()
@@ -176,6 +180,67 @@ fn budget_bounds_buffered_bytes() {
             "peak {peak} > budget {budget} + one slot {largest_slot} (+{slack})"
         );
     }
+}
+
+/// Scans under one `SharedLimits` whose memory holds two row groups: four scans interleaved on
+/// ONE thread (one batch from each in turn) all finish with parquet's rows, so no scan's next
+/// row group waits on memory another scan's unread batches hold; the memory granted stays
+/// within the limit plus one row group per scan, the connections in use within the cap; a
+/// scan dropped while it waits for memory leaves the queue; afterwards nothing is granted.
+#[test]
+fn shared_limits_bound_scans_interleaved_on_one_thread() {
+    let dir = tempfile::tempdir().unwrap();
+    let paths = dataset(dir.path(), 2, 8, 20_000);
+    let (schema, expected) = reference_all(&paths, 4096);
+    let slot = largest_slot(&paths[0], 4096);
+    let limits = rayquet::SharedLimits::new(2 * slot as usize, 2);
+    let scan = || {
+        Scan::new(dir.path().to_str().unwrap())
+            .unwrap()
+            .batch_size(4096)
+            .shared_limits(limits.clone())
+            .build()
+            .unwrap()
+    };
+    let mut readers: Vec<_> = (0..4).map(|_| (scan(), Vec::new())).collect();
+    // A fifth scan, dropped after one batch while the others hold the memory.
+    let mut dropped = scan();
+    assert!(dropped.next().unwrap().is_ok());
+    let mut open = readers.len();
+    let mut most_connections = 0;
+    while open > 0 {
+        open = 0;
+        for (r, got) in readers.iter_mut() {
+            if let Some(b) = r.next() {
+                got.push(b.unwrap());
+                open += 1;
+            }
+            most_connections = most_connections.max(limits.snapshot().connections_in_use);
+        }
+        drop(std::mem::replace(&mut dropped, scan()));
+    }
+    drop(dropped);
+    for (i, (_, got)) in readers.iter().enumerate() {
+        common::assert_same_rows(&schema, &expected, got, &format!("scan {i}"));
+    }
+    let peak = limits.snapshot().peak_reserved_bytes;
+    let scans = 5 + 1;
+    assert!(peak > 0);
+    assert!(
+        peak <= 2 * slot + scans * (slot + (1 << 20)),
+        "granted {peak}, limit {} + one slot {slot} per scan",
+        2 * slot
+    );
+    assert!(most_connections <= 2, "{most_connections} connections");
+    drop(readers);
+    common::assert_limits_idle(&limits, Duration::from_secs(20));
+    // Shared limits must be positive.
+    let zero = Scan::new(dir.path().to_str().unwrap())
+        .unwrap()
+        .shared_limits(rayquet::SharedLimits::new(0, 4))
+        .build()
+        .unwrap_err();
+    assert_eq!(zero.kind(), ErrorKind::InvalidArgument, "{zero}");
 }
 
 /// Unordered delivery yields the same rows as a multiset.

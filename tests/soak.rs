@@ -14,7 +14,6 @@
 use rayquet::ScanBuilder;
 use rayquet_testkit as common;
 
-use std::alloc::{GlobalAlloc, Layout, System};
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 use std::sync::{Arc, Mutex};
@@ -29,40 +28,8 @@ use object_store::{ObjectMeta, ObjectStore, ObjectStoreExt};
 use parquet::file::properties::WriterProperties;
 use rayquet::{ErrorKind, Scan};
 
-struct Counting;
-static LIVE: AtomicUsize = AtomicUsize::new(0);
-
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, l: Layout) -> *mut u8 {
-        let p = System.alloc(l);
-        if !p.is_null() {
-            LIVE.fetch_add(l.size(), Relaxed);
-        }
-        p
-    }
-    unsafe fn alloc_zeroed(&self, l: Layout) -> *mut u8 {
-        let p = System.alloc_zeroed(l);
-        if !p.is_null() {
-            LIVE.fetch_add(l.size(), Relaxed);
-        }
-        p
-    }
-    unsafe fn dealloc(&self, p: *mut u8, l: Layout) {
-        System.dealloc(p, l);
-        LIVE.fetch_sub(l.size(), Relaxed);
-    }
-    unsafe fn realloc(&self, p: *mut u8, l: Layout, new: usize) -> *mut u8 {
-        let q = System.realloc(p, l, new);
-        if !q.is_null() {
-            LIVE.fetch_add(new, Relaxed);
-            LIVE.fetch_sub(l.size(), Relaxed);
-        }
-        q
-    }
-}
-
 #[global_allocator]
-static ALLOC: Counting = Counting;
+static ALLOC: common::heap::Counting = common::heap::Counting;
 
 /// Scans by default.
 const DEFAULT_SCANS: usize = 3000;
@@ -306,20 +273,6 @@ fn handle(
     Ok(outcome)
 }
 
-fn threads() -> usize {
-    std::fs::read_dir("/proc/self/task").map_or(0, |d| d.count())
-}
-
-fn rss() -> u64 {
-    let statm = std::fs::read_to_string("/proc/self/statm").unwrap_or_default();
-    let pages: u64 = statm
-        .split_whitespace()
-        .nth(1)
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(0);
-    pages * 4096
-}
-
 /// Run scans `range` on `HANDLERS` threads; returns the outcome counts.
 fn run_scans(
     d: &Arc<Data>,
@@ -359,22 +312,7 @@ fn run_scans(
                 .unwrap()
         })
         .collect();
-    let out = common::run_with_timeout(DEADLINE, move || {
-        for h in handlers {
-            h.join().unwrap();
-        }
-    });
-    assert!(
-        matches!(out, common::Outcome::Done(())),
-        "the soak did not finish within {DEADLINE:?}"
-    );
-    let failures = failures.lock().unwrap();
-    assert!(
-        failures.is_empty(),
-        "{} scans went wrong:\n{}",
-        failures.len(),
-        failures[..failures.len().min(20)].join("\n")
-    );
+    common::join_all("the soak's scans", DEADLINE, handlers, &failures);
     let counts = counts.lock().unwrap().clone();
     counts
 }
@@ -405,13 +343,13 @@ fn soak_sync_service() {
     run_scans(&d, &io, &pool, 0..WARM_UP);
     // Settle: handler threads joined, nothing in flight.
     std::thread::sleep(Duration::from_millis(200));
-    let (threads0, heap0, rss0) = (threads(), LIVE.load(Relaxed), rss());
+    let (threads0, heap0, rss0) = (common::threads(), common::heap::live(), common::rss());
 
     let started = Instant::now();
     let counts = run_scans(&d, &io, &pool, WARM_UP..WARM_UP + scans);
     let elapsed = started.elapsed();
     std::thread::sleep(Duration::from_millis(200));
-    let (threads1, heap1, rss1) = (threads(), LIVE.load(Relaxed), rss());
+    let (threads1, heap1, rss1) = (common::threads(), common::heap::live(), common::rss());
 
     let mib = |b: f64| b / (1 << 20) as f64;
     println!(

@@ -167,6 +167,9 @@ impl ScanReader {
         for info in buffered.chain(pending.collect::<Vec<_>>()) {
             info.parts.iter().for_each(|ctl| ctl.abandon());
         }
+        // Reservations of the slots left go back to the memory shared with other scans now,
+        // not once the last task has wound down.
+        self.flow.budget.close();
     }
 
     fn apply(&mut self, ev: Event) {

@@ -8,6 +8,8 @@
 //! every fetch in flight; files being opened ahead are aborted by their guards.
 
 use std::panic::AssertUnwindSafe;
+use std::sync::atomic::AtomicU64;
+use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 
 use futures::{FutureExt, StreamExt};
@@ -19,6 +21,7 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::flow::event::{Event, SlotInfo};
 use crate::flow::held::Held;
 use crate::flow::part::PartCtl;
+use crate::limits::{Charge, SharedLimits};
 use crate::metrics::Metrics;
 use crate::options::ScanOptions;
 use crate::plan::file::{FileRun, Mode};
@@ -31,41 +34,89 @@ pub(crate) const MAX_FILES_AHEAD: usize = 256;
 
 /// How many files are opened ahead of the one being planned: always `footers_ahead`, and
 /// more (up to [`MAX_FILES_AHEAD`]) while the bytes their footer reads bring (whole small
-/// files, or suffixes) stay under a quarter of the memory budget. Under object-store latency
-/// many small files are then in flight at once; a 100k-file scan still opens only what the
-/// bound allows. Bytes are reserved in KiB per file before it is opened and given back once
-/// its slots are admitted (their bytes then count in the budget).
+/// files, or suffixes) stay under a quarter of the memory budget (or of the shared memory
+/// limit, if smaller). Under object-store latency many small files are then in flight at once;
+/// a 100k-file scan still opens only what the bound allows. Bytes are reserved in KiB per file
+/// before it is opened and given back once its slots are admitted (their bytes then count in
+/// the budget). Under [`SharedLimits`] each footer read is also granted by the shared pool:
+/// the file the planner waits for at once (urgent), files further ahead in turn.
 struct Lookahead {
     permits: Arc<tokio::sync::Semaphore>,
     /// Largest reservation of one file, so `footers_ahead` files always fit.
     max_kib: u32,
+    shared: Option<SharedLimits>,
+    /// Index of the task the planner takes next: its footer read never waits for the shared
+    /// pool.
+    next: AtomicU64,
+    /// Woken when `next` moves on.
+    moved: tokio::sync::Notify,
+}
+
+/// What a file opened ahead holds until its slots are admitted.
+struct AheadPermit {
+    _permit: tokio::sync::OwnedSemaphorePermit,
+    _charge: Option<Charge>,
 }
 
 impl Lookahead {
-    fn new(opts: &ScanOptions) -> Self {
-        let limit_kib = ((opts.memory_budget / 4) >> 10).clamp(1, u32::MAX as usize / 2);
+    fn new(opts: &ScanOptions, first_index: u64) -> Self {
+        let memory = match &opts.limits {
+            Some(s) => opts.memory_budget.min(s.memory_limit()),
+            None => opts.memory_budget,
+        };
+        let limit_kib = ((memory / 4) >> 10).clamp(1, u32::MAX as usize / 2);
         let max_kib = (limit_kib / opts.footers_ahead.max(1)).max(1);
         Lookahead {
             permits: Arc::new(tokio::sync::Semaphore::new(limit_kib)),
             max_kib: max_kib as u32,
+            shared: opts.limits.clone(),
+            next: AtomicU64::new(first_index),
+            moved: tokio::sync::Notify::new(),
         }
     }
 
-    /// Reserve what opening `task` brings into memory: its footer read (`plain`: a scan of
-    /// plain files).
+    /// Reserve what opening `task` (number `index`) brings into memory: its footer read
+    /// (`plain`: a scan of plain files).
     async fn reserve(
         &self,
         opts: &ScanOptions,
         plain: bool,
-        task: &FileTask,
-    ) -> tokio::sync::OwnedSemaphorePermit {
+        (index, task): (u64, &FileTask),
+    ) -> AheadPermit {
         let (narrow, _) = open::footer_plan(opts, plain, task);
         let bytes = opts.footer_read(task.size, narrow);
         let kib = ((bytes >> 10) as u32).clamp(1, self.max_kib);
-        Arc::clone(&self.permits)
+        let permit = Arc::clone(&self.permits)
             .acquire_many_owned(kib)
             .await
-            .expect("lookahead semaphore never closed")
+            .expect("lookahead semaphore never closed");
+        let charge = match &self.shared {
+            None => None,
+            Some(shared) => {
+                let pool = shared.memory();
+                let mut ticket = pool.ticket();
+                loop {
+                    let freed = std::pin::pin!(pool.notified());
+                    let moved = std::pin::pin!(self.moved.notified());
+                    let urgent = self.next.load(Relaxed) >= index;
+                    if pool.try_reserve(&mut ticket, bytes, urgent) {
+                        break Some(Charge::new(shared.clone(), bytes));
+                    }
+                    futures::future::select(freed, moved).await;
+                }
+            }
+        };
+        AheadPermit {
+            _permit: permit,
+            _charge: charge,
+        }
+    }
+
+    /// The planner now waits for file number `index`.
+    fn waiting_for(&self, index: u64) {
+        if self.next.swap(index, Relaxed) != index {
+            self.moved.notify_waiters();
+        }
     }
 }
 
@@ -78,9 +129,9 @@ pub(crate) const DECODE_QUEUE_BYTES: u64 = 16 << 20;
 /// decoded data (estimated from the uncompressed size times the Arrow/Parquet expansion learnt
 /// so far). Decoding further ahead buys little once row groups are split across threads, and
 /// costs fresh memory.
-fn reservation(slot: &SlotPlan, opts: &ScanOptions, expansion: f64) -> u64 {
+fn reservation(slot: &SlotPlan, opts: &ScanOptions, decode_ahead: usize, expansion: f64) -> u64 {
     let decoded = slot.uncompressed().max(1) as f64 * expansion;
-    let ahead_rows = (opts.decode_ahead * opts.batch_size) as f64;
+    let ahead_rows = (decode_ahead * opts.batch_size) as f64;
     let ahead = decoded * (ahead_rows / slot.rows.max(1) as f64).min(1.0);
     slot.compressed() + ahead as u64
 }
@@ -148,16 +199,16 @@ async fn drive(
     let limit = opts.limit.map(|l| l as u64);
     let mut rows_planned = 0u64;
     let sh = Arc::clone(ctx);
-    let ahead = Arc::new(Lookahead::new(opts));
+    let ahead = Arc::new(Lookahead::new(opts, first_index));
     let lookahead = Arc::clone(&ahead);
     let opened = tasks.enumerate().map(move |(i, task)| {
         let sh = Arc::clone(&sh);
         let ahead = Arc::clone(&lookahead);
         async move {
             let task = task?;
-            // Wait for room: bytes of files opened ahead stay bounded.
-            let permit = ahead.reserve(&sh.opts, plain, &task).await;
             let index = first_index + i as u64;
+            // Wait for room: bytes of files opened ahead stay bounded.
+            let permit = ahead.reserve(&sh.opts, plain, (index, &task)).await;
             match AbortOnDrop(tokio::spawn(open::open(sh, index, task))).await {
                 Ok(r) => r.map(|run| (run, permit)),
                 Err(e) => Err(Error::new(
@@ -169,6 +220,7 @@ async fn drive(
     });
     let mut opened = opened.buffered(MAX_FILES_AHEAD.max(opts.footers_ahead));
     let mut current = first.map(|run| (run, None));
+    let mut taken = 0;
     loop {
         if limit.is_some_and(|l| rows_planned >= l) {
             return Ok(());
@@ -177,13 +229,17 @@ async fn drive(
         // in the budget).
         let (run, _permit) = match current.take() {
             Some(run) => run,
-            None => match opened.next().await {
-                None => return Ok(()),
-                Some(r) => {
-                    let (run, permit) = r?;
-                    (run, Some(permit))
+            None => {
+                ahead.waiting_for(first_index + taken);
+                match opened.next().await {
+                    None => return Ok(()),
+                    Some(r) => {
+                        taken += 1;
+                        let (run, permit) = r?;
+                        (run, Some(permit))
+                    }
                 }
-            },
+            }
         };
         let prune = &run.prune;
         let meta = &run.meta;
@@ -205,13 +261,15 @@ async fn drive(
             if limit.is_some_and(|l| rows_planned >= l) {
                 return Ok(());
             }
-            let reserve = reservation(&slot_plan, opts, flow.expansion.ratio());
+            // Under shared-memory pressure a slot reserves (and may hold) fewer batches ahead.
+            let decode_ahead = flow.budget.decode_ahead(opts.decode_ahead);
+            let reserve = reservation(&slot_plan, opts, decode_ahead, flow.expansion.ratio());
             let fetch = slot_plan.compressed();
             flow.budget.admit(reserve, fetch, &flow.metrics).await;
             let slot = *next_slot;
             let ctls: Vec<Arc<PartCtl>> = allowances(&slot_plan, reserve)
                 .into_iter()
-                .map(|a| Arc::new(PartCtl::new(a, opts.decode_ahead)))
+                .map(|a| Arc::new(PartCtl::new(a, decode_ahead)))
                 .collect();
             let info = SlotInfo {
                 parts: ctls.clone(),

@@ -6,14 +6,23 @@
 //! adaptive *IO window* bounds the bytes being fetched, and it widens only while decoders are
 //! found waiting on IO.
 //!
-//! Invariant: admission is in call order (one caller, the driver), i.e. in delivery order, so
-//! the slot the consumer waits for is always admitted.
+//! With [`SharedLimits`] (many scans under one memory limit) a slot must also be granted its
+//! reservation by the shared pool, first come first served across scans; a slot admitted while
+//! its scan has nothing in flight is granted at once (*urgent*), so the slot the consumer waits
+//! for never waits on other scans. As the shared pool fills, the scan backs off: its IO window,
+//! decode queue and decode-ahead shrink ([`Budget::backoff`]).
+//!
+//! Invariants: admission is in call order (one caller, the driver), i.e. in delivery order, so
+//! the slot the consumer waits for is always admitted; every byte granted by the shared pool
+//! is given back once: on the slot's release, or all at once when the scan closes
+//! ([`Budget::close`], after which nothing more is taken from the pool).
 
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Mutex;
 
 use tokio::sync::Notify;
 
+use crate::limits::{SharedLimits, Ticket};
 use crate::metrics::Metrics;
 
 /// Admission control for slots: reserved bytes and slots in flight.
@@ -29,70 +38,146 @@ pub(crate) struct Budget {
     window: std::sync::atomic::AtomicU64,
     /// A slot has been decoded: decoders found idle from now on were starved by IO.
     warm: std::sync::atomic::AtomicBool,
-    state: Mutex<(u64, usize)>,
+    state: Mutex<State>,
     /// Compressed bytes of admitted slots being fetched or waiting to be decoded.
     held: std::sync::atomic::AtomicU64,
     /// Of those, bytes that have arrived and wait for (or are in) decoding.
     waiting: std::sync::atomic::AtomicU64,
     notify: Notify,
+    /// The memory limit shared with other scans, if any.
+    shared: Option<SharedLimits>,
+}
+
+/// What the admitted slots reserve.
+#[derive(Debug, Default)]
+struct State {
+    reserved: u64,
+    in_flight: usize,
+    /// The scan has ended: its reservations went back to the shared pool, and nothing more is
+    /// taken from it.
+    closed: bool,
 }
 
 impl Budget {
-    pub fn new(limit: u64, prefetch: u64, queue: u64) -> Self {
+    /// A budget of `limit` bytes, an IO window up to `prefetch` and a decode queue of `queue`
+    /// bytes; with `shared`, slots are also granted their bytes by the shared memory pool.
+    pub fn new(limit: u64, prefetch: u64, queue: u64, shared: Option<SharedLimits>) -> Self {
+        if let Some(s) = &shared {
+            s.memory().scan(true);
+        }
         Budget {
             limit,
             prefetch: prefetch.max(queue),
             queue,
             window: queue.into(),
             warm: false.into(),
-            state: Mutex::new((0, 0)),
+            state: Mutex::new(State::default()),
             held: Default::default(),
             waiting: Default::default(),
             notify: Notify::new(),
+            shared,
         }
+    }
+
+    /// How far prefetching backs off under shared-memory pressure (0 without shared limits):
+    /// the IO window and decode queue are shifted right by it, as is `decode_ahead`.
+    pub fn backoff(&self) -> u32 {
+        self.shared.as_ref().map_or(0, |s| s.memory().backoff())
+    }
+
+    /// Decoded batches a slot admitted now reserves ahead: `decode_ahead`, backed off under
+    /// shared-memory pressure, at least 1.
+    pub fn decode_ahead(&self, decode_ahead: usize) -> usize {
+        (decode_ahead >> self.backoff()).max(1)
     }
 
     /// Admit a slot reserving `bytes` (fetching `fetch` of them) when it fits next to the
     /// reservations in flight and the bytes actually buffered, and IO is not ahead of decoding:
     /// fewer than `queue` fetched bytes wait for the decoders and fewer than `window` bytes are
-    /// being fetched (each at least the slot's own fetch, so one slot always fits). The first
-    /// slot in flight is always admitted, whatever its size.
-    fn try_admit(&self, bytes: u64, fetch: u64, metrics: &Metrics) -> bool {
+    /// being fetched (each at least the slot's own fetch, so one slot always fits; both backed
+    /// off under shared-memory pressure). The first slot in flight is always admitted, whatever
+    /// its size, and granted by the shared pool at once; other slots wait their turn there.
+    fn try_admit(
+        &self,
+        bytes: u64,
+        fetch: u64,
+        metrics: &Metrics,
+        ticket: &mut Ticket<'_>,
+    ) -> bool {
         let mut st = self.state.lock().expect("budget lock");
-        let (reserved, in_flight) = *st;
+        let shift = self.backoff();
         let buffered = metrics.buffered_bytes.load(Relaxed);
-        let fits = reserved.max(buffered) + bytes <= self.limit;
+        let fits = st.reserved.max(buffered) + bytes <= self.limit;
         let waiting = self.waiting.load(Relaxed);
         let fetching = self.held.load(Relaxed).saturating_sub(waiting);
-        let window = self.window.load(Relaxed).max(fetch);
-        let io_ahead = waiting >= self.queue.max(2 * fetch) || fetching + fetch > window;
-        if in_flight == 0 || (fits && !io_ahead) {
-            *st = (reserved + bytes, in_flight + 1);
-            true
-        } else {
-            false
+        let window = (self.window.load(Relaxed) >> shift).max(fetch);
+        let queue = (self.queue >> shift).max(2 * fetch);
+        let io_ahead = waiting >= queue || fetching + fetch > window;
+        let alone = st.in_flight == 0;
+        if !(alone || (fits && !io_ahead)) {
+            return false;
         }
+        if let Some(s) = self.shared.as_ref().filter(|_| !st.closed) {
+            if !s.memory().try_reserve(ticket, bytes, alone) {
+                return false;
+            }
+        }
+        st.reserved += bytes;
+        st.in_flight += 1;
+        true
     }
 
     /// Wait until a slot reserving `bytes` (fetching `fetch`) may start. Admission is in call
-    /// order (one caller).
+    /// order (one caller). Dropping the future (a cancelled scan) leaves the shared queue.
     pub async fn admit(&self, bytes: u64, fetch: u64, metrics: &Metrics) {
+        let Some(shared) = &self.shared else {
+            let mut ticket = Ticket::none();
+            loop {
+                let notified = self.notify.notified();
+                if self.try_admit(bytes, fetch, metrics, &mut ticket) {
+                    return;
+                }
+                notified.await;
+            }
+        };
+        let pool = shared.memory();
+        let mut ticket = pool.ticket();
         loop {
-            let notified = self.notify.notified();
-            if self.try_admit(bytes, fetch, metrics) {
+            let mine = std::pin::pin!(self.notify.notified());
+            let others = std::pin::pin!(pool.notified());
+            if self.try_admit(bytes, fetch, metrics, &mut ticket) {
                 return;
             }
-            notified.await;
+            futures::future::select(mine, others).await;
         }
     }
 
     /// A slot that reserved `bytes` is fully delivered (or abandoned).
     pub fn release(&self, bytes: u64) {
         let mut st = self.state.lock().expect("budget lock");
-        st.0 = st.0.saturating_sub(bytes);
-        st.1 = st.1.saturating_sub(1);
+        st.reserved = st.reserved.saturating_sub(bytes);
+        st.in_flight = st.in_flight.saturating_sub(1);
+        let give_back = !st.closed;
         drop(st);
+        if let Some(s) = self.shared.as_ref().filter(|_| give_back) {
+            s.memory().release(bytes);
+        }
         self.notify.notify_one();
+    }
+
+    /// The scan has ended (delivered everything, failed or was dropped): give every byte its
+    /// slots still reserve back to the shared pool now, and take nothing more from it.
+    pub fn close(&self) {
+        // Also called from `drop`: never panic on a poisoned lock here.
+        let mut st = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        if std::mem::replace(&mut st.closed, true) {
+            return;
+        }
+        let reserved = st.reserved;
+        drop(st);
+        if let Some(s) = &self.shared {
+            s.memory().release(reserved);
+        }
     }
 
     /// A slot was admitted: its bytes are being fetched, then wait to be decoded.
@@ -129,5 +214,14 @@ impl Budget {
     /// Memory was released outside a slot's end (a batch delivered): let admission re-check.
     pub fn poke(&self) {
         self.notify.notify_one();
+    }
+}
+
+impl Drop for Budget {
+    fn drop(&mut self) {
+        self.close();
+        if let Some(s) = &self.shared {
+            s.memory().scan(false);
+        }
     }
 }

@@ -263,6 +263,7 @@ pub fn read_metadata(
     };
     let fetcher = Fetcher {
         permits: Arc::new(tokio::sync::Semaphore::new(4)),
+        shared: None,
         metrics: Arc::default(),
     };
     let name = file.name.clone();

@@ -2,7 +2,8 @@
 //! Arrow view, and the page index parsed from fetched bytes. CPU work, run on the decode pool.
 //!
 //! Invariants: the metadata's claimed counts and lengths are checked before parquet decodes it
-//! (`validate::thrift`); an encrypted file is refused; a page index that does not parse (or
+//! (`validate::thrift`), its Arrow schema hint before parquet converts it (`validate::ipc`);
+//! an encrypted file is refused; a page index that does not parse (or
 //! whose thrift does not fit) is ignored, so the file is read without page pruning, as
 //! parquet's own reader would read it.
 
@@ -88,6 +89,9 @@ pub(crate) fn decode_footer(
         )
         .with_path(&*name));
     }
+    crate::validate::ipc::arrow_schema(&md).map_err(|e| {
+        Error::new(ErrorKind::CorruptFooter, format!("invalid metadata: {e}")).with_path(&*name)
+    })?;
     let reader = arrow_metadata(Arc::new(md), views).map_err(|e| Error::footer(e, &name))?;
     let data_end = size - FOOTER_TAIL - metadata.len() as u64;
     let mut cached = SparseChunk::new(size);

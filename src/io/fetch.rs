@@ -1,7 +1,8 @@
 //! Fetch: the IO side, run on the tokio runtime only. Byte ranges become GET requests:
 //! nearby ranges are coalesced (gaps up to `coalesce_gap`), large ones split into parallel
 //! requests of `request_size`, and every request waits for one of `requests_in_flight`
-//! permits.
+//! permits, then (under [`SharedLimits`](crate::SharedLimits)) for one of the connections
+//! the scans share: both semaphores are fair (first come, first served).
 //!
 //! Nothing here decodes.
 
@@ -18,10 +19,13 @@ use crate::input::FileRef;
 use crate::io::chunk::SparseChunk;
 use crate::metrics::Metrics;
 
-/// Sends GET requests under a limit on requests in flight, counting them in the metrics.
+/// Sends GET requests under a limit on requests in flight (and on connections shared with
+/// other scans), counting them in the metrics.
 #[derive(Debug, Clone)]
 pub(crate) struct Fetcher {
     pub permits: Arc<Semaphore>,
+    /// Connections shared with other scans ([`SharedLimits`](crate::SharedLimits)).
+    pub shared: Option<Arc<Semaphore>>,
     pub metrics: Arc<Metrics>,
 }
 
@@ -37,6 +41,10 @@ impl Fetcher {
             .acquire()
             .await
             .expect("semaphore never closed");
+        let _connection = match &self.shared {
+            Some(s) => Some(s.acquire().await.expect("semaphore never closed")),
+            None => None,
+        };
         let t = Instant::now();
         Metrics::add(&self.metrics.requests, 1);
         let out = fut

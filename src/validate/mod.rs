@@ -9,12 +9,16 @@
 //! - **Footer metadata** and **page indexes** are walked once with a minimal Thrift
 //!   compact-protocol reader ([`thrift`]).
 //! - **Page headers** of every column chunk a decoder is about to read are checked against the
-//!   chunk and the scan's page limit ([`pages`]).
+//!   chunk and the scan's page limit ([`pages`]), and a dictionary-encoded data page must have
+//!   a dictionary page before it (parquet's decoders panic otherwise).
+//! - **The Arrow schema hint** (`ARROW:schema`) is walked before parquet converts it, refusing
+//!   what arrow-ipc's conversion would panic on ([`ipc`]).
 //!
 //! A leaf: it imports only `io::chunk` (the fetched bytes) and the error type. Invariant: these
 //! walks read only bytes already fetched and allocate nothing proportional to a claimed size;
 //! they reject, never repair.
 
+pub(crate) mod ipc;
 pub(crate) mod pages;
 pub(crate) mod thrift;
 

@@ -2,12 +2,14 @@
 //! compressed size must fit in the column chunk, the uncompressed size must be at most the
 //! scan's page limit and plausible for the column chunk (at most twice its footer-declared
 //! size, plus 1 MiB), a dictionary page cannot claim more values than it has bytes and cannot
-//! come after a data page.
+//! come after a data page, and a dictionary-encoded data page needs a dictionary page at the
+//! chunk's start.
 //!
 //! Invariant: only bytes already fetched are read; pages whose bytes were not fetched are not
 //! read by parquet either, and are skipped.
 
 use bytes::Bytes;
+use parquet::basic::Type as PhysicalType;
 use parquet::file::metadata::{ColumnChunkMetaData, ParquetMetaData};
 use parquet::file::page_index::offset_index::PageLocation;
 
@@ -18,6 +20,9 @@ use crate::validate::thrift::{page_header, PageHead, R};
 const DATA_PAGE: i64 = 0;
 const DICTIONARY_PAGE: i64 = 2;
 const DATA_PAGE_V2: i64 = 3;
+/// Encodings of dictionary indexes.
+const PLAIN_DICTIONARY: i64 = 2;
+const RLE_DICTIONARY: i64 = 8;
 
 /// The smallest page limit: a page may always claim up to this many uncompressed bytes,
 /// however small the scan's memory budget.
@@ -46,7 +51,7 @@ pub(crate) fn check_pages(
     let declared = col.uncompressed_size().max(0) as u64;
     let plausible = declared.max(len).saturating_mul(2).saturating_add(1 << 20);
     let limit = limit.min(plausible);
-    let check = |at: u64| -> R<Option<(u64, i64)>> {
+    let check = |at: u64| -> R<Option<(u64, PageHead)>> {
         let Some(head) = header_at(chunk, at, end)? else {
             return Ok(None);
         };
@@ -72,7 +77,24 @@ pub(crate) fn check_pages(
                 ));
             }
         }
-        Ok(Some((data + head.compressed as u64, head.kind)))
+        Ok(Some((data + head.compressed as u64, head)))
+    };
+    // A dictionary-encoded data page needs the chunk's dictionary page, the page at its start:
+    // parquet's decoders of every type but BYTE_ARRAY (which reports it) panic without one.
+    // Known once the chunk's first page was fetched (parquet reads no page of a chunk whose
+    // start it cannot read).
+    let needs_dictionary = col.column_descr().physical_type() != PhysicalType::BYTE_ARRAY;
+    let mut has_dictionary = None;
+    let no_dictionary = |at: u64, head: &PageHead, has: Option<bool>| -> R<()> {
+        let data = head.kind == DATA_PAGE || head.kind == DATA_PAGE_V2;
+        let dict_encoded = matches!(head.encoding, Some(PLAIN_DICTIONARY | RLE_DICTIONARY));
+        if needs_dictionary && data && dict_encoded && has == Some(false) {
+            return Err(format!(
+                "data page at byte {at} is dictionary-encoded, but the column chunk has no \
+                 dictionary page"
+            ));
+        }
+        Ok(())
     };
     // Sequential walk, until the first page that was not fetched. A dictionary page must come
     // first (parquet's decoder panics on one after data pages).
@@ -80,13 +102,17 @@ pub(crate) fn check_pages(
     let mut data_pages = false;
     while at < end {
         match check(at)? {
-            Some((_, DICTIONARY_PAGE)) if data_pages => {
+            Some((_, head)) if head.kind == DICTIONARY_PAGE && data_pages => {
                 return Err(format!(
                     "dictionary page at byte {at} comes after a data page"
                 ))
             }
-            Some((next, kind)) => {
-                data_pages |= kind == DATA_PAGE || kind == DATA_PAGE_V2;
+            Some((next, head)) => {
+                if at == start {
+                    has_dictionary = Some(head.kind == DICTIONARY_PAGE);
+                }
+                no_dictionary(at, &head, has_dictionary)?;
+                data_pages |= head.kind == DATA_PAGE || head.kind == DATA_PAGE_V2;
                 at = next;
             }
             None => break,
@@ -97,7 +123,9 @@ pub(crate) fn check_pages(
         for loc in locs {
             let at = loc.offset.max(0) as u64;
             if at >= start && at < end {
-                check(at)?;
+                if let Some((_, head)) = check(at)? {
+                    no_dictionary(at, &head, has_dictionary)?;
+                }
             }
         }
     }

@@ -299,6 +299,8 @@ pub(crate) struct PageHead {
     pub compressed: i64,
     /// A dictionary page's number of values.
     pub dict_values: Option<i64>,
+    /// A data page's (v1 or v2) encoding of values.
+    pub encoding: Option<i64>,
 }
 
 /// Parse the sizes out of a Thrift `PageHeader` at the start of `bytes`, checking every length
@@ -306,22 +308,29 @@ pub(crate) struct PageHead {
 pub(crate) fn page_header(bytes: &[u8]) -> R<PageHead> {
     let mut r = Reader::new(bytes);
     let mut last = 0;
-    let (mut kind, mut uncompressed, mut compressed, mut dict_values) = (None, None, None, None);
+    let (mut kind, mut uncompressed, mut compressed) = (None, None, None);
+    let (mut dict_values, mut encoding) = (None, None);
+    // The i32 field `want` of the struct that follows (DictionaryPageHeader's num_values,
+    // DataPageHeader's and DataPageHeaderV2's encoding).
+    fn inner(r: &mut Reader<'_>, want: i16) -> R<Option<i64>> {
+        let (mut last, mut got) = (0, None);
+        while let Some((id, t)) = r.field(&mut last)? {
+            if id == want && t == ty::I32 {
+                got = Some(r.i32()?);
+            } else {
+                r.skip(t, 2)?;
+            }
+        }
+        Ok(got)
+    }
     while let Some((id, t)) = r.field(&mut last)? {
         match (id, t) {
             (1, ty::I32) => kind = Some(r.i32()?),
             (2, ty::I32) => uncompressed = Some(r.i32()?),
             (3, ty::I32) => compressed = Some(r.i32()?),
-            (7, ty::STRUCT) => {
-                let mut last = 0;
-                while let Some((id, t)) = r.field(&mut last)? {
-                    if id == 1 && t == ty::I32 {
-                        dict_values = Some(r.i32()?);
-                    } else {
-                        r.skip(t, 2)?;
-                    }
-                }
-            }
+            (5, ty::STRUCT) => encoding = inner(&mut r, 2)?,
+            (7, ty::STRUCT) => dict_values = inner(&mut r, 1)?,
+            (8, ty::STRUCT) => encoding = inner(&mut r, 4)?,
             _ => r.skip(t, 1)?,
         }
     }
@@ -332,6 +341,7 @@ pub(crate) fn page_header(bytes: &[u8]) -> R<PageHead> {
             uncompressed,
             compressed,
             dict_values,
+            encoding,
         }),
         _ => Err("page header lacks its type or sizes".into()),
     }

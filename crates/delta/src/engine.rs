@@ -1,8 +1,9 @@
 //! A delta-kernel [`Engine`] whose Parquet reads go through rayquet, and whose other handlers
 //! (storage, JSON log files, expression evaluation) are the default engine's, running on
 //! rayquet's IO runtime: a sync program can drive any kernel API (`Snapshot`,
-//! `Scan::execute`, checkpoints) with it. Its log reads keep the (immutable) commit files, so
-//! the kernel's second pass over them costs no request.
+//! `Scan::execute`, checkpoints) with it. Its log reads check every log JSON file strictly
+//! (a damaged commit is an error naming it, never read leniently) and keep the (immutable)
+//! files, so the kernel's second pass over them costs no request.
 //!
 //! ```no_run
 //! # fn main() -> rayquet::Result<()> {
@@ -84,11 +85,11 @@ impl RayquetEngine {
         let io = options.get_io_runtime();
         let executor = Arc::new(TokioMultiThreadExecutor::new(io));
         // Log reads keep the commit files, which the kernel reads twice per scan.
-        let log: Arc<dyn ObjectStore> = Arc::new(LogCache::new(Arc::clone(&store)));
+        let root = format!("{}://{}", url.scheme(), url.authority());
+        let log: Arc<dyn ObjectStore> = Arc::new(LogCache::new(Arc::clone(&store), root.clone()));
         let inner = DefaultEngineBuilder::new(log)
             .with_task_executor(executor)
             .build();
-        let root = format!("{}://{}", url.scheme(), url.authority());
         let scans = options.clone().object_store(root, store);
         let parquet = Arc::new(RayquetParquetHandler::new(
             scans,

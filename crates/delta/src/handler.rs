@@ -35,12 +35,37 @@ pub(crate) fn to_kernel_error(e: rayquet::Error) -> delta_kernel::Error {
     delta_kernel::Error::Arrow(e.into())
 }
 
+/// The [`CorruptLog`](crate::log_check::CorruptLog) a kernel error carries, if any: inside
+/// object_store's `Generic` error, which the kernel's `ObjectStore` variant holds without
+/// exposing it as its `source()`.
+fn corrupt_log(e: &delta_kernel::Error) -> Option<&crate::log_check::CorruptLog> {
+    use delta_kernel::Error as K;
+    let mut cause: Option<&(dyn std::error::Error + 'static)> = match e {
+        K::Backtraced { source, .. } => return corrupt_log(source),
+        K::ObjectStore(object_store::Error::Generic { source, .. }) => Some(source.as_ref()),
+        e => Some(e),
+    };
+    while let Some(c) = cause {
+        if let Some(log) = c.downcast_ref::<crate::log_check::CorruptLog>() {
+            return Some(log);
+        }
+        cause = c.source();
+    }
+    None
+}
+
 /// A kernel error as a rayquet error (kept as the source): a rayquet error the kernel carried
 /// comes back as it was; damaged log content is `CorruptTable`, a missing version or file
 /// `NotFound`, unsupported protocol features `Unsupported`.
 pub(crate) fn from_kernel_error(e: delta_kernel::Error) -> rayquet::Error {
     use delta_kernel::Error as K;
     use rayquet::ErrorKind;
+    // A log file the strict check refused, however deep the kernel wrapped it.
+    if let Some(log) = corrupt_log(&e) {
+        return rayquet::Error::new(ErrorKind::CorruptTable, log.to_string())
+            .with_path(log.path.clone())
+            .with_source(e);
+    }
     let kind = match e {
         K::Arrow(a) => return rayquet::Error::from(a),
         K::MissingVersion(_) | K::FileNotFound(_) | K::EmptyLog => ErrorKind::NotFound,

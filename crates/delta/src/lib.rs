@@ -34,6 +34,7 @@ mod dv;
 mod engine;
 mod handler;
 mod log_cache;
+mod log_check;
 mod plan;
 pub mod predicate;
 
@@ -128,7 +129,14 @@ impl TableScan {
         let root = format!("{}://{}", url.scheme(), url.authority());
         let options = options.object_store(root, Arc::clone(&store));
         let engine = RayquetEngine::build(&url, Arc::clone(&store), &options);
-        let kernel = |e: delta_kernel::Error| from_kernel_error(e).with_path(url.as_str());
+        // Errors name the table, or the log file that is damaged.
+        let kernel = |e: delta_kernel::Error| {
+            let e = from_kernel_error(e);
+            match e.path() {
+                Some(_) => e,
+                None => e.with_path(url.as_str()),
+            }
+        };
         let mut builder = Snapshot::builder_for(url.as_str());
         if let Some(v) = self.version {
             builder = builder.at_version(v);
@@ -193,14 +201,38 @@ impl TableScan {
         };
         let metadata = scan.scan_metadata(engine.as_ref()).map_err(kernel)?;
         let root = url.clone();
+        // A snapshot's live files have distinct paths (PROTOCOL.md: the add collection is keyed
+        // by path): a path listed twice is a damaged log (two adds in a checkpoint, adds of
+        // one path with different deletion vectors), never rows to read twice.
         let units = metadata.flat_map(move |m| -> Vec<Result<FileUnit>> {
             let units = m.and_then(|m| plan::units(&m));
             match units {
                 Ok(units) => units.into_iter().map(Ok).collect(),
-                Err(e) => vec![Err(from_kernel_error(e)
-                    .context("reading the table's log")
-                    .with_path(root.as_str()))],
+                Err(e) => {
+                    // Errors name the damaged log file when the check found one, else the table.
+                    let e = from_kernel_error(e).context("reading the table's log");
+                    vec![Err(match e.path() {
+                        Some(_) => e,
+                        None => e.with_path(root.as_str()),
+                    })]
+                }
             }
+        });
+        let root = url.clone();
+        let mut seen = std::collections::HashSet::new();
+        let units = units.map(move |u| match u {
+            Ok(u) if !seen.insert(u.path.clone()) => Err(Error::new(
+                ErrorKind::CorruptTable,
+                format!(
+                    "the table's log lists the data file {:?} twice among its live files",
+                    u.path
+                ),
+            )
+            .with_path(
+                root.join(&u.path)
+                    .map_or_else(|_| u.path.clone(), String::from),
+            )),
+            other => other,
         });
         let planned = Planned {
             plan,

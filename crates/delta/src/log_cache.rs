@@ -1,11 +1,15 @@
-//! An object store wrapper for the engine's log reads that keeps the Delta commit files read
-//! through it (`_delta_log/<20 digits>.json`: immutable by the protocol, written with
+//! An object store wrapper for the engine's log reads that checks every Delta log JSON file
+//! read through it ([`log_check`](crate::log_check): commits, log compactions, staged commits,
+//! v2 JSON checkpoints) and keeps the checked files (immutable by the protocol, written with
 //! put-if-absent), so the kernel's second pass over the log costs no request: building a
 //! `Snapshot` reads the commits for the protocol and metadata, and `scan_metadata` reads them
 //! again. Under 50 ms per request that pass is a whole round trip of the scan.
 //!
+//! A file that fails the check is an error ([`CorruptLog`] inside object_store's `Generic`
+//! error), never bytes for the kernel to read leniently.
+//!
 //! Bounded: files up to [`MAX_FILE`], [`MAX_TOTAL`] in all; other reads (ranges, HEAD,
-//! conditional GETs, checkpoints, `_last_checkpoint`, data) pass through untouched.
+//! conditional GETs, Parquet checkpoints, `_last_checkpoint`, data) pass through untouched.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -19,18 +23,22 @@ use object_store::{
     ObjectStore, PutMultipartOptions, PutOptions, PutPayload, PutResult, RenameOptions, Result,
 };
 
+use crate::log_check::{self, CorruptLog, LogFile};
+
 /// Largest commit file kept.
 pub const MAX_FILE: usize = 4 << 20;
 /// Most bytes kept in all.
 pub const MAX_TOTAL: usize = 64 << 20;
 
-/// The commit files kept: bytes in all, and each file's metadata and bytes.
+/// The log files kept (each checked): bytes in all, and each file's metadata and bytes.
 type Kept = (usize, HashMap<Path, (ObjectMeta, Bytes)>);
 
 /// The wrapper (see the module docs).
 #[derive(Debug)]
 pub(crate) struct LogCache {
     inner: Arc<dyn ObjectStore>,
+    /// The store's URL root (`scheme://authority`), to name files in errors.
+    root: String,
     kept: Mutex<Kept>,
 }
 
@@ -41,25 +49,13 @@ impl std::fmt::Display for LogCache {
 }
 
 impl LogCache {
-    pub fn new(inner: Arc<dyn ObjectStore>) -> Self {
+    /// The wrapper of `inner`, the store of URL root `root` (`scheme://authority`).
+    pub fn new(inner: Arc<dyn ObjectStore>, root: String) -> Self {
         LogCache {
             inner,
+            root,
             kept: Mutex::new((0, HashMap::new())),
         }
-    }
-
-    /// A commit file: `.../_delta_log/` then 20 digits and `.json`.
-    fn is_commit(path: &Path) -> bool {
-        let s = path.as_ref();
-        let Some((dir, name)) = s.rsplit_once('/') else {
-            return false;
-        };
-        let Some(version) = name.strip_suffix(".json") else {
-            return false;
-        };
-        (dir == "_delta_log" || dir.ends_with("/_delta_log"))
-            && version.len() == 20
-            && version.bytes().all(|b| b.is_ascii_digit())
     }
 
     /// A plain GET of the whole object, the only kind served from the cache.
@@ -98,9 +94,10 @@ impl ObjectStore for LogCache {
     }
 
     async fn get_opts(&self, location: &Path, options: GetOptions) -> Result<GetResult> {
-        if !(Self::plain(&options) && Self::is_commit(location)) {
-            return self.inner.get_opts(location, options).await;
-        }
+        let kind = match LogFile::of(location.as_ref()) {
+            Some(kind) if Self::plain(&options) => kind,
+            _ => return self.inner.get_opts(location, options).await,
+        };
         let hit = {
             let kept = self.kept.lock().unwrap_or_else(|e| e.into_inner());
             kept.1.get(location).cloned()
@@ -111,6 +108,15 @@ impl ObjectStore for LogCache {
         let got = self.inner.get_opts(location, options).await?;
         let meta = got.meta.clone();
         let bytes = got.bytes().await?;
+        if let Err(reason) = log_check::check(&bytes, kind) {
+            return Err(object_store::Error::Generic {
+                store: "rayquet",
+                source: Box::new(CorruptLog {
+                    path: format!("{}/{location}", self.root),
+                    reason,
+                }),
+            });
+        }
         if bytes.len() <= MAX_FILE {
             let mut kept = self.kept.lock().unwrap_or_else(|e| e.into_inner());
             if kept.0 + bytes.len() <= MAX_TOTAL && !kept.1.contains_key(location) {
@@ -151,25 +157,5 @@ impl ObjectStore for LogCache {
 
     async fn rename_opts(&self, from: &Path, to: &Path, o: RenameOptions) -> Result<()> {
         self.inner.rename_opts(from, to, o).await
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn only_commit_files() {
-        let yes = |s: &str| LogCache::is_commit(&Path::from(s));
-        assert!(yes("t/_delta_log/00000000000000000012.json"));
-        assert!(yes("_delta_log/00000000000000000000.json"));
-        assert!(!yes("t/_delta_log/_last_checkpoint"));
-        assert!(!yes("t/_delta_log/00000000000000000012.checkpoint.parquet"));
-        assert!(!yes("t/_delta_log/00000000000000000012.crc"));
-        assert!(!yes(
-            "t/_delta_log/_staged_commits/00000000000000000012.uuid.json"
-        ));
-        assert!(!yes("t/x_delta_log/00000000000000000012.json"));
-        assert!(!yes("t/part-00000.json"));
     }
 }

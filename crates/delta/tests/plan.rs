@@ -4,7 +4,6 @@
 //! deleted), as a local scan's do: deletion vectors, column mapping (by name and by id),
 //! partition values through the kernel's transform, filters.
 
-use futures::StreamExt;
 use rayquet::{col, ScanBuilder, ScanOptions};
 use rayquet_delta::{FileUnit, ScanPlan, TableScan};
 use rayquet_testkit::delta_tables::{column_mapping_fixture, compare_tables, dv_fixture, Fixture};

@@ -81,6 +81,7 @@
 //! `Table` from another catalog keeps its own FileIO for them.
 
 mod deletes;
+mod integrity;
 mod plan;
 pub mod predicate;
 pub mod storage;
@@ -110,6 +111,16 @@ pub use iceberg::expr::Predicate;
 /// `CorruptTable`, a missing object `NotFound`, unsupported features `Unsupported`.
 fn ice(e: iceberg::Error) -> Error {
     use iceberg::ErrorKind as K;
+    // A rayquet error inside (a damaged metadata file, a store's error) comes back whole.
+    let mut cause: Option<&(dyn std::error::Error + 'static)> = std::error::Error::source(&e);
+    while let Some(c) = cause {
+        if let Some(inner) = c.downcast_ref::<Error>() {
+            if inner.kind() == ErrorKind::CorruptTable {
+                return inner.clone();
+            }
+        }
+        cause = c.source();
+    }
     let kind = match e.kind() {
         K::DataInvalid => ErrorKind::CorruptTable,
         K::FeatureUnsupported => ErrorKind::Unsupported,

@@ -168,6 +168,8 @@ pub(crate) struct Units {
     ids: Vec<i32>,
     specs: HashMap<i32, PartitionSpecRef>,
     spec_of: Option<Arc<HashMap<String, i32>>>,
+    /// The data files planned so far: none twice, but as disjoint splits.
+    planned: crate::integrity::PlanFiles,
 }
 
 impl Units {
@@ -184,6 +186,7 @@ impl Units {
             ids,
             specs,
             spec_of: None,
+            planned: Default::default(),
         }
     }
 
@@ -207,6 +210,12 @@ impl Units {
     /// One planned task as a unit: its data file, identity-partition constants and deletes.
     pub fn unit(&self, t: FileScanTask) -> Result<TaskUnit> {
         let path = t.data_file_path.clone();
+        // A plan that reads a file twice is damaged metadata (a manifest entry duplicated, a
+        // deleted file come back), never rows to deliver twice.
+        let end = t.start.saturating_add(t.length);
+        self.planned
+            .add(&path, t.start..end)
+            .map_err(|e| Error::new(ErrorKind::CorruptTable, e).with_path(path.clone()))?;
         if t.data_file_format != iceberg::spec::DataFileFormat::Parquet {
             return Err(Error::new(
                 ErrorKind::InvalidArgument,

@@ -2,6 +2,9 @@
 //! through the same stores (and credentials) as the data files rayquet reads, so one IO
 //! stack serves the whole scan and opendal stays out of the tree.
 //!
+//! Every Avro metadata file it reads whole (manifest lists, manifests) is checked first
+//! (rayquet-iceberg's integrity module): a damaged one is a `CorruptTable` error naming it.
+//!
 //! The table's FileIO properties (`s3.endpoint`, `s3.region`, `s3.access-key-id`,
 //! `s3.path-style-access`, `gcs.*`, `adls.*`...) become object_store configuration keys
 //! ([`store_options`]) on top of the environment.
@@ -28,7 +31,9 @@ use iceberg::io::{
 };
 use object_store::path::Path;
 use object_store::{ObjectStore, ObjectStoreExt, PutPayload};
-use rayquet::{ScanBuilder, ScanOptions};
+use rayquet::{ErrorKind, ScanBuilder, ScanOptions};
+
+use crate::integrity::Checker;
 use serde::{Deserialize, Serialize};
 
 /// object_store configuration keys for iceberg FileIO properties (keys it does not know are
@@ -131,6 +136,7 @@ impl StorageFactory for ObjectStoreStorageFactory {
             options,
             scan,
             stores: Stores::default(),
+            checker: Arc::default(),
         }))
     }
 }
@@ -146,6 +152,10 @@ pub struct ObjectStoreStorage {
     scan: ScanOptions,
     #[serde(skip)]
     stores: Stores,
+    /// Checks the Avro metadata files read (manifest lists, manifests), remembering what the
+    /// lists say of their manifests.
+    #[serde(skip)]
+    checker: Arc<Checker>,
 }
 
 impl ObjectStoreStorage {
@@ -254,7 +264,23 @@ impl Storage for ObjectStoreStorage {
     async fn read(&self, path: &str) -> iceberg::Result<Bytes> {
         let (store, p) = self.resolve(path)?;
         let r = store.get(&p).await.map_err(|e| store_err(path, e))?;
-        r.bytes().await.map_err(|e| store_err(path, e))
+        let bytes = r.bytes().await.map_err(|e| store_err(path, e))?;
+        // Manifest lists and manifests are read whole through here: checked before iceberg
+        // parses them (crate::integrity).
+        if path.ends_with(".avro") {
+            if let Err(reason) = self.checker.check(path, &bytes) {
+                let e = rayquet::Error::new(
+                    ErrorKind::CorruptTable,
+                    format!("damaged Iceberg metadata file: {reason}"),
+                )
+                .with_path(path);
+                return Err(
+                    iceberg::Error::new(iceberg::ErrorKind::DataInvalid, e.to_string())
+                        .with_source(e),
+                );
+            }
+        }
+        Ok(bytes)
     }
 
     async fn reader(&self, path: &str) -> iceberg::Result<Box<dyn FileRead>> {

@@ -8,13 +8,16 @@
 //! - [`s3`] (feature `cloud`): a moto S3 server on loopback;
 //! - [`iceberg_tables`] / [`delta_tables`] (features `iceberg` / `delta`): test tables
 //!   written by the formats' own writers, and their own readers as references;
-//! - [`gen`]: the synthetic dataset.
+//! - [`gen`]: the synthetic dataset;
+//! - [`heap`]: a counting global allocator, and [`threads`] / [`rss`] / [`peak_rss`]: what a
+//!   process holds, for tests that bound it.
 #![allow(dead_code)]
 
 #[cfg(feature = "bench")]
 pub mod bench;
 #[cfg(feature = "delta")]
 pub mod delta_tables;
+pub mod heap;
 #[cfg(feature = "iceberg")]
 pub mod iceberg_tables;
 pub mod latency;
@@ -177,6 +180,33 @@ where
     }
 }
 
+/// Join `threads` (each reporting its failures into `failures`) within `deadline`, then
+/// assert that none failed: a hang or a failure fails the test with every message (at most
+/// 20). `what` names the work in the messages.
+pub fn join_all(
+    what: &str,
+    deadline: std::time::Duration,
+    threads: Vec<std::thread::JoinHandle<()>>,
+    failures: &std::sync::Mutex<Vec<String>>,
+) {
+    let done = run_with_timeout(deadline, move || {
+        for t in threads {
+            t.join().expect("a thread panicked");
+        }
+    });
+    assert!(
+        matches!(done, Outcome::Done(())),
+        "{what} did not finish within {deadline:?}: {done:?}"
+    );
+    let failures = failures.lock().unwrap_or_else(|e| e.into_inner());
+    assert!(
+        failures.is_empty(),
+        "{} of {what} went wrong:\n{}",
+        failures.len(),
+        failures[..failures.len().min(20)].join("\n")
+    );
+}
+
 /// Build a scan and read it to the end: the reader's schema and every batch, or the first
 /// error (from `Scan::new`, `build` or an item).
 pub fn read_all(
@@ -323,6 +353,42 @@ pub fn check_batches(schema: &SchemaRef, batches: &[RecordBatch], max_rows: usiz
             b.num_rows()
         );
     }
+}
+
+/// Wait up to `within` for every scan using `limits` to wind down, then assert that nothing
+/// is granted, queued or in flight any more.
+pub fn assert_limits_idle(limits: &rayquet::SharedLimits, within: std::time::Duration) {
+    let t = std::time::Instant::now();
+    while limits.snapshot().scans > 0 && t.elapsed() < within {
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    let after = limits.snapshot();
+    assert_eq!(
+        (
+            after.reserved_bytes,
+            after.waiting,
+            after.scans,
+            after.connections_in_use
+        ),
+        (0, 0, 0, 0),
+        "the shared limits once every scan is over: {after:?}"
+    );
+}
+
+/// Threads of this process now: entries of `/proc/self/task` (0 where unknown).
+pub fn threads() -> usize {
+    std::fs::read_dir("/proc/self/task").map_or(0, |d| d.count())
+}
+
+/// Resident set of this process now: `/proc/self/statm` (0 where unknown).
+pub fn rss() -> u64 {
+    let statm = std::fs::read_to_string("/proc/self/statm").unwrap_or_default();
+    let pages: u64 = statm
+        .split_whitespace()
+        .nth(1)
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0);
+    pages * 4096
 }
 
 /// Peak resident set of this process: `VmHWM` of /proc/self/status (0 where unknown). Not

@@ -1,0 +1,232 @@
+//! The Arrow schema a Parquet file may carry (`ARROW:schema`: a base64 IPC `Schema` message,
+//! the writer's Arrow types), walked before parquet converts it ([`arrow_schema`]).
+//!
+//! arrow-ipc verifies the flatbuffer, then converts it with `fb_to_schema`, which panics on
+//! content that verifies but means nothing: an integer of 7 bits, a list without a child, a
+//! dictionary without an index type, a decimal whose precision does not fit a byte... This
+//! walk mirrors that conversion (`arrow::ipc::convert::get_data_type`, arrow-ipc 58) and refuses
+//! exactly what it would panic on; a hint that does not decode or verify is left to parquet,
+//! which reports it as an error itself.
+//!
+//! Invariant: a file this refuses is one parquet cannot open at all (the conversion panics),
+//! so no readable file is refused.
+
+use arrow::ipc::{Field, Type};
+use base64::Engine;
+use parquet::file::metadata::ParquetMetaData;
+
+use crate::validate::thrift::R;
+
+/// The key of the Arrow schema in a Parquet file's key-value metadata.
+const ARROW_SCHEMA_KEY: &str = "ARROW:schema";
+
+/// Check the `ARROW:schema` hint of `md` (the last entry with that key, as parquet takes it):
+/// `Err` says why arrow-ipc's conversion would panic on it.
+pub(crate) fn arrow_schema(md: &ParquetMetaData) -> R<()> {
+    let Some(encoded) = md
+        .file_metadata()
+        .key_value_metadata()
+        .and_then(|kv| {
+            kv.iter()
+                .rev()
+                .find(|kv| kv.key == ARROW_SCHEMA_KEY && kv.value.is_some())
+        })
+        .and_then(|kv| kv.value.as_deref())
+    else {
+        return Ok(());
+    };
+    // As parquet decodes it; what fails here fails there with an error, not a panic.
+    let Ok(bytes) = base64::engine::general_purpose::STANDARD.decode(encoded) else {
+        return Ok(());
+    };
+    let slice = if bytes.len() > 8 && bytes[0..4] == [255u8; 4] {
+        &bytes[8..]
+    } else {
+        &bytes[..]
+    };
+    let Ok(message) = arrow::ipc::root_as_message(slice) else {
+        return Ok(());
+    };
+    let Some(schema) = message.header_as_schema() else {
+        return Ok(());
+    };
+    let fields = schema
+        .fields()
+        .ok_or("the ARROW:schema hint has no field list")?;
+    let big_endian = schema.endianness() == arrow::ipc::Endianness::Big;
+    for field in fields.iter() {
+        if big_endian && field.type_type() == Type::Decimal {
+            return Err(format!(
+                "the ARROW:schema hint has a big-endian decimal field {:?}",
+                field.name().unwrap_or_default()
+            ));
+        }
+        check_field(field, true).map_err(|e| format!("the ARROW:schema hint: {e}"))?;
+    }
+    Ok(())
+}
+
+/// One field (and its children), as `get_data_type` converts it (`dictionary`: its dictionary
+/// encoding, if any, is still to be looked at).
+fn check_field(field: Field<'_>, dictionary: bool) -> R<()> {
+    let name = field.name().unwrap_or_default();
+    let bad = |what: &str| Err(format!("field {name:?}: {what}"));
+    if let (Some(dict), true) = (field.dictionary(), dictionary) {
+        let Some(int) = dict.indexType() else {
+            return bad("a dictionary without an index type");
+        };
+        if !matches!(int.bitWidth(), 8 | 16 | 32 | 64) {
+            return bad(&format!("dictionary indexes of {} bits", int.bitWidth()));
+        }
+        return check_field(field, false);
+    }
+    let children = |n: usize| -> R<()> {
+        match field.children() {
+            Some(c) if c.len() == n => c.iter().try_for_each(|c| check_field(c, true)),
+            Some(c) => bad(&format!("{} children, {n} expected", c.len())),
+            None => bad(&format!("no children, {n} expected")),
+        }
+    };
+    let missing = || {
+        bad(&format!(
+            "type {:?} without its parameters",
+            field.type_type()
+        ))
+    };
+    match field.type_type() {
+        Type::Null
+        | Type::Bool
+        | Type::Binary
+        | Type::BinaryView
+        | Type::LargeBinary
+        | Type::Utf8
+        | Type::Utf8View
+        | Type::LargeUtf8 => Ok(()),
+        Type::Int => match field.type_as_int() {
+            Some(i) if matches!(i.bitWidth(), 8 | 16 | 32 | 64) => Ok(()),
+            Some(i) => bad(&format!("an integer of {} bits", i.bitWidth())),
+            None => missing(),
+        },
+        Type::FixedSizeBinary => field
+            .type_as_fixed_size_binary()
+            .map_or_else(missing, |_| Ok(())),
+        Type::FloatingPoint => match field.type_as_floating_point() {
+            Some(f) => match f.precision() {
+                arrow::ipc::Precision::HALF
+                | arrow::ipc::Precision::SINGLE
+                | arrow::ipc::Precision::DOUBLE => Ok(()),
+                p => bad(&format!("floating point precision {p:?}")),
+            },
+            None => missing(),
+        },
+        Type::Date => match field.type_as_date() {
+            Some(d) => match d.unit() {
+                arrow::ipc::DateUnit::DAY | arrow::ipc::DateUnit::MILLISECOND => Ok(()),
+                u => bad(&format!("date unit {u:?}")),
+            },
+            None => missing(),
+        },
+        Type::Time => match field.type_as_time() {
+            Some(t) => match (t.bitWidth(), t.unit()) {
+                (32, arrow::ipc::TimeUnit::SECOND | arrow::ipc::TimeUnit::MILLISECOND)
+                | (64, arrow::ipc::TimeUnit::MICROSECOND | arrow::ipc::TimeUnit::NANOSECOND) => {
+                    Ok(())
+                }
+                (w, u) => bad(&format!("time of {w} bits in {u:?}")),
+            },
+            None => missing(),
+        },
+        Type::Timestamp => match field.type_as_timestamp() {
+            Some(t) => time_unit(t.unit()).or_else(|u| bad(&format!("timestamp unit {u:?}"))),
+            None => missing(),
+        },
+        Type::Duration => match field.type_as_duration() {
+            Some(d) => time_unit(d.unit()).or_else(|u| bad(&format!("duration unit {u:?}"))),
+            None => missing(),
+        },
+        Type::Interval => match field.type_as_interval() {
+            Some(i) => match i.unit() {
+                arrow::ipc::IntervalUnit::YEAR_MONTH
+                | arrow::ipc::IntervalUnit::DAY_TIME
+                | arrow::ipc::IntervalUnit::MONTH_DAY_NANO => Ok(()),
+                u => bad(&format!("interval unit {u:?}")),
+            },
+            None => missing(),
+        },
+        Type::List | Type::LargeList | Type::ListView | Type::LargeListView => children(1),
+        Type::FixedSizeList => match field.type_as_fixed_size_list() {
+            Some(_) => children(1),
+            None => missing(),
+        },
+        Type::Map => match field.type_as_map() {
+            Some(_) => children(1),
+            None => missing(),
+        },
+        Type::RunEndEncoded => children(2),
+        Type::Struct_ => field
+            .children()
+            .map_or(Ok(()), |c| c.iter().try_for_each(|c| check_field(c, true))),
+        Type::Decimal => match field.type_as_decimal() {
+            Some(d) if u8::try_from(d.precision()).is_err() => {
+                bad(&format!("decimal precision {}", d.precision()))
+            }
+            Some(d) if i8::try_from(d.scale()).is_err() => {
+                bad(&format!("decimal scale {}", d.scale()))
+            }
+            Some(d) if !matches!(d.bitWidth(), 32 | 64 | 128 | 256) => {
+                bad(&format!("a decimal of {} bits", d.bitWidth()))
+            }
+            Some(_) => Ok(()),
+            None => missing(),
+        },
+        Type::Union => {
+            let Some(union) = field.type_as_union() else {
+                return missing();
+            };
+            if !matches!(
+                union.mode(),
+                arrow::ipc::UnionMode::Dense | arrow::ipc::UnionMode::Sparse
+            ) {
+                return bad(&format!("union mode {:?}", union.mode()));
+            }
+            let n = field.children().map_or(0, |c| c.len());
+            match union.typeIds() {
+                None if n > 128 => bad(&format!("a union of {n} fields (at most 128)")),
+                None => Ok(()),
+                Some(ids) => {
+                    // Taken `as i8`: they must be non-negative and distinct as such.
+                    let ids: Vec<i32> = ids.iter().collect();
+                    let mut seen = 0u128;
+                    let bad_id = |&i: &i32| {
+                        let id = i as i8;
+                        let dup = id >= 0 && seen & (1 << id) != 0;
+                        if id >= 0 {
+                            seen |= 1 << id;
+                        }
+                        id < 0 || dup
+                    };
+                    if ids.len() != n || ids.iter().any(bad_id) {
+                        bad(&format!("union type ids {ids:?} for {n} fields"))
+                    } else {
+                        Ok(())
+                    }
+                }
+            }?;
+            field
+                .children()
+                .map_or(Ok(()), |c| c.iter().try_for_each(|c| check_field(c, true)))
+        }
+        t => bad(&format!("type {t:?}, which arrow does not know")),
+    }
+}
+
+/// A time unit arrow knows, or the unit back.
+fn time_unit(u: arrow::ipc::TimeUnit) -> Result<(), arrow::ipc::TimeUnit> {
+    match u {
+        arrow::ipc::TimeUnit::SECOND
+        | arrow::ipc::TimeUnit::MILLISECOND
+        | arrow::ipc::TimeUnit::MICROSECOND
+        | arrow::ipc::TimeUnit::NANOSECOND => Ok(()),
+        u => Err(u),
+    }
+}
