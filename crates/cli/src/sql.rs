@@ -156,14 +156,20 @@ pub fn run(mut args: SqlArgs) -> CliResult<()> {
     };
     register(&ctx, &mut args, &options)?;
     let start = Instant::now();
-    let (batches, workers) = runtime()?.block_on(async {
+    let rt = runtime()?;
+    let result = rt.block_on(async {
         if args.workers.is_empty() {
             let batches = ctx.sql(&args.query).await?.collect().await?;
             Ok::<_, rayquet_datafusion::datafusion::error::DataFusionError>((batches, vec![]))
         } else {
             rayquet_datafusion::collect_distributed(&ctx, &args.query, &args.workers).await
         }
-    })?;
+    });
+    // The runtime is left to the process's exit, never shut down here: after a failed
+    // distributed query datafusion-distributed's background tasks (work-unit feeds, metrics)
+    // are still draining, and a shutdown that cancels them makes the drain panic.
+    std::mem::forget(rt);
+    let (batches, workers) = result?;
     let seconds = start.elapsed().as_secs_f64();
     let rows: usize = batches.iter().map(|b| b.num_rows()).sum();
     if let Some(path) = &args.out {

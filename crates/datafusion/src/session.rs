@@ -14,11 +14,14 @@ use datafusion::arrow::array::RecordBatch;
 use datafusion::common::config::ConfigOptions;
 use datafusion::common::{DataFusionError, Result};
 use datafusion::execution::SessionStateBuilder;
+use datafusion::physical_expr::expressions::Column;
+use datafusion::physical_expr::PhysicalExpr;
 use datafusion::physical_optimizer::PhysicalOptimizerRule;
 use datafusion::physical_plan::coalesce_partitions::CoalescePartitionsExec;
 use datafusion::physical_plan::metrics::MetricValue;
+use datafusion::physical_plan::projection::{ProjectionExec, ProjectionExpr};
 use datafusion::physical_plan::repartition::RepartitionExec;
-use datafusion::physical_plan::{ExecutionPlan, ExecutionPlanProperties, Partitioning};
+use datafusion::physical_plan::{ExecutionPlan, ExecutionPlanProperties};
 use datafusion::prelude::{SessionConfig, SessionContext};
 use datafusion_distributed::{
     rewrite_distributed_plan_with_metrics, DesiredTaskCountEvent, DesiredTaskCountEventResponse,
@@ -87,31 +90,36 @@ fn route_scans(
 /// Gives every rayquet scan a stage of its own that datafusion-distributed sends to workers.
 ///
 /// datafusion-distributed cuts stages at hash repartitions and below a node that gathers
-/// partitions, but never right above a leaf ("wasteful"), so `SELECT * FROM t` (the scan
-/// alone, or under a limit) would run whole on the coordinator. This rule, last in the
-/// optimizer, puts a round-robin repartition above each scan that has none (and gathers it
-/// again when the scan had one partition, so the parent's input is unchanged): the
-/// repartition is the stage head, the scan runs on the workers.
+/// partitions, but never right above a leaf ("wasteful"), and a round-robin repartition heading
+/// a stage is replaced on the worker; so `SELECT * FROM t` (the scan alone, or under a limit)
+/// would run whole on the coordinator. This rule, last in the optimizer, puts an identity
+/// projection above each scan that is not already under a repartition, and gathers a
+/// single-partition scan's tasks again above it (so the parent's input keeps one partition):
+/// the projection heads the stage, the scan runs on the workers.
 #[derive(Debug)]
 struct ScanStages;
 
 impl ScanStages {
-    fn rewrite(plan: Arc<dyn ExecutionPlan>, fan_out: usize) -> Result<Arc<dyn ExecutionPlan>> {
+    fn rewrite(plan: Arc<dyn ExecutionPlan>) -> Result<Arc<dyn ExecutionPlan>> {
         if plan.downcast_ref::<RayquetScanExec>().is_some() {
-            let k = plan.output_partitioning().partition_count();
-            let spread = Partitioning::RoundRobinBatch(if k == 1 { fan_out } else { k });
-            let rr: Arc<dyn ExecutionPlan> = Arc::new(RepartitionExec::try_new(plan, spread)?);
-            return Ok(if k == 1 {
-                Arc::new(CoalescePartitionsExec::new(rr))
+            let single = plan.output_partitioning().partition_count() == 1;
+            let schema = plan.schema();
+            let identity = schema.fields().iter().enumerate().map(|(i, f)| {
+                let column: Arc<dyn PhysicalExpr> = Arc::new(Column::new(f.name(), i));
+                ProjectionExpr::new(column, f.name().clone())
+            });
+            let head: Arc<dyn ExecutionPlan> = Arc::new(ProjectionExec::try_new(identity, plan)?);
+            return Ok(if single {
+                Arc::new(CoalescePartitionsExec::new(head))
             } else {
-                rr
+                head
             });
         }
         let children: Vec<Arc<dyn ExecutionPlan>> = plan.children().into_iter().cloned().collect();
         if children.is_empty() {
             return Ok(plan);
         }
-        // A scan right under a repartition already heads its own stage.
+        // A scan right under a repartition is already inside a stage with a head above it.
         let keep_scans = plan.downcast_ref::<RepartitionExec>().is_some();
         let mut changed = false;
         let mut new = Vec::with_capacity(children.len());
@@ -120,7 +128,7 @@ impl ScanStages {
             let next = if keep_scans && is_scan {
                 Arc::clone(&child)
             } else {
-                Self::rewrite(Arc::clone(&child), fan_out)?
+                Self::rewrite(Arc::clone(&child))?
             };
             changed |= !Arc::ptr_eq(&next, &child);
             new.push(next);
@@ -137,9 +145,9 @@ impl PhysicalOptimizerRule for ScanStages {
     fn optimize(
         &self,
         plan: Arc<dyn ExecutionPlan>,
-        config: &ConfigOptions,
+        _config: &ConfigOptions,
     ) -> Result<Arc<dyn ExecutionPlan>> {
-        Self::rewrite(plan, config.execution.target_partitions.max(2))
+        Self::rewrite(plan)
     }
 
     fn name(&self) -> &str {

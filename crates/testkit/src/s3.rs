@@ -116,11 +116,12 @@ impl S3 {
     /// Upload each `(key, bytes)` to `bucket`.
     pub fn upload(&self, bucket: &str, objects: &[(String, Vec<u8>)]) {
         let store = self.store(bucket);
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .expect("tokio runtime");
-        let upload = || {
+        // The runtime is made and dropped off any caller's runtime (a tokio test may call this).
+        crate::outside_runtime(|| {
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .expect("tokio runtime");
             rt.block_on(async {
                 for (key, bytes) in objects {
                     store
@@ -129,8 +130,7 @@ impl S3 {
                         .unwrap_or_else(|e| panic!("upload {key}: {e}"));
                 }
             })
-        };
-        crate::outside_runtime(upload);
+        });
     }
 }
 

@@ -69,10 +69,44 @@ pub fn add_reference(
     schema: SchemaRef,
     batches: Vec<RecordBatch>,
 ) {
-    let batches: Vec<RecordBatch> = batches.into_iter().filter(|b| b.num_rows() > 0).collect();
+    let batches: Vec<RecordBatch> = batches
+        .into_iter()
+        .filter(|b| b.num_rows() > 0)
+        .map(struct_nulls_into_fields)
+        .collect();
     let table = MemTable::try_new(schema, vec![batches]).expect("MemTable");
     ctx.register_table(name, Arc::new(table))
         .expect("register reference");
+}
+
+/// `batch` with every top-level struct's nulls also in its fields, as a Parquet reader gives
+/// them. Arrays built in memory may keep values under a null struct, and DataFusion's
+/// `s['a']` reads the field as it is, so the reference would see values that SQL says are
+/// NULL.
+fn struct_nulls_into_fields(batch: RecordBatch) -> RecordBatch {
+    use datafusion::arrow::array::{make_array, Array, AsArray, StructArray};
+    use datafusion::arrow::buffer::NullBuffer;
+    let columns = batch
+        .columns()
+        .iter()
+        .map(|c| match c.as_struct_opt() {
+            Some(s) if s.null_count() > 0 => {
+                let fields = s
+                    .columns()
+                    .iter()
+                    .map(|f| {
+                        let nulls = NullBuffer::union(s.nulls(), f.nulls());
+                        let data = f.to_data().into_builder().nulls(nulls).build();
+                        make_array(data.expect("field with the struct's nulls"))
+                    })
+                    .collect();
+                let s = StructArray::new(s.fields().clone(), fields, s.nulls().cloned());
+                Arc::new(s) as _
+            }
+            _ => Arc::clone(c),
+        })
+        .collect();
+    RecordBatch::try_new(batch.schema(), columns).expect("same schema")
 }
 
 /// Assert that `sql` gives the same rows on `actual` and `expected` (as multisets).
