@@ -4,7 +4,7 @@
 //!
 //! ```sh
 //! cargo bench -p rayquet-datafusion --features bench --bench tpch -- --data DIR [--runs 6]
-//!     [--queries q1,q6,selective] [--engines datafusion,rayquet,workers1,workers3]
+//!     [--queries q1,q6,selective] [--engines datafusion,rayquet,rayquet2,workers1,workers3]
 //! ```
 //!
 //! `DIR` holds lineitem as Parquet (e.g. `tpchgen-cli parquet --scale-factor 1 --tables
@@ -93,7 +93,16 @@ fn args() -> Args {
 /// A worker on a loopback port, on a runtime of its own.
 struct Worker {
     url: Url,
-    _runtime: tokio::runtime::Runtime,
+    runtime: Option<tokio::runtime::Runtime>,
+}
+
+impl Drop for Worker {
+    fn drop(&mut self) {
+        // Dropped inside the bench's own runtime: shut down without waiting on it.
+        if let Some(rt) = self.runtime.take() {
+            rt.shutdown_background();
+        }
+    }
 }
 
 fn start_worker() -> Worker {
@@ -111,7 +120,7 @@ fn start_worker() -> Worker {
     runtime.spawn(rayquet_datafusion::serve(listener, ScanOptions::new()));
     Worker {
         url: Url::parse(&format!("http://127.0.0.1:{port}")).unwrap(),
-        _runtime: runtime,
+        runtime: Some(runtime),
     }
 }
 
@@ -131,9 +140,13 @@ async fn engine(name: &str, data: &str) -> Engine {
                 .expect("register_parquet");
             (ctx, vec![])
         }
-        "rayquet" => {
+        r if r.starts_with("rayquet") => {
+            // `rayquet`: one scan per node (the default); `rayquetN`: N scans sharing the files.
+            let n: usize = r["rayquet".len()..].parse().unwrap_or(1);
             let ctx = local_session();
-            let t = RayquetTable::parquet("lineitem", data, ScanOptions::new()).unwrap();
+            let t = RayquetTable::parquet("lineitem", data, ScanOptions::new())
+                .unwrap()
+                .partitions(n);
             ctx.register_table("lineitem", Arc::new(t)).unwrap();
             (ctx, vec![])
         }
