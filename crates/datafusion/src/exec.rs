@@ -45,7 +45,7 @@ pub(crate) enum Plan {
     /// An Iceberg scan (columns and filter inside).
     Iceberg(rayquet_iceberg::ScanPlan),
     /// A Delta scan (columns and filter inside).
-    Delta(rayquet_delta::ScanPlan),
+    Delta(Box<rayquet_delta::ScanPlan>),
 }
 
 /// A scan node's description: serializable, no credentials.

@@ -397,7 +397,7 @@ impl RayquetTable {
                 let start: StartPlanning = Box::new(move || {
                     on_thread(units.map(|u| u.map(UnitKind::Delta)), "rayquet-delta-plan")
                 });
-                Ok((Plan::Delta(planned.plan), start))
+                Ok((Plan::Delta(Box::new(planned.plan)), start))
             }
         }
     }
