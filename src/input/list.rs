@@ -148,7 +148,7 @@ impl crate::ScanOptions {
         self.wait(async move { this.list_files_async(&url).await })
     }
 
-    /// [`ScanOptions::list_files`] as a future. Listing requests run on whatever runtime
+    /// [`ScanOptions::list_files`](crate::ScanOptions::list_files) as a future. Listing requests run on whatever runtime
     /// polls it.
     pub async fn list_files_async(&self, url_or_path: &str) -> Result<Vec<(String, Option<u64>)>> {
         let input = Input::parse(url_or_path)?;

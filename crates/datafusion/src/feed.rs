@@ -27,7 +27,7 @@ use serde::{Deserialize, Serialize};
 /// One unit of work, as it travels from the coordinator to a worker.
 #[derive(Clone, PartialEq, ::prost::Message)]
 pub struct Unit {
-    /// The unit as JSON ([`UnitKind`]).
+    /// The unit as JSON (a Parquet file, an Iceberg task or a Delta file, tagged by format).
     #[prost(bytes = "vec", tag = "1")]
     pub json: Vec<u8>,
 }

@@ -3,8 +3,8 @@
 //!
 //! iceberg-rust plans the scan (`plan_files()`, on rayquet's IO runtime: manifests pruned by
 //! partition and column metrics, deletes attached by partition and sequence number), and its
-//! tasks stream into one rayquet scan as they come: each becomes a [`FileTask`] whose columns
-//! are found by field id (or the table's name mapping, for files written without ids),
+//! tasks stream into one rayquet scan as they come: each becomes a
+//! [`FileTask`](rayquet::task::FileTask) whose columns are found by field id (or the table's name mapping, for files written without ids),
 //! whose identity-partition columns are constants, whose position deletes are deleted rows
 //! and whose equality deletes are a hash-set row filter. Decoding runs on the rayon pool.
 //!
