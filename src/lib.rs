@@ -58,6 +58,7 @@ mod metrics;
 mod options;
 mod panic;
 mod plan;
+mod pool;
 mod runtime;
 mod scan;
 pub mod task;

@@ -6,12 +6,15 @@
 //!   the fetched bytes, parking when the consumer is behind.
 //! - [`assemble`]: a slot's part batches joined and mapped to the output batch.
 //! - [`positions`]: the row-index column.
+//! - [`pages`]: the reader both use: parquet's decoders over pages decompressed into pooled
+//!   buffers ([`crate::pool`]).
 //!
 //! Imports `plan` (what a file's slots share), `io::chunk`, `validate` and `flow`; never the
 //! driver or the reader. Invariant: a rayon task never blocks: it decodes at most its
 //! allowance ahead of the consumer and then parks and returns.
 
 pub(crate) mod assemble;
+pub(crate) mod pages;
 pub(crate) mod part;
 pub(crate) mod positions;
 pub(crate) mod stage;

@@ -1,4 +1,5 @@
-//! Decode: parquet's sync reader over fetched bytes, run on the rayon pool only.
+//! Decode: parquet's sync reader over fetched bytes (pages decompressed into pooled buffers,
+//! [`crate::decode::pages`]), run on the rayon pool only.
 //!
 //! One [`PartDecoder`] per part of a slot. A decode task produces batches into the slot's
 //! [`Assembler`] until its part holds more undelivered bytes than its allowance and at least
@@ -13,12 +14,10 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use arrow::array::RecordBatch;
-use parquet::arrow::arrow_reader::{
-    ParquetRecordBatchReader, ParquetRecordBatchReaderBuilder, RowSelection, RowSelectionPolicy,
-};
-use parquet::arrow::ProjectionMask;
+use parquet::arrow::arrow_reader::{ParquetRecordBatchReader, RowSelection};
 
 use crate::decode::assemble::Assembler;
+use crate::decode::pages::{row_group_reader, Leaves};
 use crate::decode::DecodeCtx;
 use crate::error::{Error, Result};
 use crate::flow::event::Event;
@@ -171,24 +170,15 @@ impl PartDecoder {
             let (meta, rg) = (&self.run.meta, self.row_group);
             let (limit, batch) = (self.ctx.page_limit, self.ctx.batch_size);
             let md = (meta.reader.metadata().as_ref(), name);
-            crate::validate::check_row_group(md, rg, &self.leaves, &chunk, (limit, batch))?;
-            let meta = &self.run.meta.reader;
-            let mask = ProjectionMask::leaves(meta.parquet_schema(), self.leaves.iter().copied());
-            let mut builder =
-                ParquetRecordBatchReaderBuilder::new_with_metadata(chunk, meta.clone())
-                    .with_projection(mask)
-                    .with_row_groups(vec![self.row_group])
-                    .with_batch_size(self.ctx.batch_size);
-            if let Some(sel) = self.rows.selection.take() {
-                builder = builder.with_row_selection(sel);
-                if self.rows.page_level {
-                    // Only the selected pages were fetched: selectors skip the others unread.
-                    builder = builder.with_row_selection_policy(RowSelectionPolicy::Selectors);
-                }
-            }
-            let reader = builder
-                .build()
-                .map_err(|e| Error::decoding(e, name, self.row_group))?;
+            let sizes =
+                crate::validate::check_row_group(md, rg, &self.leaves, &chunk, (limit, batch))?;
+            let leaves = Leaves {
+                leaves: &self.leaves,
+                sizes,
+            };
+            let rows = (self.rows.selection.take(), self.rows.page_level);
+            let reader = row_group_reader(&meta.reader, rg, leaves, chunk, rows, batch)
+                .map_err(|e| Error::decoding(e, name, rg))?;
             self.reader = Some(reader);
         }
         let reader = self.reader.as_mut().expect("reader built above");

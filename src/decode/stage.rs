@@ -11,11 +11,9 @@ use std::sync::Arc;
 
 use arrow::array::{Array, ArrayRef, BooleanArray};
 use arrow::compute::prep_null_mask_filter;
-use parquet::arrow::arrow_reader::{
-    ParquetRecordBatchReaderBuilder, RowSelection, RowSelectionPolicy,
-};
-use parquet::arrow::ProjectionMask;
+use parquet::arrow::arrow_reader::RowSelection;
 
+use crate::decode::pages::{row_group_reader, Leaves};
 use crate::decode::positions::RowPositions;
 use crate::error::{Error, Result};
 use crate::footer::FileMeta;
@@ -23,6 +21,7 @@ use crate::io::chunk::SparseChunk;
 use crate::plan::file::RowFilterPlan;
 use crate::plan::prune::FileFilter;
 use crate::plan::selection::pad;
+use crate::validate::pages::PageSizes;
 
 /// What the filter stage of a row group evaluates.
 #[derive(Debug, Clone, Copy)]
@@ -44,7 +43,8 @@ pub(crate) struct StageOutput {
     pub kept: Vec<Option<ArrayRef>>,
 }
 
-/// Decode the stage's columns of row group `rg` (rows of `pre`, or all) from `chunk` and find
+/// Decode the stage's columns of row group `rg` (rows of `pre`, or all) from `chunk` (whose page
+/// headers claim `sizes`, from [`crate::validate::check_row_group`]) and find
 /// the rows to deliver; keep the decoded columns at positions `keep` of the stage's batches.
 /// `first_row`: the row group's first row in the file.
 #[allow(clippy::too_many_arguments)]
@@ -55,25 +55,17 @@ pub(crate) fn filter_rows(
     stage: Stage,
     pre: Option<&RowSelection>,
     page_level: bool,
-    chunk: SparseChunk,
+    (chunk, sizes): (SparseChunk, Vec<PageSizes>),
     (batch_size, keep): (usize, &[usize]),
 ) -> Result<StageOutput> {
     let name = &*meta.file.name;
-    let mask = ProjectionMask::leaves(meta.reader.parquet_schema(), stage.leaves.iter().copied());
-    let mut builder =
-        ParquetRecordBatchReaderBuilder::new_with_metadata(chunk, meta.reader.clone())
-            .with_projection(mask)
-            .with_row_groups(vec![rg])
-            .with_batch_size(batch_size);
-    if let Some(pre) = pre {
-        builder = builder.with_row_selection(pre.clone());
-        if page_level {
-            // Only the selected pages were fetched: read by selectors, which skip whole pages
-            // without touching their bytes.
-            builder = builder.with_row_selection_policy(RowSelectionPolicy::Selectors);
-        }
-    }
-    let reader = builder.build().map_err(|e| Error::decoding(e, name, rg))?;
+    let leaves = Leaves {
+        leaves: stage.leaves,
+        sizes,
+    };
+    let selection = (pre.cloned(), page_level);
+    let reader = row_group_reader(&meta.reader, rg, leaves, chunk, selection, batch_size)
+        .map_err(|e| Error::decoding(e, name, rg))?;
     let rows = meta.reader.metadata().row_group(rg).num_rows().max(0) as usize;
     let positions = RowPositions::new(first_row, rows as u64, pre);
     let mut masks = Vec::new();

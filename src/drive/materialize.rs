@@ -84,7 +84,7 @@ pub(crate) async fn fetch_slot(
             let work = move || {
                 let t = std::time::Instant::now();
                 let md = (r.meta.reader.metadata().as_ref(), &*r.meta.file.name);
-                crate::validate::check_row_group(md, rg, &leaves, &c, (limit, batch))?;
+                let sizes = crate::validate::check_row_group(md, rg, &leaves, &c, (limit, batch))?;
                 let p = &r.prune;
                 let exact_filter = p.exact && p.verdicts.get(rg) == Some(&Verdict::Some);
                 let stage = stage::Stage {
@@ -99,7 +99,7 @@ pub(crate) async fn fetch_slot(
                     stage,
                     pre.as_ref(),
                     page_level,
-                    c,
+                    (c, sizes),
                     (batch, &keep),
                 );
                 Metrics::add_time(&metrics.decode_nanos, t.elapsed());

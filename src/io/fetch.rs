@@ -11,7 +11,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use bytes::Bytes;
-use object_store::{GetOptions, GetRange, ObjectStore, ObjectStoreExt};
+use object_store::{GetOptions, GetRange, GetResultPayload, ObjectStore};
 use tokio::sync::Semaphore;
 
 use crate::error::{Error, Result};
@@ -60,10 +60,28 @@ impl Fetcher {
     /// GET `range` of `file` (`what` it holds, for errors).
     pub async fn range(&self, file: &FileRef, range: Range<u64>, what: &str) -> Result<Bytes> {
         let store: &Arc<dyn ObjectStore> = &file.store;
-        self.timed((file, what), store.get_range(&file.path, range), |b| {
-            b.len()
-        })
-        .await
+        let opts = GetOptions {
+            range: Some(range.into()),
+            ..Default::default()
+        };
+        let get = async {
+            let got = store.get_opts(&file.path, opts).await?;
+            match got.payload {
+                // A local file: read into fresh capacity (object_store zero-fills its buffer
+                // first, a measurable share of a local scan's CPU).
+                GetResultPayload::File(f, path) => {
+                    let range = got.range;
+                    tokio::task::spawn_blocking(move || read_file(f, range, &path))
+                        .await
+                        .map_err(|e| object_store::Error::Generic {
+                            store: "LocalFileSystem",
+                            source: Box::new(e),
+                        })?
+                }
+                GetResultPayload::Stream(_) => got.bytes().await,
+            }
+        };
+        self.timed((file, what), get, |b| b.len()).await
     }
 
     /// GET the last `n` bytes of `file`; returns (file size, offset of the bytes, bytes).
@@ -135,6 +153,26 @@ impl Fetcher {
         }
         Ok((chunk, requested))
     }
+}
+
+/// Bytes `range` of the open local file `f` (at `path`), read into a buffer that is not
+/// zero-filled first; fewer bytes if the file is shorter (the caller checks the length).
+fn read_file(
+    f: std::fs::File,
+    range: Range<u64>,
+    path: &std::path::Path,
+) -> object_store::Result<Bytes> {
+    use std::io::{Read, Seek, SeekFrom};
+    let err = |e: std::io::Error| object_store::Error::Generic {
+        store: "LocalFileSystem",
+        source: format!("reading {}: {e}", path.display()).into(),
+    };
+    let mut f = f;
+    f.seek(SeekFrom::Start(range.start)).map_err(err)?;
+    let n = range.end.saturating_sub(range.start);
+    let mut buf = Vec::with_capacity(n as usize);
+    f.take(n).read_to_end(&mut buf).map_err(err)?;
+    Ok(buf.into())
 }
 
 /// Merge ranges whose gap is at most `gap` bytes; the result is sorted and disjoint.

@@ -28,8 +28,23 @@ const RLE_DICTIONARY: i64 = 8;
 /// however small the scan's memory budget.
 pub(crate) const MIN_PAGE_LIMIT: u64 = 64 << 20;
 
+/// The uncompressed size each checked page header of a column chunk claims, by the offset in
+/// the file where the page's data (after its header) starts: what a page reader that
+/// decompresses pages itself must get ([`crate::decode::pages`]).
+#[derive(Debug, Clone, Default)]
+pub(crate) struct PageSizes(Vec<(u64, usize)>);
+
+impl PageSizes {
+    /// The uncompressed size claimed by the page whose data starts at `data_at`.
+    pub fn get(&self, data_at: u64) -> Option<usize> {
+        let i = self.0.binary_search_by_key(&data_at, |(at, _)| *at).ok()?;
+        Some(self.0[i].1)
+    }
+}
+
 /// Check the headers of the pages of column chunk `col` that `chunk` holds, before parquet
-/// reads them: `limit` is the most uncompressed bytes one page may claim. Pages are found by
+/// reads them: `limit` is the most uncompressed bytes one page may claim. Returns the sizes
+/// the headers claim. Pages are found by
 /// walking the chunk from its start (as parquet's reader does without an offset index) and at
 /// the offset index's locations (as it does with one); pages whose bytes were not fetched are
 /// not read by parquet either, and are skipped.
@@ -38,7 +53,8 @@ pub(crate) fn check_pages(
     col: &ColumnChunkMetaData,
     locations: Option<&[PageLocation]>,
     limit: u64,
-) -> R<()> {
+) -> R<PageSizes> {
+    let sizes = std::cell::RefCell::new(Vec::new());
     let start = col
         .dictionary_page_offset()
         .unwrap_or_else(|| col.data_page_offset());
@@ -77,6 +93,7 @@ pub(crate) fn check_pages(
                 ));
             }
         }
+        sizes.borrow_mut().push((data, head.uncompressed as usize));
         Ok(Some((data + head.compressed as u64, head)))
     };
     // A dictionary-encoded data page needs the chunk's dictionary page, the page at its start:
@@ -129,7 +146,10 @@ pub(crate) fn check_pages(
             }
         }
     }
-    Ok(())
+    let mut sizes = sizes.into_inner();
+    sizes.sort_unstable();
+    sizes.dedup_by_key(|(at, _)| *at);
+    Ok(PageSizes(sizes))
 }
 
 /// The most uncompressed bytes one page may claim in a scan with this memory budget: the
@@ -141,14 +161,16 @@ pub(crate) fn page_limit(memory_budget: usize) -> u64 {
 /// [`check_pages`] for the column chunks of `leaves` in row group `rg` of `meta`'s file, before
 /// a decoder reads them from `chunk` in batches of `batch_size` rows (fixed-length values: the
 /// batch's buffer must fit in `limit` too); the error names the file, row group and column.
+/// Returns the page sizes of each leaf, in the order of `leaves`.
 pub(crate) fn check_row_group(
     (md, name): (&ParquetMetaData, &str),
     rg: usize,
     leaves: &[usize],
     chunk: &SparseChunk,
     (limit, batch_size): (u64, usize),
-) -> Result<()> {
+) -> Result<Vec<PageSizes>> {
     let group = md.row_group(rg);
+    let mut sizes = Vec::with_capacity(leaves.len());
     for &leaf in leaves {
         let col = group.column(leaf);
         let descr = col.column_descr();
@@ -172,10 +194,11 @@ pub(crate) fn check_row_group(
             .and_then(|oi| oi.get(rg))
             .and_then(|cols| cols.get(leaf))
             .map(|o| o.page_locations().as_slice());
-        check_pages(chunk, col, locations, limit)
+        let claimed = check_pages(chunk, col, locations, limit)
             .map_err(|e| Error::decode(format!("column {}: {e}", col.column_path()), name, rg))?;
+        sizes.push(claimed);
     }
-    Ok(())
+    Ok(sizes)
 }
 
 /// The page header at `at` (the page's bytes end by `end`), or `None` when the bytes at `at`
