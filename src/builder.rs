@@ -154,6 +154,17 @@ pub trait ScanBuilder: Sized {
         self
     }
 
+    /// Map local files (`file://` and plain paths) into memory instead of reading them into
+    /// buffers (default `false`). Saves copying every byte out of the page cache, about a tenth
+    /// of a local scan's CPU, as polars does by default and pyarrow's `memory_map=True` does.
+    /// The risk, as for them: a file truncated by another process *while the scan maps it*
+    /// kills the process with SIGBUS instead of an error. Turn it on for files that are never
+    /// rewritten in place (table data files, written once); object stores are not affected.
+    fn memory_map(mut self, yes: bool) -> Self {
+        self.options_mut().memory_map = yes;
+        self
+    }
+
     /// Share parsed footers with the other scans given the same [`FooterCache`]: a file whose
     /// version (ETag, last-modified time) the scan knows from listing, a HEAD request or the
     /// file system is read without its footer request and thrift decoding when an earlier

@@ -105,6 +105,8 @@ pub struct ScanOptions {
     pub(crate) client_options: Option<object_store::ClientOptions>,
     pub(crate) io: Option<tokio::runtime::Handle>,
     pub(crate) pool: Option<Arc<rayon::ThreadPool>>,
+    /// Map local files into memory rather than read them.
+    pub(crate) memory_map: bool,
     /// Parsed footers shared with other scans.
     pub(crate) footer_cache: Option<crate::cache::FooterCache>,
     /// Memory and connections shared with other scans.
@@ -140,6 +142,7 @@ impl Default for ScanOptions {
             client_options: None,
             io: None,
             pool: None,
+            memory_map: false,
             footer_cache: None,
             limits: None,
         }
@@ -168,6 +171,7 @@ impl std::fmt::Debug for ScanOptions {
             .field("string_views", &self.string_views)
             .field("store_option_keys", &keys)
             .field("stores", &stores)
+            .field("memory_map", &self.memory_map)
             .field("footer_cache", &self.footer_cache)
             .field("shared_limits", &self.limits)
             .finish_non_exhaustive()

@@ -274,6 +274,7 @@ impl Scan {
                 permits: Arc::new(tokio::sync::Semaphore::new(opts.requests_in_flight)),
                 shared: opts.limits.as_ref().map(|s| Arc::clone(s.connections())),
                 metrics,
+                memory_map: opts.memory_map,
             },
             opts,
             mode,

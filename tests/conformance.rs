@@ -17,7 +17,7 @@ use arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use object_store::memory::InMemory;
 use object_store::path::Path;
 use object_store::ObjectStoreExt;
-use rayquet::Scan;
+use rayquet::{Scan, ScanBuilder};
 
 use common::{read_all, reference, run_with_timeout, same_rows, Outcome};
 
@@ -83,6 +83,14 @@ fn reference_of(path: &FsPath) -> Result<(SchemaRef, Vec<RecordBatch>), String> 
 fn scan_local(path: &FsPath, timeout: Duration) -> ScanOutcome {
     let p = path.to_str().expect("utf-8 path").to_owned();
     run_with_timeout(timeout, move || read_all(Scan::new(p)))
+}
+
+/// Scan a local path with its file mapped into memory (`memory_map`), with a deadline.
+fn scan_mapped(path: &FsPath, timeout: Duration) -> ScanOutcome {
+    let p = path.to_str().expect("utf-8 path").to_owned();
+    run_with_timeout(timeout, move || {
+        read_all(Scan::new(p).map(|s| s.memory_map(true)))
+    })
 }
 
 /// Scan the bytes of `path` from an in-memory store, on its own thread, with a deadline.
@@ -160,14 +168,18 @@ fn data_files_match_reference() {
         if let Err(m) = compare(&format!("{name} (memory)"), memory, &schema, &expected) {
             failures.push(m);
         }
+        let mapped = scan_mapped(path, DATA_TIMEOUT);
+        if let Err(m) = compare(&format!("{name} (mapped)"), mapped, &schema, &expected) {
+            failures.push(m);
+        }
         let took = started.elapsed();
         if took > Duration::from_secs(1) {
-            eprintln!("slow: {name} took {took:?} (local and memory)");
+            eprintln!("slow: {name} took {took:?} (local, memory and mapped)");
         }
     }
 
     eprintln!(
-        "conformance: {checked} of {} data files compared (local and memory); parquet's own \
+        "conformance: {checked} of {} data files compared (local, memory, mapped); parquet's own \
          reader rejects {}:",
         files.len(),
         rejected.len()
@@ -231,7 +243,24 @@ fn bad_data_files_error_without_panic_or_hang() {
     let mut report = Vec::new();
     for path in &files {
         let name = short(path);
+        // Read and mapped: the same outcome either way.
         let outcome = scan_local(path, BAD_TIMEOUT);
+        let mapped = scan_mapped(path, BAD_TIMEOUT);
+        let describe = |o: &ScanOutcome| match o {
+            Outcome::Done(Ok((_, b))) => {
+                format!("{} rows", b.iter().map(|b| b.num_rows()).sum::<usize>())
+            }
+            Outcome::Done(Err(e)) => format!("{:?} error", e.kind()),
+            Outcome::TimedOut => "timed out".into(),
+            Outcome::Panicked(m) => format!("panicked: {m}"),
+        };
+        if describe(&outcome) != describe(&mapped) {
+            failures.push(format!(
+                "{name}: read {}, mapped {}",
+                describe(&outcome),
+                describe(&mapped)
+            ));
+        }
         let result = match (outcome, reference_of(path)) {
             (Outcome::Done(Ok((_, batches))), Ok((schema, expected))) => {
                 same_rows(&schema, &expected, &batches, &name)

@@ -722,6 +722,8 @@ def reader_command(args, reader, w, location):
             cmd += ["--repeat", str(args.repeat)]
         if args.rayquet_footer_cache:
             cmd += ["--footer-cache", args.rayquet_footer_cache]
+        if args.rayquet_mmap and location["kind"] != "s3":
+            cmd.append("--mmap")
         if w.get("columns"):
             cmd += ["--columns", ",".join(w["columns"])]
         if w.get("filter"):
@@ -887,7 +889,9 @@ def markdown(result):
          "warm median / rayquet's (>1: rayquet is faster); CPU: user+sys seconds of the process (all "
          "runs); RSS: peak; reqs: requests the S3 server saw (all runs); server CPU: moto's CPU seconds."
          + (f" rayquet's runs share one footer cache (--footer-cache {m['rayquet_footer_cache']})."
-            if m.get("rayquet_footer_cache") else "")),
+            if m.get("rayquet_footer_cache") else "")
+         + (" rayquet maps local files into memory (--mmap), as polars does by default."
+            if m.get("rayquet_mmap") else "")),
         "",
         "| workload | reader | median s | min-max s |" + (" first s | first/warm |" if warm > 1 else "")
         + " process s | vs rq | CPU s | RSS MiB | rows | reqs | server CPU s |",
@@ -1037,6 +1041,9 @@ def parse_args(argv):
     ap.add_argument("--rayquet-footer-cache", metavar="BYTES", default=None,
                     help="rayquet: scan --footer-cache BYTES, one footer cache its --repeat runs share "
                          "(as a service's scans would); default: none")
+    ap.add_argument("--rayquet-mmap", action="store_true",
+                    help="rayquet: scan --mmap on local files (memory-mapped, as polars reads them); "
+                         "default: read into buffers")
     ap.add_argument("--readers", default=",".join(READERS), help="comma list (default: all)")
     ap.add_argument("--workloads", default="all",
                     help="comma list of workload ids or groups: all, local, s3 (default all)")
@@ -1283,6 +1290,7 @@ def run(args, servers):
         "rustc": run_quiet(["rustc", "--version"]), "versions": versions, "machine": machine,
         "scale_factor": args.scale_factor, "runs": args.runs, "warmup": args.warmup,
         "repeat": args.repeat, "rayquet_footer_cache": args.rayquet_footer_cache,
+        "rayquet_mmap": args.rayquet_mmap,
         "threads": args.threads, "readers": args.readers, "peer_output": args.peer_output,
         "pyarrow_io_threads": {"local": args.pyarrow_io_threads_local, "s3": args.pyarrow_io_threads_s3},
         "delay_ms": args.delay_ms, "lineitem": {"path": lineitem, **li_meta}, "shapes": shapes,

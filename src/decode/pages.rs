@@ -445,7 +445,10 @@ mod tests {
     use arrow::array::RecordBatch;
     use parquet::arrow::arrow_reader::{ArrowReaderOptions, RowSelector};
 
-    const DATA: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/parquet-testing/data");
+    const DATA: &str = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../shared/parquet-testing/data"
+    );
 
     /// Every row group of `bytes` read by parquet's builder and by [`row_group_reader`], with
     /// `selection(rows)` (when it gives one): the same batches, or both an error.
@@ -468,16 +471,15 @@ mod tests {
                 continue;
             };
             let theirs = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                let mut b = ParquetRecordBatchReaderBuilder::new_with_metadata(
-                    bytes.clone(),
-                    meta.clone(),
-                )
-                .with_row_groups(vec![rg])
-                .with_batch_size(1024);
+                let mut b =
+                    ParquetRecordBatchReaderBuilder::new_with_metadata(bytes.clone(), meta.clone())
+                        .with_row_groups(vec![rg])
+                        .with_batch_size(1024);
                 if let Some(s) = sel.clone() {
                     b = b.with_row_selection(s);
                 }
-                b.build()?.collect::<std::result::Result<Vec<RecordBatch>, _>>()
+                b.build()?
+                    .collect::<std::result::Result<Vec<RecordBatch>, _>>()
             }));
             let Ok(theirs) = theirs else { continue };
             let leaves = Leaves {

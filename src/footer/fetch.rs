@@ -265,6 +265,7 @@ pub fn read_metadata(
         permits: Arc::new(tokio::sync::Semaphore::new(4)),
         shared: None,
         metrics: Arc::default(),
+        memory_map: false,
     };
     let name = file.name.clone();
     let hint = ScanOptions::default().footer_read(size, true);

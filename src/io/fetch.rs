@@ -27,6 +27,8 @@ pub(crate) struct Fetcher {
     /// Connections shared with other scans ([`SharedLimits`](crate::SharedLimits)).
     pub shared: Option<Arc<Semaphore>>,
     pub metrics: Arc<Metrics>,
+    /// Map local files into memory rather than read them ([`ScanBuilder::memory_map`](crate::ScanBuilder::memory_map)).
+    pub memory_map: bool,
 }
 
 impl Fetcher {
@@ -70,13 +72,16 @@ impl Fetcher {
                 // A local file: read into fresh capacity (object_store zero-fills its buffer
                 // first, a measurable share of a local scan's CPU).
                 GetResultPayload::File(f, path) => {
-                    let range = got.range;
-                    tokio::task::spawn_blocking(move || read_file(f, range, &path))
-                        .await
-                        .map_err(|e| object_store::Error::Generic {
-                            store: "LocalFileSystem",
-                            source: Box::new(e),
-                        })?
+                    let (range, map) = (got.range, self.memory_map);
+                    tokio::task::spawn_blocking(move || match map {
+                        true => map_file(f, range, &path),
+                        false => read_file(f, range, &path),
+                    })
+                    .await
+                    .map_err(|e| object_store::Error::Generic {
+                        store: "LocalFileSystem",
+                        source: Box::new(e),
+                    })?
                 }
                 GetResultPayload::Stream(_) => got.bytes().await,
             }
@@ -173,6 +178,38 @@ fn read_file(
     let mut buf = Vec::with_capacity(n as usize);
     f.take(n).read_to_end(&mut buf).map_err(err)?;
     Ok(buf.into())
+}
+
+/// Bytes `range` of the open local file `f` (at `path`), mapped into memory (no copy; the
+/// page tables are filled here, on the IO thread); read as [`read_file`] does when the file is
+/// now shorter than `range`.
+fn map_file(
+    f: std::fs::File,
+    range: Range<u64>,
+    path: &std::path::Path,
+) -> object_store::Result<Bytes> {
+    let n = range.end.saturating_sub(range.start);
+    let size = f.metadata().map(|m| m.len()).unwrap_or(0);
+    if n == 0 || size < range.end {
+        return read_file(f, range, path);
+    }
+    // SAFETY: the mapping is read-only and private. A file truncated by another process while
+    // mapped makes reads past its new end fault (SIGBUS): the documented risk of
+    // `ScanBuilder::memory_map`, which callers opt into for files nobody rewrites in place.
+    let map = unsafe {
+        memmap2::MmapOptions::new()
+            .offset(range.start)
+            .len(n as usize)
+            .populate()
+            .map(&f)
+    };
+    match map {
+        Ok(map) => Ok(Bytes::from_owner(map)),
+        Err(e) => Err(object_store::Error::Generic {
+            store: "LocalFileSystem",
+            source: format!("mapping {}: {e}", path.display()).into(),
+        }),
+    }
 }
 
 /// Merge ranges whose gap is at most `gap` bytes; the result is sorted and disjoint.

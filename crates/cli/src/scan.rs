@@ -98,6 +98,11 @@ pub struct ScanArgs {
     /// as a service's scans would (rayquet::FooterCache): later runs skip the footer requests.
     #[arg(long, value_name = "BYTES", value_parser = parse_bytes)]
     footer_cache: Option<usize>,
+    /// Map local files into memory instead of reading them (rayquet's `memory_map`): less
+    /// CPU, but a file truncated by another process during the scan kills this process
+    /// (SIGBUS). Only for files nobody rewrites in place.
+    #[arg(long)]
+    mmap: bool,
 }
 
 /// What a scan measured, whichever engine ran it.
@@ -260,7 +265,7 @@ fn options(args: &ScanArgs) -> ScanOptions {
     if let Some(bytes) = args.footer_cache {
         o = o.footer_cache(FooterCache::new(bytes));
     }
-    o
+    o.memory_map(args.mmap)
 }
 
 /// Start the scan of the table or files named on the command line.
