@@ -222,7 +222,9 @@ pub trait ScanBuilder: Sized {
     }
 
     /// Decoded batches each row group may hold undelivered before its decode tasks park
-    /// (default 4); they are part of the row group's budget reservation.
+    /// (default 16); they are part of the row group's budget reservation. Fewer hold less
+    /// memory but, in ordered scans, leave decode threads idle while the row group the caller
+    /// reads finishes (4 cost a 2-core full scan 15% of its time).
     fn decode_ahead(mut self, batches: usize) -> Self {
         self.options_mut().decode_ahead = batches;
         self

@@ -41,7 +41,7 @@ const DEFAULT_REQUEST_SIZE: usize = 2 << 20;
 /// Default number of footers loaded ahead of the file being scheduled.
 const DEFAULT_FOOTERS_AHEAD: usize = 16;
 /// Default number of decoded batches a row group may hold undelivered (part of its reservation).
-const DEFAULT_DECODE_AHEAD: usize = 4;
+const DEFAULT_DECODE_AHEAD: usize = 16;
 /// Default largest IO window: compressed bytes being fetched at once.
 const DEFAULT_PREFETCH_BYTES: usize = 128 << 20;
 /// Default uncompressed size of a row group above which it is split by columns.
