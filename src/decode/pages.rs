@@ -289,71 +289,32 @@ impl PooledPages {
             })
     }
 
-    fn decompress(&mut self, page: Page) -> Result<Page> {
+    fn decompress(&mut self, mut page: Page) -> Result<Page> {
         if matches!(self.codec, Codec::None) {
             return Ok(page);
         }
-        Ok(match page {
-            Page::DictionaryPage {
-                buf,
-                num_values,
-                encoding,
-                is_sorted,
-            } => Page::DictionaryPage {
-                buf: decompress(self.codec, &[], &buf, self.claimed(&buf)?)?,
-                num_values,
-                encoding,
-                is_sorted,
-            },
-            Page::DataPage {
-                buf,
-                num_values,
-                encoding,
-                def_level_encoding,
-                rep_level_encoding,
-                statistics,
-            } => Page::DataPage {
-                buf: decompress(self.codec, &[], &buf, self.claimed(&buf)?)?,
-                num_values,
-                encoding,
-                def_level_encoding,
-                rep_level_encoding,
-                statistics,
-            },
+        match &mut page {
+            Page::DictionaryPage { buf, .. } | Page::DataPage { buf, .. } => {
+                *buf = decompress(self.codec, &[], buf, self.claimed(buf)?)?;
+            }
+            // A v2 page's levels are stored uncompressed before its values.
             Page::DataPageV2 {
                 buf,
-                num_values,
-                encoding,
-                num_nulls,
-                num_rows,
                 def_levels_byte_len,
                 rep_levels_byte_len,
-                is_compressed,
-                statistics,
+                is_compressed: true,
+                ..
             } => {
-                let buf = if is_compressed {
-                    let levels = (def_levels_byte_len as usize)
-                        .checked_add(rep_levels_byte_len as usize)
-                        .filter(|l| *l <= buf.len())
-                        .ok_or_else(|| ParquetError::General("Invalid page header".into()))?;
-                    let claimed = self.claimed(&buf)?;
-                    decompress(self.codec, &buf[..levels], &buf[levels..], claimed)?
-                } else {
-                    buf
-                };
-                Page::DataPageV2 {
-                    buf,
-                    num_values,
-                    encoding,
-                    num_nulls,
-                    num_rows,
-                    def_levels_byte_len,
-                    rep_levels_byte_len,
-                    is_compressed,
-                    statistics,
-                }
+                let levels = (*def_levels_byte_len as usize)
+                    .checked_add(*rep_levels_byte_len as usize)
+                    .filter(|l| *l <= buf.len())
+                    .ok_or_else(|| ParquetError::General("Invalid page header".into()))?;
+                let claimed = self.claimed(buf)?;
+                *buf = decompress(self.codec, &buf[..levels], &buf[levels..], claimed)?;
             }
-        })
+            Page::DataPageV2 { .. } => {}
+        }
+        Ok(page)
     }
 }
 
