@@ -29,6 +29,7 @@ pub struct Metrics {
     pub(crate) bloom_pruned: AtomicU64,
     pub(crate) pages_pruned: AtomicU64,
     pub(crate) rows_filtered: AtomicU64,
+    pub(crate) dictionary_filtered: AtomicU64,
     pub(crate) metadata_bytes: AtomicU64,
     pub(crate) rows_deleted: AtomicU64,
     pub(crate) http_requests: AtomicU64,
@@ -78,6 +79,9 @@ pub struct MetricsSnapshot {
     pub pages_pruned: u64,
     /// Rows a filter removed after decoding (read but not delivered).
     pub rows_filtered: u64,
+    /// Row groups whose filter was evaluated on dictionary indices, once per dictionary entry
+    /// rather than once per row (every column it reads dictionary-encoded).
+    pub dictionary_filtered: u64,
     /// Of `bytes_fetched`, the bytes of requests for metadata: footer suffixes (which may also
     /// hold data that is then reused), page indexes and bloom filters.
     pub metadata_bytes: u64,
@@ -116,6 +120,7 @@ impl Metrics {
             bloom_pruned: self.bloom_pruned.load(Relaxed),
             pages_pruned: self.pages_pruned.load(Relaxed),
             rows_filtered: self.rows_filtered.load(Relaxed),
+            dictionary_filtered: self.dictionary_filtered.load(Relaxed),
             metadata_bytes: self.metadata_bytes.load(Relaxed),
             rows_deleted: self.rows_deleted.load(Relaxed),
             http_requests: self.http_requests.load(Relaxed),

@@ -1233,9 +1233,11 @@ fn random_spec(rng: &mut Rng, t: &'static Table, e: Expr) -> Spec {
 }
 
 /// `n` random filters on `t`, each through the `Expr` API and for some through the SQL text of
-/// its `Display`, which must parse back to an equal `Expr`.
-fn random_filters(t: &'static Table, seed: u64, n: usize) {
+/// its `Display`, which must parse back to an equal `Expr`. Returns how many row groups were
+/// filtered on dictionary indices, and how many row groups were read in all.
+fn random_filters(t: &'static Table, seed: u64, n: usize) -> (u64, u64) {
     let mut rng = Rng(seed);
+    let (mut dictionary, mut filtered) = (0, 0);
     let cols: Vec<&ColData> = t.cols.iter().collect();
     for i in 0..n {
         let e = random_expr(&mut rng, &cols, 3);
@@ -1249,14 +1251,25 @@ fn random_filters(t: &'static Table, seed: u64, n: usize) {
             e
         };
         let spec = random_spec(&mut rng, t, e);
-        check(t, &spec, &format!("random filter {i}"));
+        let m = check(t, &spec, &format!("random filter {i}"));
+        dictionary += m.dictionary_filtered;
+        filtered += m.row_groups;
     }
+    (dictionary, filtered)
 }
 
 #[test]
 fn random_filters_on_generated_files() {
-    for (i, (_, t)) in fixture().tables.iter().enumerate() {
-        random_filters(t, 1000 + i as u64, 100);
+    for (i, (layout, t)) in fixture().tables.iter().enumerate() {
+        let (dictionary, all) = random_filters(t, 1000 + i as u64, 100);
+        eprintln!(
+            "{layout:?}: {dictionary} of {all} row groups read were filtered on dictionary indices"
+        );
+        // Both ways of evaluating a filter are compared with the reference on every layout.
+        assert!(
+            dictionary > 0 && dictionary < all,
+            "{layout:?}: {dictionary} of {all}"
+        );
     }
 }
 
@@ -2289,5 +2302,70 @@ fn scan_of_many_files_with_filter_and_limit() {
         } else {
             assert_rows_eq(&got, &want, &what);
         }
+    }
+}
+
+/// `IS [NOT] NULL` on a column the file declares required is decided without reading it: with
+/// the other leaf on a dictionary-encoded column, the whole filter runs on dictionary indices.
+/// Expected rows are computed here by hand.
+#[test]
+fn is_null_on_required_columns_reads_nothing() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let n = 3000;
+    let r = Int32Array::from_iter_values((0..n).map(|i| i % 7));
+    let x: Int32Array = (0..n).map(|i| (i % 5 != 0).then_some(i % 11)).collect();
+    let schema = Arc::new(Schema::new(vec![
+        Field::new("r", DataType::Int32, false),
+        Field::new("x", DataType::Int32, true),
+    ]));
+    let batch = RecordBatch::try_new(schema, vec![Arc::new(r), Arc::new(x.clone())]).unwrap();
+    let path = tmp.path().join("required.parquet");
+    // `r` plain-encoded: a filter that still read it could not run on dictionary indices.
+    let props = WriterProperties::builder()
+        .set_max_row_group_row_count(Some(1000))
+        .set_column_dictionary_enabled(ColumnPath::from("r"), false)
+        .build();
+    write_file(&path, &batch, props);
+    type Want = fn(Option<i32>) -> bool;
+    let cases: Vec<(Expr, Want, bool)> = vec![
+        (col("r").is_null(), |_| false, false),
+        (col("r").is_not_null(), |_| true, false),
+        (
+            col("r").is_null().or(col("x").gt(5)),
+            |x| x.is_some_and(|x| x > 5),
+            true,
+        ),
+        (
+            col("r").is_null().negate().and(col("x").lt(3)),
+            |x| x.is_some_and(|x| x < 3),
+            true,
+        ),
+        (
+            col("r").is_null().or(col("x").is_null()),
+            |x| x.is_none(),
+            true,
+        ),
+    ];
+    for (e, want, on_dictionary) in cases {
+        let reader = Scan::new(path.to_str().unwrap())
+            .unwrap()
+            .filter(e.clone())
+            .build()
+            .unwrap();
+        let metrics = reader.metrics();
+        let mut got = Vec::new();
+        for b in reader {
+            let b = b.unwrap();
+            let xs = b.column(1).as_any().downcast_ref::<Int32Array>().unwrap();
+            got.extend(xs.iter());
+        }
+        let expected: Vec<Option<i32>> = x.iter().filter(|v| want(*v)).collect();
+        assert_eq!(got, expected, "{e}");
+        let m = metrics.snapshot();
+        assert_eq!(
+            m.dictionary_filtered,
+            if on_dictionary { 3 } else { 0 },
+            "{e}: {m:?}"
+        );
     }
 }

@@ -5,6 +5,10 @@
 //! - [`part`]: a part's decoder ([`PartDecoder`](part::PartDecoder)), parquet's sync reader over
 //!   the fetched bytes, parking when the consumer is behind.
 //! - [`assemble`]: a slot's part batches joined and mapped to the output batch.
+//! - [`dict_filter`]: the filter stage on dictionary indices when every filter column is
+//!   dictionary-encoded (each predicate evaluated once per dictionary entry).
+//! - [`dictionary`]: a flat column chunk read as its dictionary and the rows' indices, with
+//!   [`rle`] decoding the indices.
 //! - [`positions`]: the row-index column.
 //! - [`pages`]: the reader both use: parquet's decoders over pages decompressed into pooled
 //!   buffers ([`crate::pool`]).
@@ -14,9 +18,12 @@
 //! allowance ahead of the consumer and then parks and returns.
 
 pub(crate) mod assemble;
+pub(crate) mod dict_filter;
+pub(crate) mod dictionary;
 pub(crate) mod pages;
 pub(crate) mod part;
 pub(crate) mod positions;
+pub(crate) mod rle;
 pub(crate) mod stage;
 
 use std::sync::{Arc, OnceLock};

@@ -124,55 +124,12 @@ impl RowGroups for PooledRowGroups {
     }
 
     fn column_chunks(&self, i: usize) -> Result<Box<dyn PageIterator>> {
-        let group = self.md.row_group(self.rg);
-        let col = group.column(i);
-        let rows = self.num_rows();
-        let locations = self
-            .md
-            .offset_index()
-            .filter(|oi| oi.get(self.rg).is_some_and(|cols| !cols.is_empty()))
-            .and_then(|oi| oi[self.rg].get(i))
-            .map(|o| o.page_locations().clone());
-        let props = Arc::clone(properties());
-        let reader: Box<dyn PageReader> = match codec(col.compression()) {
-            Some(codec) => {
-                let sizes = self
-                    .sizes
-                    .iter()
-                    .find(|(leaf, _)| *leaf == i)
-                    .map(|(_, s)| s.clone())
-                    .ok_or_else(|| {
-                        ParquetError::General(format!("column {i} was not planned to be read"))
-                    })?;
-                let raw = col
-                    .clone()
-                    .into_builder()
-                    .set_compression(Compression::UNCOMPRESSED)
-                    .build()?;
-                // Its own recording reader: the page it returns is found by the last range read.
-                let chunk = Arc::new(Recording::new(self.chunk.clone()));
-                let inner = SerializedPageReader::new_with_properties(
-                    Arc::clone(&chunk),
-                    &raw,
-                    rows,
-                    locations,
-                    props,
-                )?;
-                Box::new(PooledPages {
-                    inner,
-                    chunk,
-                    sizes,
-                    codec,
-                })
-            }
-            None => Box::new(SerializedPageReader::new_with_properties(
-                Arc::new(self.chunk.clone()),
-                col,
-                rows,
-                locations,
-                props,
-            )?),
-        };
+        let sizes = self
+            .sizes
+            .iter()
+            .find(|(leaf, _)| *leaf == i)
+            .map(|(_, s)| s.clone());
+        let reader = leaf_pages(&self.md, self.rg, i, &self.chunk, sizes)?;
         Ok(Box::new(OnePage(Some(reader))))
     }
 
@@ -183,6 +140,61 @@ impl RowGroups for PooledRowGroups {
     fn metadata(&self) -> &ParquetMetaData {
         &self.md
     }
+}
+
+/// The pages of leaf `i` of row group `rg` of `md`'s file, read from `chunk`: decompressed into
+/// pooled buffers when the codec is one rayquet decompresses (`sizes`: what the leaf's page
+/// headers claim, from [`crate::validate::check_row_group`]), by parquet otherwise.
+pub(crate) fn leaf_pages(
+    md: &Arc<ParquetMetaData>,
+    rg: usize,
+    i: usize,
+    chunk: &SparseChunk,
+    sizes: Option<PageSizes>,
+) -> Result<Box<dyn PageReader>> {
+    let group = md.row_group(rg);
+    let col = group.column(i);
+    let rows = group.num_rows().max(0) as usize;
+    let locations = md
+        .offset_index()
+        .filter(|oi| oi.get(rg).is_some_and(|cols| !cols.is_empty()))
+        .and_then(|oi| oi[rg].get(i))
+        .map(|o| o.page_locations().clone());
+    let props = Arc::clone(properties());
+    Ok(match codec(col.compression()) {
+        Some(codec) => {
+            let sizes = sizes.ok_or_else(|| {
+                ParquetError::General(format!("column {i} was not planned to be read"))
+            })?;
+            let raw = col
+                .clone()
+                .into_builder()
+                .set_compression(Compression::UNCOMPRESSED)
+                .build()?;
+            // Its own recording reader: the page it returns is found by the last range read.
+            let chunk = Arc::new(Recording::new(chunk.clone()));
+            let inner = SerializedPageReader::new_with_properties(
+                Arc::clone(&chunk),
+                &raw,
+                rows,
+                locations,
+                props,
+            )?;
+            Box::new(PooledPages {
+                inner,
+                chunk,
+                sizes,
+                codec,
+            })
+        }
+        None => Box::new(SerializedPageReader::new_with_properties(
+            Arc::new(chunk.clone()),
+            col,
+            rows,
+            locations,
+            props,
+        )?),
+    })
 }
 
 /// parquet's default reader properties (page statistics not decoded), made once.

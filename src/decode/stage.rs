@@ -2,7 +2,9 @@
 //! only the columns the filter and the task's row filter read (of the rows the page index, the
 //! caller's selection and the task's deletes kept), evaluates them exactly (arrow's kernels for
 //! the filter, the row filter's own `keep`), and returns the selection of rows to deliver,
-//! against which the other columns are then fetched and decoded. Runs on the decode pool only.
+//! against which the other columns are then fetched and decoded. When every column it reads
+//! is dictionary-encoded, [`dict_filter`] does the same without decoding a row; this row path
+//! runs otherwise. Runs on the decode pool only.
 //!
 //! Invariants: the selection returned spans exactly its row group's rows; a filter's (or row
 //! filter's) null counts as false.
@@ -13,6 +15,7 @@ use arrow::array::{Array, ArrayRef, BooleanArray};
 use arrow::compute::prep_null_mask_filter;
 use parquet::arrow::arrow_reader::RowSelection;
 
+use crate::decode::dict_filter;
 use crate::decode::pages::{row_group_reader, Leaves};
 use crate::decode::positions::RowPositions;
 use crate::error::{Error, Result};
@@ -41,6 +44,8 @@ pub(crate) struct StageOutput {
     pub read: u64,
     /// `None` when no row was read.
     pub kept: Vec<Option<ArrayRef>>,
+    /// Evaluated on dictionary indices ([`dict_filter`]).
+    pub dictionary: bool,
 }
 
 /// Decode the stage's columns of row group `rg` (rows of `pre`, or all) from `chunk` (whose page
@@ -58,6 +63,10 @@ pub(crate) fn filter_rows(
     (chunk, sizes): (SparseChunk, Vec<PageSizes>),
     (batch_size, keep): (usize, &[usize]),
 ) -> Result<StageOutput> {
+    let dict = (&chunk, &sizes[..], keep);
+    if let Some(out) = dict_filter::filter_rows(meta, rg, &stage, pre, page_level, dict) {
+        return Ok(out);
+    }
     let name = &*meta.file.name;
     let leaves = Leaves {
         leaves: stage.leaves,
@@ -154,5 +163,6 @@ pub(crate) fn filter_rows(
         exact: pad(exact, rows),
         read,
         kept,
+        dictionary: false,
     })
 }

@@ -122,6 +122,7 @@ pub(crate) async fn fetch_slot(
                 }
             }
             Metrics::add(&sh.metrics().rows_filtered, read - exact.row_count() as u64);
+            Metrics::add(&sh.metrics().dictionary_filtered, out.dictionary as u64);
             if !exact.selects_any() {
                 if !single {
                     // Late materialization saved every other column's bytes.

@@ -125,6 +125,7 @@ struct Stats {
     row_groups_pruned: u64,
     pages_pruned: u64,
     rows_filtered: u64,
+    dictionary_filtered: u64,
     metadata_bytes: u64,
 }
 
@@ -335,6 +336,7 @@ fn scan(
         row_groups_pruned: m.row_groups_pruned,
         pages_pruned: m.pages_pruned,
         rows_filtered: m.rows_filtered,
+        dictionary_filtered: m.dictionary_filtered,
         metadata_bytes: m.metadata_bytes,
     })
 }
@@ -373,6 +375,7 @@ fn report(args: &ScanArgs, s: &Stats, times: &[(Duration, Duration)]) -> CliResu
             "row_groups_pruned": s.row_groups_pruned,
             "pages_pruned": s.pages_pruned,
             "rows_filtered": s.rows_filtered,
+            "dictionary_filtered": s.dictionary_filtered,
             "metadata_bytes": s.metadata_bytes,
             "runs": runs.iter().map(Duration::as_secs_f64).collect::<Vec<_>>(),
             "first_seconds": runs[0].as_secs_f64(),
@@ -414,10 +417,12 @@ fn report(args: &ScanArgs, s: &Stats, times: &[(Duration, Duration)]) -> CliResu
     if let Some(filter) = &args.filter {
         text.push_str(&format!(
             "filter       {filter}\n\
-             pruned       {} row groups, {} pages; {} rows read and filtered out\n",
+             pruned       {} row groups, {} pages; {} rows read and filtered out\n\
+             dictionary   {} row groups filtered on dictionary indices\n",
             count(s.row_groups_pruned),
             count(s.pages_pruned),
             count(s.rows_filtered),
+            count(s.dictionary_filtered),
         ));
     }
     if let Some(warm) = warm {

@@ -158,7 +158,14 @@ impl FileFilter {
             )
             .collect();
         check_literals(expr, &typed).map_err(|e| e.with_path(name))?;
-        let expr = fold(expr.clone().push_not(), &constants)?;
+        // A column no row of the file can leave null (required, in required parents) answers
+        // `IS NULL` without being read.
+        let required: Vec<&str> = columns
+            .iter()
+            .filter(|c| descr.column(c.leaf).max_def_level() == 0)
+            .map(|c| c.name.as_str())
+            .collect();
+        let expr = fold(expr.clone().push_not(), &constants, &required)?;
         // Only the columns the folded filter still reads.
         let still = expr.columns();
         columns.retain(|c| still.contains(&c.name.as_str()));
@@ -259,24 +266,34 @@ fn widening(from: &DataType, to: &DataType) -> bool {
 
 /// Replace the leaves of `e` (in negation normal form) that read a column constant in this
 /// file by their value: TRUE, or FALSE for false and null alike (exact in negation normal
-/// form, where no `NOT` can turn a null into a match). Then simplify.
-fn fold(e: Expr, constants: &[(String, ArrayRef)]) -> Result<Expr> {
+/// form, where no `NOT` can turn a null into a match), and `IS [NOT] NULL` on the `required`
+/// columns (never null in this file) by FALSE (TRUE). Then simplify.
+fn fold(e: Expr, constants: &[(String, ArrayRef)], required: &[&str]) -> Result<Expr> {
     Ok(match e {
-        Expr::And(a, b) => match (fold(*a, constants)?, fold(*b, constants)?) {
+        Expr::And(a, b) => match (
+            fold(*a, constants, required)?,
+            fold(*b, constants, required)?,
+        ) {
             (Expr::Literal(false), _) | (_, Expr::Literal(false)) => Expr::Literal(false),
             (Expr::Literal(true), x) | (x, Expr::Literal(true)) => x,
             (x, y) => x.and(y),
         },
-        Expr::Or(a, b) => match (fold(*a, constants)?, fold(*b, constants)?) {
+        Expr::Or(a, b) => match (
+            fold(*a, constants, required)?,
+            fold(*b, constants, required)?,
+        ) {
             (Expr::Literal(true), _) | (_, Expr::Literal(true)) => Expr::Literal(true),
             (Expr::Literal(false), x) | (x, Expr::Literal(false)) => x,
             (x, y) => x.or(y),
         },
-        Expr::Not(a) => match fold(*a, constants)? {
+        Expr::Not(a) => match fold(*a, constants, required)? {
             Expr::Literal(b) => Expr::Literal(!b),
             x => x.negate(),
         },
         Expr::Literal(b) => Expr::Literal(b),
+        Expr::IsNull { column, negated } if required.contains(&column.as_str()) => {
+            Expr::Literal(negated)
+        }
         leaf => {
             let column = leaf_column(&leaf);
             match constants.iter().find(|(n, _)| n == column) {

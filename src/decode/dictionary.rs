@@ -1,0 +1,509 @@
+//! Reading a flat column chunk as its dictionary and the rows' indices into it ([`DictLeaf`]),
+//! for the dictionary filter ([`crate::decode::dict_filter`]).
+//!
+//! The dictionary page is decoded by parquet itself, fed a synthetic data page that lists each
+//! entry once, so the values have exactly the Arrow type parquet's full decode gives (decimals
+//! widened, strings as views, the schema's hints applied); the data pages' indices and
+//! definition levels are decoded with [`crate::decode::rle`], page by page as rows are asked
+//! for. A null row's index is the dictionary's length, where a nullable column's values hold
+//! one null.
+//!
+//! Invariants: `None` (never a panic) for anything this reader does not handle or finds
+//! malformed — a page that is not dictionary-encoded, an index past the dictionary, levels or
+//! counts that disagree with the page header, more or fewer rows than the row group has — so
+//! the caller can leave the chunk to parquet, which reports errors as it always does.
+
+use std::sync::Arc;
+
+use arrow::array::{new_null_array, Array, ArrayRef};
+use bytes::Bytes;
+use parquet::arrow::arrow_reader::{ArrowReaderMetadata, ParquetRecordBatchReader, RowGroups};
+use parquet::arrow::{parquet_to_arrow_field_levels, ProjectionMask};
+use parquet::basic::{Encoding, PageType};
+use parquet::column::page::{Page, PageIterator, PageMetadata, PageReader};
+use parquet::file::metadata::{ColumnChunkMetaData, ParquetMetaData, RowGroupMetaData};
+use parquet::schema::types::ColumnDescriptor;
+
+use crate::decode::rle;
+
+/// Whether leaf `cd` is a top-level column that [`DictLeaf`] can read (no repetition, no
+/// enclosing struct).
+pub(crate) fn flat(cd: &ColumnDescriptor) -> bool {
+    cd.path().parts().len() == 1 && cd.max_rep_level() == 0 && cd.max_def_level() <= 1
+}
+
+/// What the footer says of the encodings of `col`'s data pages: `Some(true)` all
+/// dictionary-encoded, `Some(false)` not all, `None` not recorded.
+pub(crate) fn all_dictionary(col: &ColumnChunkMetaData) -> Option<bool> {
+    let dict = |e: &Encoding| matches!(e, Encoding::PLAIN_DICTIONARY | Encoding::RLE_DICTIONARY);
+    if let Some(mask) = col.page_encoding_stats_mask() {
+        return Some(mask.encodings().all(|e| dict(&e)));
+    }
+    col.page_encoding_stats().map(|stats| {
+        stats
+            .iter()
+            .filter(|s| s.page_type != PageType::DICTIONARY_PAGE)
+            .all(|s| dict(&s.encoding))
+    })
+}
+
+/// A flat column chunk read as dictionary indices, page by page.
+pub(crate) struct DictLeaf {
+    pages: Box<dyn PageReader>,
+    /// The dictionary's values, then one null when the column is nullable.
+    pub values: ArrayRef,
+    /// Entries in the dictionary (the index of a null row).
+    n: u32,
+    nullable: bool,
+    /// Rows of the row group not yet decoded into `buf`.
+    rows_left: usize,
+    /// The current page's row indices, and how many of them were consumed.
+    buf: Vec<u32>,
+    pos: usize,
+    levels: Vec<u32>,
+    present: Vec<u32>,
+}
+
+impl DictLeaf {
+    /// Read the dictionary page of leaf `leaf` (of row group `rg`, `rows` rows) from `pages`;
+    /// `None` if the chunk does not start with a non-empty dictionary parquet can decode.
+    pub fn open(
+        meta: &ArrowReaderMetadata,
+        (rg, leaf): (usize, usize),
+        mut pages: Box<dyn PageReader>,
+        nullable: bool,
+        rows: usize,
+    ) -> Option<DictLeaf> {
+        let dict = pages.get_next_page().ok()??;
+        let n = match &dict {
+            Page::DictionaryPage { num_values, .. } => *num_values as usize,
+            _ => return None,
+        };
+        if n == 0 || n >= u32::MAX as usize {
+            return None;
+        }
+        let values = dictionary_values(meta, rg, leaf, dict, n, nullable).ok()?;
+        if values.len() != n {
+            return None;
+        }
+        let values = match nullable {
+            true => {
+                let null = new_null_array(values.data_type(), 1);
+                arrow::compute::concat(&[values.as_ref(), null.as_ref()]).ok()?
+            }
+            false => values,
+        };
+        Some(DictLeaf {
+            pages,
+            values,
+            n: n as u32,
+            nullable,
+            rows_left: rows,
+            buf: Vec::new(),
+            pos: 0,
+            levels: Vec::new(),
+            present: Vec::new(),
+        })
+    }
+
+    /// Move past the next `count` rows, appending their indices to `out` when `keep`.
+    pub fn advance(&mut self, mut count: usize, keep: bool, out: &mut Vec<u32>) -> Option<()> {
+        while count > 0 {
+            if self.pos == self.buf.len() {
+                self.next_page()?;
+            }
+            let m = count.min(self.buf.len() - self.pos);
+            if keep {
+                out.extend_from_slice(&self.buf[self.pos..self.pos + m]);
+            }
+            self.pos += m;
+            count -= m;
+        }
+        Some(())
+    }
+
+    /// Whether every row was consumed and no page is left.
+    pub fn finished(&mut self) -> bool {
+        self.pos == self.buf.len()
+            && self.rows_left == 0
+            && matches!(self.pages.get_next_page(), Ok(None))
+    }
+
+    /// Decode the next data page's row indices into `buf`.
+    fn next_page(&mut self) -> Option<()> {
+        let page = self.pages.get_next_page().ok()??;
+        // A v2 page's header also counts its rows and nulls: for a flat column, rows are values.
+        let mut nulls = None;
+        let nullable = self.nullable;
+        let (num, encoding, defs, data) = match &page {
+            Page::DataPage {
+                buf,
+                num_values,
+                encoding,
+                def_level_encoding,
+                ..
+            } => {
+                if !nullable {
+                    (*num_values as usize, *encoding, None, &buf[..])
+                } else if *def_level_encoding == Encoding::RLE {
+                    let len = u32::from_le_bytes(buf.get(..4)?.try_into().ok()?) as usize;
+                    let defs = buf.get(4..4usize.checked_add(len)?)?;
+                    (*num_values as usize, *encoding, Some(defs), &buf[4 + len..])
+                } else {
+                    return None;
+                }
+            }
+            Page::DataPageV2 {
+                buf,
+                num_values,
+                encoding,
+                def_levels_byte_len,
+                rep_levels_byte_len,
+                num_nulls,
+                num_rows,
+                ..
+            } => {
+                if num_rows != num_values {
+                    return None;
+                }
+                nulls = Some(*num_nulls as usize);
+                let rep = *rep_levels_byte_len as usize;
+                let def = rep.checked_add(*def_levels_byte_len as usize)?;
+                let defs = buf.get(rep..def)?;
+                (
+                    *num_values as usize,
+                    *encoding,
+                    nullable.then_some(defs),
+                    &buf[def..],
+                )
+            }
+            Page::DictionaryPage { .. } => return None,
+        };
+        if !matches!(
+            encoding,
+            Encoding::PLAIN_DICTIONARY | Encoding::RLE_DICTIONARY
+        ) || num > self.rows_left
+        {
+            return None;
+        }
+        self.rows_left -= num;
+        let non_null = match defs {
+            None => num,
+            Some(defs) => {
+                self.levels.clear();
+                rle::decode(defs, 1, num, &mut self.levels).ok()?;
+                self.levels.iter().filter(|d| **d == 1).count()
+            }
+        };
+        if nulls.is_some_and(|nulls| nulls != num - non_null) {
+            return None;
+        }
+        let n = self.n;
+        let present = match defs {
+            None => &mut self.buf,
+            Some(_) => &mut self.present,
+        };
+        present.clear();
+        if non_null > 0 {
+            let (&bw, packed) = data.split_first()?;
+            rle::decode(packed, bw, non_null, present).ok()?;
+            if present.iter().any(|&i| i >= n) {
+                return None;
+            }
+        }
+        if defs.is_some() {
+            self.buf.clear();
+            let mut next = self.present.iter();
+            for &d in &self.levels {
+                self.buf.push(if d == 1 { *next.next()? } else { n });
+            }
+        }
+        self.pos = 0;
+        Some(())
+    }
+}
+
+/// The `n` values of dictionary page `dict` of leaf `leaf`, decoded by parquet into the Arrow
+/// type a full decode gives: parquet reads a synthetic data page whose indices are `0..n`.
+fn dictionary_values(
+    meta: &ArrowReaderMetadata,
+    rg: usize,
+    leaf: usize,
+    dict: Page,
+    n: usize,
+    nullable: bool,
+) -> parquet::errors::Result<ArrayRef> {
+    let mut buf = Vec::new();
+    if nullable {
+        // Every entry present: one RLE run of n ones, bit width 1, after its length.
+        let mut run = Vec::new();
+        push_varint(&mut run, (n as u64) << 1);
+        run.push(1);
+        buf.extend_from_slice(&(run.len() as u32).to_le_bytes());
+        buf.extend_from_slice(&run);
+    }
+    let bw = (u32::BITS - (n as u32 - 1).leading_zeros()).max(1) as usize;
+    buf.push(bw as u8);
+    let groups = n.div_ceil(8);
+    push_varint(&mut buf, ((groups as u64) << 1) | 1);
+    let (mut acc, mut bits) = (0u64, 0usize);
+    for i in 0..groups * 8 {
+        acc |= ((if i < n { i } else { 0 }) as u64) << bits;
+        bits += bw;
+        while bits >= 8 {
+            buf.push(acc as u8);
+            acc >>= 8;
+            bits -= 8;
+        }
+    }
+    let data = Page::DataPage {
+        buf: Bytes::from(buf),
+        num_values: n as u32,
+        encoding: Encoding::RLE_DICTIONARY,
+        def_level_encoding: Encoding::RLE,
+        rep_level_encoding: Encoding::RLE,
+        statistics: None,
+    };
+    let groups = Synthetic {
+        md: meta.metadata(),
+        rg,
+        rows: n,
+        pages: vec![dict, data],
+    };
+    let mask = ProjectionMask::leaves(meta.parquet_schema(), [leaf]);
+    let levels =
+        parquet_to_arrow_field_levels(meta.parquet_schema(), mask, Some(meta.schema().fields()))?;
+    let reader = ParquetRecordBatchReader::try_new_with_row_groups(&levels, &groups, n, None)?;
+    let mut parts = Vec::new();
+    for batch in reader {
+        parts.push(Arc::clone(batch?.column(0)));
+    }
+    let refs: Vec<&dyn Array> = parts.iter().map(|a| a.as_ref()).collect();
+    Ok(arrow::compute::concat(&refs)?)
+}
+
+fn push_varint(out: &mut Vec<u8>, mut v: u64) {
+    while v >= 0x80 {
+        out.push(v as u8 | 0x80);
+        v >>= 7;
+    }
+    out.push(v as u8);
+}
+
+/// A row group of `rows` rows whose one column chunk is `pages`.
+struct Synthetic<'a> {
+    md: &'a Arc<ParquetMetaData>,
+    rg: usize,
+    rows: usize,
+    pages: Vec<Page>,
+}
+
+impl RowGroups for Synthetic<'_> {
+    fn num_rows(&self) -> usize {
+        self.rows
+    }
+
+    fn column_chunks(&self, _: usize) -> parquet::errors::Result<Box<dyn PageIterator>> {
+        let pages = Pages(self.pages.clone().into_iter().peekable());
+        Ok(Box::new(OneReader(Some(Box::new(pages)))))
+    }
+
+    fn row_groups(&self) -> Box<dyn Iterator<Item = &RowGroupMetaData> + '_> {
+        Box::new(std::iter::once(self.md.row_group(self.rg)))
+    }
+
+    fn metadata(&self) -> &ParquetMetaData {
+        self.md
+    }
+}
+
+struct OneReader(Option<Box<dyn PageReader>>);
+
+impl Iterator for OneReader {
+    type Item = parquet::errors::Result<Box<dyn PageReader>>;
+    fn next(&mut self) -> Option<Self::Item> {
+        self.0.take().map(Ok)
+    }
+}
+
+impl PageIterator for OneReader {}
+
+/// Pages held in memory.
+struct Pages(std::iter::Peekable<std::vec::IntoIter<Page>>);
+
+impl Iterator for Pages {
+    type Item = parquet::errors::Result<Page>;
+    fn next(&mut self) -> Option<Self::Item> {
+        self.0.next().map(Ok)
+    }
+}
+
+impl PageReader for Pages {
+    fn get_next_page(&mut self) -> parquet::errors::Result<Option<Page>> {
+        Ok(self.0.next())
+    }
+
+    fn peek_next_page(&mut self) -> parquet::errors::Result<Option<PageMetadata>> {
+        Ok(self.0.peek().map(|p| PageMetadata {
+            num_rows: None,
+            num_levels: match p {
+                Page::DataPage { num_values, .. } => Some(*num_values as usize),
+                _ => None,
+            },
+            is_dict: matches!(p, Page::DictionaryPage { .. }),
+        }))
+    }
+
+    fn skip_next_page(&mut self) -> parquet::errors::Result<()> {
+        self.0.next();
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::decode::pages::leaf_pages;
+    use crate::io::chunk::SparseChunk;
+    use arrow::array::{BooleanArray, RecordBatch, UInt32Array};
+    use parquet::arrow::arrow_reader::{ArrowReaderOptions, ParquetRecordBatchReaderBuilder};
+
+    const DATA: &str = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../shared/parquet-testing/data"
+    );
+
+    /// Per row group and flat leaf of `bytes` that reads as dictionary indices: the values
+    /// gathered by index, for rows kept and skipped in uneven runs, equal the same rows of the
+    /// column parquet's builder decodes. Returns how many column
+    /// chunks were compared and in how many only parquet failed, and panics on a difference.
+    fn compare(name: &str, bytes: &Bytes) -> (usize, usize) {
+        let opts = ArrowReaderOptions::new()
+            .with_page_index_policy(parquet::file::metadata::PageIndexPolicy::Optional);
+        let Ok(meta) = ArrowReaderMetadata::load(bytes, opts) else {
+            return (0, 0);
+        };
+        let md = Arc::clone(meta.metadata());
+        let descr = meta.parquet_schema();
+        let mut chunk = SparseChunk::new(bytes.len() as u64);
+        chunk.insert(0, bytes.clone());
+        let (mut compared, mut only_parquet_failed) = (0, 0);
+        for rg in 0..md.num_row_groups() {
+            let rows = md.row_group(rg).num_rows().max(0) as usize;
+            for leaf in 0..descr.num_columns() {
+                let cd = descr.column(leaf);
+                if cd.path().parts().len() != 1 || cd.max_rep_level() > 0 || rows == 0 {
+                    continue;
+                }
+                let md_name = (md.as_ref(), name);
+                let Ok(sizes) =
+                    crate::validate::check_row_group(md_name, rg, &[leaf], &chunk, (1 << 30, 1024))
+                else {
+                    continue;
+                };
+                let theirs = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                    ParquetRecordBatchReaderBuilder::new_with_metadata(bytes.clone(), meta.clone())
+                        .with_row_groups(vec![rg])
+                        .with_projection(ProjectionMask::leaves(descr, [leaf]))
+                        .with_batch_size(rows.max(1))
+                        .build()?
+                        .collect::<std::result::Result<Vec<RecordBatch>, _>>()
+                        .map_err(parquet::errors::ParquetError::from)
+                }));
+                let ours = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                    let pages = leaf_pages(&md, rg, leaf, &chunk, sizes.into_iter().next()).ok()?;
+                    let nullable = cd.max_def_level() == 1;
+                    let mut r = DictLeaf::open(&meta, (rg, leaf), pages, nullable, rows)?;
+                    // In uneven steps, kept and skipped in turn.
+                    let (mut idx, mut kept, mut step) = (Vec::new(), Vec::new(), 1);
+                    while kept.len() < rows {
+                        let n = step.min(rows - kept.len());
+                        let keep = step % 2 == 1;
+                        r.advance(n, keep, &mut idx)?;
+                        kept.extend(std::iter::repeat_n(keep, n));
+                        step = step * 3 % 17 + 1;
+                    }
+                    r.finished().then_some((r.values, idx, kept))
+                }))
+                .unwrap_or_else(|_| panic!("{name} rg {rg} leaf {leaf}: panicked"));
+                let ours = match (theirs, ours) {
+                    (Ok(Ok(theirs)), Some(ours)) => (theirs, ours),
+                    (_, ours) => {
+                        only_parquet_failed += ours.is_some() as usize;
+                        continue;
+                    }
+                };
+                let (theirs, ours) = ours;
+                if md.file_metadata().num_rows() < rows as i64 {
+                    continue; // `filter_rows` leaves these to the row path
+                }
+                let parts: Vec<&dyn Array> = theirs.iter().map(|b| b.column(0).as_ref()).collect();
+                let want = arrow::compute::concat(&parts)
+                    .unwrap_or_else(|e| panic!("{name} rg {rg} leaf {leaf}: {e}"));
+                let want = arrow::compute::filter(&want, &BooleanArray::from(ours.2)).unwrap();
+                let idx = UInt32Array::from(ours.1.clone());
+                let got = arrow::compute::take(&ours.0, &idx, None).unwrap();
+                assert_eq!(got.to_data(), want.to_data(), "{name} rg {rg} leaf {leaf}");
+                compared += 1;
+            }
+        }
+        (compared, only_parquet_failed)
+    }
+
+    #[test]
+    fn indices_gather_what_parquet_decodes_on_parquet_testing_files() {
+        let mut compared = 0;
+        let mut files = std::fs::read_dir(DATA)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.extension().is_some_and(|x| x == "parquet"))
+            .collect::<Vec<_>>();
+        files.sort();
+        for path in files {
+            let bytes = Bytes::from(std::fs::read(&path).unwrap());
+            let (n, only_parquet) = compare(&path.display().to_string(), &bytes);
+            assert_eq!(only_parquet, 0, "{}", path.display());
+            compared += n;
+        }
+        eprintln!("{compared} dictionary-encoded column chunks compared");
+        assert!(compared >= 60, "only {compared} chunks compared");
+    }
+
+    /// The dictionary-encoded parquet-testing files with bytes flipped at random after the
+    /// magic (pages, their headers and the footer alike): reading the indices never panics,
+    /// and agrees with parquet's builder whenever both read the chunk.
+    #[test]
+    fn corrupted_files_never_panic_and_agree_with_parquet() {
+        let files = [
+            "alltypes_dictionary.parquet",
+            "alltypes_plain.snappy.parquet",
+            "datapage_v2.snappy.parquet",
+            "data_index_bloom_encoding_stats.parquet",
+            "nation.dict-malformed.parquet",
+            "dict-page-offset-zero.parquet",
+        ];
+        let (mut compared, mut only_parquet_failed, mut seed) = (0, 0, 11u64);
+        for file in files {
+            let Ok(original) = std::fs::read(format!("{DATA}/{file}")) else {
+                continue;
+            };
+            for _ in 0..300 {
+                let mut bytes = original.clone();
+                for _ in 0..1 + seed % 3 {
+                    seed = seed
+                        .wrapping_mul(6364136223846793005)
+                        .wrapping_add(1442695040888963407);
+                    let at = 4 + (seed >> 33) as usize % (bytes.len() - 8);
+                    bytes[at] ^= 1 << ((seed >> 20) % 8);
+                }
+                let (n, only) = compare(file, &Bytes::from(bytes));
+                compared += n;
+                only_parquet_failed += only;
+            }
+        }
+        eprintln!("{compared} corrupted chunks compared");
+        assert!(compared > 1000, "only {compared} chunks compared");
+        // What parquet rejects, this path must leave to it.
+        assert_eq!(only_parquet_failed, 0);
+    }
+}

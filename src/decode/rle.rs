@@ -1,0 +1,220 @@
+//! Parquet's RLE / bit-packing hybrid encoding, decoded ([`decode`]): the dictionary indices and
+//! definition levels of a data page, for the dictionary filter ([`crate::decode::dict`]).
+//! parquet's own decoder (`parquet::encodings::rle`) is public only behind its `experimental`
+//! feature, which would pull in the variant crates and an unstable API; the format is small
+//! (<https://parquet.apache.org/docs/file-format/data-pages/encodings/>).
+//!
+//! Invariants: never reads outside its input and never panics on malformed input (a short or
+//! malformed stream is an `Err`); appends exactly the number of values asked for.
+
+/// Append `n` values of bit width `bit_width` (at most 32), RLE / bit-packing hybrid encoded in
+/// `buf` (without a length prefix), to `out`. Bytes after the `n`th value are ignored.
+pub(crate) fn decode(
+    buf: &[u8],
+    bit_width: u8,
+    n: usize,
+    out: &mut Vec<u32>,
+) -> Result<(), &'static str> {
+    if bit_width > 32 {
+        return Err("a bit width above 32");
+    }
+    let bw = bit_width as usize;
+    let mask = if bw == 32 { u32::MAX } else { (1u32 << bw) - 1 };
+    let target = out.len() + n;
+    out.reserve(n);
+    let mut at = 0usize;
+    while out.len() < target {
+        let header = varint(buf, &mut at)?;
+        let left = target - out.len();
+        if header & 1 == 0 {
+            // An RLE run: a count, then the value in ceil(bw / 8) little-endian bytes.
+            let count = (header >> 1) as usize;
+            let width = bw.div_ceil(8);
+            let bytes = buf.get(at..at + width).ok_or("a truncated RLE run")?;
+            at += width;
+            let mut v = 0u32;
+            for (i, b) in bytes.iter().enumerate() {
+                v |= (*b as u32) << (8 * i);
+            }
+            if v & !mask != 0 {
+                return Err("an RLE value wider than its bit width");
+            }
+            out.extend(std::iter::repeat_n(v, count.min(left)));
+        } else {
+            // A bit-packed run: groups of 8 values, least significant bit first.
+            let values = ((header >> 1) as usize).saturating_mul(8);
+            let take = values.min(left);
+            let data = &buf[at.min(buf.len())..];
+            // The last run may stop after its last value's byte rather than its last group's.
+            let need = (take * bw).div_ceil(8);
+            if data.len() < need {
+                return Err("a truncated bit-packed run");
+            }
+            unpack(data, bw, mask, take, out);
+            at = at.saturating_add(values.saturating_mul(bw) / 8);
+        }
+    }
+    Ok(())
+}
+
+/// Append the first `take` values of width `bw` packed in `data` (which holds at least
+/// `ceil(take * bw / 8)` bytes).
+fn unpack(data: &[u8], bw: usize, mask: u32, take: usize, out: &mut Vec<u32>) {
+    if bw == 0 {
+        out.extend(std::iter::repeat_n(0, take));
+        return;
+    }
+    let groups = take / 8;
+    let done = match bw {
+        1 => groups_of::<1>(data, groups, out),
+        2 => groups_of::<2>(data, groups, out),
+        3 => groups_of::<3>(data, groups, out),
+        4 => groups_of::<4>(data, groups, out),
+        5 => groups_of::<5>(data, groups, out),
+        6 => groups_of::<6>(data, groups, out),
+        7 => groups_of::<7>(data, groups, out),
+        8 => groups_of::<8>(data, groups, out),
+        9 => groups_of::<9>(data, groups, out),
+        10 => groups_of::<10>(data, groups, out),
+        11 => groups_of::<11>(data, groups, out),
+        12 => groups_of::<12>(data, groups, out),
+        13 => groups_of::<13>(data, groups, out),
+        14 => groups_of::<14>(data, groups, out),
+        15 => groups_of::<15>(data, groups, out),
+        16 => groups_of::<16>(data, groups, out),
+        _ => 0,
+    };
+    out.extend((done..take).map(|i| {
+        let bit = i * bw;
+        let mut word = [0u8; 8];
+        let end = data.len().min(bit / 8 + 8);
+        word[..end - bit / 8].copy_from_slice(&data[bit / 8..end]);
+        (u64::from_le_bytes(word) >> (bit % 8)) as u32 & mask
+    }));
+}
+
+/// Append the first `groups` groups of 8 values of width `BW` (at most 16: a group is one
+/// 128-bit word) packed in `data`; returns the number of values appended.
+fn groups_of<const BW: usize>(data: &[u8], groups: usize, out: &mut Vec<u32>) -> usize {
+    let mask = (1u128 << BW) - 1;
+    let mut n = 0;
+    for group in data.chunks_exact(BW).take(groups) {
+        let mut word = [0u8; 16];
+        word[..BW].copy_from_slice(group);
+        let w = u128::from_le_bytes(word);
+        let values: [u32; 8] = std::array::from_fn(|i| ((w >> (i * BW)) & mask) as u32);
+        out.extend_from_slice(&values);
+        n += 8;
+    }
+    n
+}
+
+/// An unsigned LEB128 run header at `buf[*at..]`, advancing `at`.
+fn varint(buf: &[u8], at: &mut usize) -> Result<u64, &'static str> {
+    let mut v = 0u64;
+    for shift in (0..35).step_by(7) {
+        let b = *buf.get(*at).ok_or("a truncated run header")?;
+        *at += 1;
+        v |= ((b & 0x7f) as u64) << shift;
+        if b & 0x80 == 0 {
+            return Ok(v);
+        }
+    }
+    Err("a run header longer than 5 bytes")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The hybrid encoding of `values`: an independent, naive encoder (RLE for runs of 8 or
+    /// more equal values, bit-packed groups otherwise), written from the format's description.
+    fn encode(values: &[u32], bw: usize) -> Vec<u8> {
+        fn header(out: &mut Vec<u8>, mut h: u64) {
+            loop {
+                let b = (h & 0x7f) as u8;
+                h >>= 7;
+                if h == 0 {
+                    out.push(b);
+                    return;
+                }
+                out.push(b | 0x80);
+            }
+        }
+        let mut out = Vec::new();
+        let mut i = 0;
+        while i < values.len() {
+            let run = values[i..].iter().take_while(|v| **v == values[i]).count();
+            if run >= 8 {
+                header(&mut out, (run as u64) << 1);
+                out.extend_from_slice(&values[i].to_le_bytes()[..bw.div_ceil(8)]);
+                i += run;
+            } else {
+                let chunk = &values[i..(i + 8).min(values.len())];
+                header(&mut out, (1 << 1) | 1);
+                let mut bits = vec![false; 8 * bw];
+                for (j, v) in chunk.iter().enumerate() {
+                    for b in 0..bw {
+                        bits[j * bw + b] = (v >> b) & 1 == 1;
+                    }
+                }
+                for byte in bits.chunks(8) {
+                    out.push(byte.iter().enumerate().map(|(k, b)| (*b as u8) << k).sum());
+                }
+                i += chunk.len();
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn decodes_what_a_naive_encoder_writes() {
+        let mut seed = 7u64;
+        for bw in 0..=32usize {
+            for len in [0usize, 1, 7, 8, 9, 63, 1000] {
+                let max = if bw == 32 { u32::MAX } else { (1u32 << bw) - 1 };
+                let values: Vec<u32> = (0..len)
+                    .map(|i| {
+                        seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1);
+                        // Runs and noise alike.
+                        let v = if (i / 20) % 2 == 0 {
+                            3
+                        } else {
+                            (seed >> 33) as u32
+                        };
+                        v & max
+                    })
+                    .collect();
+                let buf = encode(&values, bw);
+                let mut out = vec![42];
+                decode(&buf, bw as u8, len, &mut out).unwrap();
+                assert_eq!(out[0], 42);
+                assert_eq!(&out[1..], &values[..], "bit width {bw}, {len} values");
+            }
+        }
+    }
+
+    #[test]
+    fn malformed_streams_are_errors() {
+        let mut out = Vec::new();
+        // Empty input where values are wanted.
+        assert!(decode(&[], 3, 1, &mut out).is_err());
+        // A bit-packed run of 1 group at width 5 needs 5 bytes.
+        assert!(decode(&[0b11, 0xff], 5, 8, &mut out).is_err());
+        // An RLE value wider than its width.
+        assert!(decode(&[2 << 1, 0xff], 3, 2, &mut out).is_err());
+        // A header that never ends.
+        assert!(decode(&[0xff; 9], 3, 2, &mut out).is_err());
+        assert!(decode(&[0], 33, 1, &mut out).is_err());
+        // Runs of zero values take no values; nothing after them is an error.
+        assert!(decode(&[0, 0, 0], 8, 1, &mut out).is_err());
+    }
+
+    #[test]
+    fn a_short_final_group_is_accepted() {
+        // 3 values of width 4 bit-packed in 2 bytes, although the group holds 8.
+        let mut out = Vec::new();
+        decode(&[0b11, 0x21, 0x03], 4, 3, &mut out).unwrap();
+        assert_eq!(out, vec![1, 2, 3]);
+    }
+}
