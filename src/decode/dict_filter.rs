@@ -2,7 +2,7 @@
 //! when every column the filter reads is dictionary-encoded in the row group.
 //!
 //! Per column, the dictionary's values and the rows' indices are read by
-//! [`DictLeaf`](crate::decode::dictionary::DictLeaf). Each leaf predicate of the filter is evaluated once per dictionary
+//! [`read_chunk`](crate::decode::dictionary::read_chunk). Each leaf predicate of the filter is evaluated once per dictionary
 //! entry, plus once on a null, with the same arrow kernels as the row path; the rows' verdicts
 //! are looked up by index and combined through the filter's `AND`s and `OR`s. Output columns
 //! the stage would have kept are gathered from the dictionary values with arrow's `take`.
@@ -16,12 +16,12 @@
 
 use std::sync::Arc;
 
-use arrow::array::{Array, ArrayRef, BooleanArray, RecordBatch, UInt32Array};
+use arrow::array::{Array, BooleanArray, RecordBatch, UInt32Array};
 use arrow::buffer::BooleanBuffer;
 use arrow::datatypes::{Field, Schema};
 use parquet::arrow::arrow_reader::RowSelection;
 
-use crate::decode::dictionary::{all_dictionary, flat, DictLeaf};
+use crate::decode::dictionary::{all_dictionary, flat, read_chunk, DictChunk};
 use crate::decode::pages::leaf_pages;
 use crate::decode::stage::{Stage, StageOutput};
 use crate::error::{Error, ErrorKind, Result};
@@ -68,14 +68,10 @@ pub(crate) fn filter_rows(
         }
         let pages = leaf_pages(md, rg, leaf, chunk, Some(sizes.clone())).ok()?;
         let nullable = cd.max_def_level() == 1;
-        let mut reader = DictLeaf::open(&meta.reader, (rg, leaf), pages, nullable, rows)?;
-        let mut idx = Vec::with_capacity(rows);
-        reader.advance(rows, true, &mut idx)?;
-        if !reader.finished() {
-            return None;
-        }
-        let values = Arc::clone(&reader.values);
-        columns.push((leaf, DictColumn { values, rows: idx }));
+        columns.push((
+            leaf,
+            read_chunk(&meta.reader, (rg, leaf), pages, nullable, rows)?,
+        ));
     }
     let at = |leaf: usize| columns.iter().find(|(l, _)| *l == leaf).map(|(_, c)| c);
     let matched = mask(&filter.expr, filter, &at, rows).ok()?;
@@ -98,19 +94,11 @@ pub(crate) fn filter_rows(
     })
 }
 
-/// One column of the row group as dictionary indices.
-struct DictColumn {
-    /// The dictionary's values (then a null, when the column is nullable).
-    values: ArrayRef,
-    /// Per row: its value's position in `values`.
-    rows: Vec<u32>,
-}
-
 /// Per row of the row group: whether `e` (in negation normal form) holds, false for null.
 fn mask<'a>(
     e: &Expr,
     filter: &FileFilter,
-    column: &impl Fn(usize) -> Option<&'a DictColumn>,
+    column: &impl Fn(usize) -> Option<&'a DictChunk>,
     rows: usize,
 ) -> Result<BooleanBuffer> {
     Ok(match e {

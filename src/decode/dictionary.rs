@@ -1,11 +1,10 @@
-//! Reading a flat column chunk as its dictionary and the rows' indices into it ([`DictLeaf`]),
+//! Reading a flat column chunk as its dictionary and the rows' indices into it ([`read_chunk`]),
 //! for the dictionary filter ([`crate::decode::dict_filter`]).
 //!
 //! The dictionary page is decoded by parquet itself, fed a synthetic data page that lists each
 //! entry once, so the values have exactly the Arrow type parquet's full decode gives (decimals
 //! widened, strings as views, the schema's hints applied); the data pages' indices and
-//! definition levels are decoded with [`crate::decode::rle`], page by page as rows are asked
-//! for. A null row's index is the dictionary's length, where a nullable column's values hold
+//! definition levels are decoded with [`crate::decode::rle`]. A null row's index is the dictionary's length, where a nullable column's values hold
 //! one null.
 //!
 //! Invariants: `None` (never a panic) for anything this reader does not handle or finds
@@ -26,7 +25,7 @@ use parquet::schema::types::ColumnDescriptor;
 
 use crate::decode::rle;
 
-/// Whether leaf `cd` is a top-level column that [`DictLeaf`] can read (no repetition, no
+/// Whether leaf `cd` is a top-level column that [`read_chunk`] can read (no repetition, no
 /// enclosing struct).
 pub(crate) fn flat(cd: &ColumnDescriptor) -> bool {
     cd.path().parts().len() == 1 && cd.max_rep_level() == 0 && cd.max_def_level() <= 1
@@ -47,180 +46,161 @@ pub(crate) fn all_dictionary(col: &ColumnChunkMetaData) -> Option<bool> {
     })
 }
 
-/// A flat column chunk read as dictionary indices, page by page.
-pub(crate) struct DictLeaf {
-    pages: Box<dyn PageReader>,
+/// A flat column chunk read as its dictionary and the rows' indices into it.
+pub(crate) struct DictChunk {
     /// The dictionary's values, then one null when the column is nullable.
     pub values: ArrayRef,
-    /// Entries in the dictionary (the index of a null row).
-    n: u32,
+    /// Per row of the row group: its value's position in `values` (the dictionary's length
+    /// for a null row).
+    pub rows: Vec<u32>,
+}
+
+/// Read leaf `leaf` of row group `rg` (`rows` rows) from `pages` as a [`DictChunk`]; `None` if
+/// the chunk does not start with a non-empty dictionary parquet can decode, a data page is not
+/// dictionary-encoded or is malformed, or the pages do not hold exactly `rows` rows.
+pub(crate) fn read_chunk(
+    meta: &ArrowReaderMetadata,
+    (rg, leaf): (usize, usize),
+    mut pages: Box<dyn PageReader>,
     nullable: bool,
-    /// Rows of the row group not yet decoded into `buf`.
-    rows_left: usize,
-    /// The current page's row indices, and how many of them were consumed.
-    buf: Vec<u32>,
-    pos: usize,
+    rows: usize,
+) -> Option<DictChunk> {
+    let dict = pages.get_next_page().ok()??;
+    let n = match &dict {
+        Page::DictionaryPage { num_values, .. } => *num_values as usize,
+        _ => return None,
+    };
+    if n == 0 || n >= u32::MAX as usize {
+        return None;
+    }
+    let values = dictionary_values(meta, rg, leaf, dict, n, nullable).ok()?;
+    if values.len() != n {
+        return None;
+    }
+    let values = match nullable {
+        true => {
+            let null = new_null_array(values.data_type(), 1);
+            arrow::compute::concat(&[values.as_ref(), null.as_ref()]).ok()?
+        }
+        false => values,
+    };
+    let mut out = Vec::with_capacity(rows);
+    let mut scratch = Scratch::default();
+    while let Some(page) = pages.get_next_page().ok()? {
+        data_page(
+            &page,
+            (n as u32, nullable),
+            rows - out.len(),
+            &mut out,
+            &mut scratch,
+        )?;
+    }
+    (out.len() == rows).then_some(DictChunk { values, rows: out })
+}
+
+/// Buffers reused across the pages of a chunk.
+#[derive(Default)]
+struct Scratch {
     levels: Vec<u32>,
     present: Vec<u32>,
 }
 
-impl DictLeaf {
-    /// Read the dictionary page of leaf `leaf` (of row group `rg`, `rows` rows) from `pages`;
-    /// `None` if the chunk does not start with a non-empty dictionary parquet can decode.
-    pub fn open(
-        meta: &ArrowReaderMetadata,
-        (rg, leaf): (usize, usize),
-        mut pages: Box<dyn PageReader>,
-        nullable: bool,
-        rows: usize,
-    ) -> Option<DictLeaf> {
-        let dict = pages.get_next_page().ok()??;
-        let n = match &dict {
-            Page::DictionaryPage { num_values, .. } => *num_values as usize,
-            _ => return None,
-        };
-        if n == 0 || n >= u32::MAX as usize {
-            return None;
-        }
-        let values = dictionary_values(meta, rg, leaf, dict, n, nullable).ok()?;
-        if values.len() != n {
-            return None;
-        }
-        let values = match nullable {
-            true => {
-                let null = new_null_array(values.data_type(), 1);
-                arrow::compute::concat(&[values.as_ref(), null.as_ref()]).ok()?
-            }
-            false => values,
-        };
-        Some(DictLeaf {
-            pages,
-            values,
-            n: n as u32,
-            nullable,
-            rows_left: rows,
-            buf: Vec::new(),
-            pos: 0,
-            levels: Vec::new(),
-            present: Vec::new(),
-        })
-    }
-
-    /// Move past the next `count` rows, appending their indices to `out` when `keep`.
-    pub fn advance(&mut self, mut count: usize, keep: bool, out: &mut Vec<u32>) -> Option<()> {
-        while count > 0 {
-            if self.pos == self.buf.len() {
-                self.next_page()?;
-            }
-            let m = count.min(self.buf.len() - self.pos);
-            if keep {
-                out.extend_from_slice(&self.buf[self.pos..self.pos + m]);
-            }
-            self.pos += m;
-            count -= m;
-        }
-        Some(())
-    }
-
-    /// Whether every row was consumed and no page is left.
-    pub fn finished(&mut self) -> bool {
-        self.pos == self.buf.len()
-            && self.rows_left == 0
-            && matches!(self.pages.get_next_page(), Ok(None))
-    }
-
-    /// Decode the next data page's row indices into `buf`.
-    fn next_page(&mut self) -> Option<()> {
-        let page = self.pages.get_next_page().ok()??;
-        // A v2 page's header also counts its rows and nulls: for a flat column, rows are values.
-        let mut nulls = None;
-        let nullable = self.nullable;
-        let (num, encoding, defs, data) = match &page {
-            Page::DataPage {
-                buf,
-                num_values,
-                encoding,
-                def_level_encoding,
-                ..
-            } => {
-                if !nullable {
-                    (*num_values as usize, *encoding, None, &buf[..])
-                } else if *def_level_encoding == Encoding::RLE {
-                    let len = u32::from_le_bytes(buf.get(..4)?.try_into().ok()?) as usize;
-                    let defs = buf.get(4..4usize.checked_add(len)?)?;
-                    (*num_values as usize, *encoding, Some(defs), &buf[4 + len..])
-                } else {
-                    return None;
-                }
-            }
-            Page::DataPageV2 {
-                buf,
-                num_values,
-                encoding,
-                def_levels_byte_len,
-                rep_levels_byte_len,
-                num_nulls,
-                num_rows,
-                ..
-            } => {
-                if num_rows != num_values {
-                    return None;
-                }
-                nulls = Some(*num_nulls as usize);
-                let rep = *rep_levels_byte_len as usize;
-                let def = rep.checked_add(*def_levels_byte_len as usize)?;
-                let defs = buf.get(rep..def)?;
-                (
-                    *num_values as usize,
-                    *encoding,
-                    nullable.then_some(defs),
-                    &buf[def..],
-                )
-            }
-            Page::DictionaryPage { .. } => return None,
-        };
-        if !matches!(
+/// Append the row indices of data `page` (of a column with `n` dictionary entries) to `out`;
+/// `None` if it is not dictionary-encoded, is malformed or holds more than `room` rows.
+fn data_page(
+    page: &Page,
+    (n, nullable): (u32, bool),
+    room: usize,
+    out: &mut Vec<u32>,
+    scratch: &mut Scratch,
+) -> Option<()> {
+    // A v2 page's header also counts its rows and nulls: for a flat column, rows are values.
+    let mut nulls = None;
+    let (num, encoding, defs, data) = match page {
+        Page::DataPage {
+            buf,
+            num_values,
             encoding,
-            Encoding::PLAIN_DICTIONARY | Encoding::RLE_DICTIONARY
-        ) || num > self.rows_left
-        {
-            return None;
-        }
-        self.rows_left -= num;
-        let non_null = match defs {
-            None => num,
-            Some(defs) => {
-                self.levels.clear();
-                rle::decode(defs, 1, num, &mut self.levels).ok()?;
-                self.levels.iter().filter(|d| **d == 1).count()
-            }
-        };
-        if nulls.is_some_and(|nulls| nulls != num - non_null) {
-            return None;
-        }
-        let n = self.n;
-        let present = match defs {
-            None => &mut self.buf,
-            Some(_) => &mut self.present,
-        };
-        present.clear();
-        if non_null > 0 {
-            let (&bw, packed) = data.split_first()?;
-            rle::decode(packed, bw, non_null, present).ok()?;
-            if present.iter().any(|&i| i >= n) {
+            def_level_encoding,
+            ..
+        } => {
+            if !nullable {
+                (*num_values as usize, *encoding, None, &buf[..])
+            } else if *def_level_encoding == Encoding::RLE {
+                let len = u32::from_le_bytes(buf.get(..4)?.try_into().ok()?) as usize;
+                let defs = buf.get(4..4usize.checked_add(len)?)?;
+                (*num_values as usize, *encoding, Some(defs), &buf[4 + len..])
+            } else {
                 return None;
             }
         }
-        if defs.is_some() {
-            self.buf.clear();
-            let mut next = self.present.iter();
-            for &d in &self.levels {
-                self.buf.push(if d == 1 { *next.next()? } else { n });
+        Page::DataPageV2 {
+            buf,
+            num_values,
+            encoding,
+            def_levels_byte_len,
+            rep_levels_byte_len,
+            num_nulls,
+            num_rows,
+            ..
+        } => {
+            if num_rows != num_values {
+                return None;
             }
+            nulls = Some(*num_nulls as usize);
+            let rep = *rep_levels_byte_len as usize;
+            let def = rep.checked_add(*def_levels_byte_len as usize)?;
+            let defs = buf.get(rep..def)?;
+            (
+                *num_values as usize,
+                *encoding,
+                nullable.then_some(defs),
+                &buf[def..],
+            )
         }
-        self.pos = 0;
-        Some(())
+        Page::DictionaryPage { .. } => return None,
+    };
+    if !matches!(
+        encoding,
+        Encoding::PLAIN_DICTIONARY | Encoding::RLE_DICTIONARY
+    ) || num > room
+    {
+        return None;
     }
+    let non_null = match defs {
+        None => num,
+        Some(defs) => {
+            scratch.levels.clear();
+            rle::decode(defs, 1, num, &mut scratch.levels).ok()?;
+            scratch.levels.iter().filter(|d| **d == 1).count()
+        }
+    };
+    if nulls.is_some_and(|nulls| nulls != num - non_null) {
+        return None;
+    }
+    // Required: indices straight into `out`; nullable: the present ones, then spread.
+    let present = match defs {
+        None => &mut *out,
+        Some(_) => {
+            scratch.present.clear();
+            &mut scratch.present
+        }
+    };
+    let from = present.len();
+    if non_null > 0 {
+        let (&bw, packed) = data.split_first()?;
+        rle::decode(packed, bw, non_null, present).ok()?;
+        if present[from..].iter().any(|&i| i >= n) {
+            return None;
+        }
+    }
+    if defs.is_some() {
+        let mut next = scratch.present.iter();
+        for &d in &scratch.levels {
+            out.push(if d == 1 { *next.next()? } else { n });
+        }
+    }
+    Some(())
 }
 
 /// The `n` values of dictionary page `dict` of leaf `leaf`, decoded by parquet into the Arrow
@@ -365,7 +345,7 @@ mod tests {
     use super::*;
     use crate::decode::pages::leaf_pages;
     use crate::io::chunk::SparseChunk;
-    use arrow::array::{BooleanArray, RecordBatch, UInt32Array};
+    use arrow::array::{RecordBatch, UInt32Array};
     use parquet::arrow::arrow_reader::{ArrowReaderOptions, ParquetRecordBatchReaderBuilder};
 
     const DATA: &str = concat!(
@@ -374,8 +354,7 @@ mod tests {
     );
 
     /// Per row group and flat leaf of `bytes` that reads as dictionary indices: the values
-    /// gathered by index, for rows kept and skipped in uneven runs, equal the same rows of the
-    /// column parquet's builder decodes. Returns how many column
+    /// gathered by index equal the column parquet's builder decodes. Returns how many column
     /// chunks were compared and in how many only parquet failed, and panics on a difference.
     fn compare(name: &str, bytes: &Bytes) -> (usize, usize) {
         let opts = ArrowReaderOptions::new()
@@ -413,17 +392,7 @@ mod tests {
                 let ours = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
                     let pages = leaf_pages(&md, rg, leaf, &chunk, sizes.into_iter().next()).ok()?;
                     let nullable = cd.max_def_level() == 1;
-                    let mut r = DictLeaf::open(&meta, (rg, leaf), pages, nullable, rows)?;
-                    // In uneven steps, kept and skipped in turn.
-                    let (mut idx, mut kept, mut step) = (Vec::new(), Vec::new(), 1);
-                    while kept.len() < rows {
-                        let n = step.min(rows - kept.len());
-                        let keep = step % 2 == 1;
-                        r.advance(n, keep, &mut idx)?;
-                        kept.extend(std::iter::repeat_n(keep, n));
-                        step = step * 3 % 17 + 1;
-                    }
-                    r.finished().then_some((r.values, idx, kept))
+                    read_chunk(&meta, (rg, leaf), pages, nullable, rows)
                 }))
                 .unwrap_or_else(|_| panic!("{name} rg {rg} leaf {leaf}: panicked"));
                 let ours = match (theirs, ours) {
@@ -440,9 +409,8 @@ mod tests {
                 let parts: Vec<&dyn Array> = theirs.iter().map(|b| b.column(0).as_ref()).collect();
                 let want = arrow::compute::concat(&parts)
                     .unwrap_or_else(|e| panic!("{name} rg {rg} leaf {leaf}: {e}"));
-                let want = arrow::compute::filter(&want, &BooleanArray::from(ours.2)).unwrap();
-                let idx = UInt32Array::from(ours.1.clone());
-                let got = arrow::compute::take(&ours.0, &idx, None).unwrap();
+                let idx = UInt32Array::from(ours.rows.clone());
+                let got = arrow::compute::take(&ours.values, &idx, None).unwrap();
                 assert_eq!(got.to_data(), want.to_data(), "{name} rg {rg} leaf {leaf}");
                 compared += 1;
             }
