@@ -32,13 +32,13 @@ use std::process::Command;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use arrow::array::{Array, ArrayRef, Int32Array, RecordBatch, StructArray};
+use arrow::array::{Array, ArrayRef, BooleanArray, Int32Array, RecordBatch, StructArray};
 use arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use bytes::Bytes;
 use object_store::memory::InMemory;
 use object_store::path::Path;
 use object_store::{ObjectStore, ObjectStoreExt};
-use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+use parquet::arrow::arrow_reader::{ParquetRecordBatchReaderBuilder, RowSelection};
 use parquet::arrow::ArrowWriter;
 use parquet::basic::{Compression, Encoding};
 use parquet::file::properties::{EnabledStatistics, WriterProperties, WriterVersion};
@@ -749,6 +749,114 @@ fn reference(bytes: Vec<u8>, batch: usize) -> Option<(SchemaRef, Vec<RecordBatch
     outcome_value(out).flatten()
 }
 
+/// The rows of a `rows`-row file a selected scan keeps: about one in `k`, pseudo-randomly,
+/// alone and in runs (so pages are read densely, sparsely and skipped).
+fn keep_rows(rows: usize, k: u64, seed: u64) -> Vec<bool> {
+    let mut rng = Rng(seed);
+    let mut keep = Vec::with_capacity(rows);
+    while keep.len() < rows {
+        let run = rng.between(1, 40) as usize;
+        let on = rng.below(k) == 0;
+        keep.extend(std::iter::repeat_n(on, run.min(rows - keep.len())));
+        if rng.chance(25) && keep.len() < rows {
+            keep.push(true);
+        }
+    }
+    keep.truncate(rows);
+    keep
+}
+
+/// Scan `bytes` as object `name` with only the rows of `keep` selected (the row selection is
+/// the direct reader's input: `rayquet::decode::direct`), with the watchdog.
+fn scan_selected(name: &str, bytes: Vec<u8>, keep: &[bool], views: bool, what: &str) -> Got {
+    let store: Arc<dyn ObjectStore> = Arc::new(InMemory::new());
+    let path = Path::from(name);
+    futures::executor::block_on(store.put(&path, Bytes::from(bytes).into())).unwrap();
+    let selection = RowSelection::from_filters(&[BooleanArray::from(keep.to_vec())]);
+    let (batch, file) = (batch_size(name), name.to_string());
+    let outcome = run_with_timeout(CASE_TIMEOUT, move || {
+        let scan = Scan::from_store(store, [path])
+            .memory_budget(BUDGET)
+            .batch_size(batch)
+            .string_views(views)
+            .select_rows(file, selection);
+        match common::read_all(Ok(scan)) {
+            Ok((schema, batches)) => Got::Rows(schema, batches),
+            Err(e) => Got::Failed(e),
+        }
+    });
+    match outcome {
+        Outcome::Done(g) => g,
+        Outcome::Panicked(m) => panic!("{what}: a panic escaped the selected scan: {m}"),
+        Outcome::TimedOut => panic!("{what}: no result from the selected scan (hang)"),
+    }
+}
+
+/// parquet's own reader on `bytes`, each row group with its rows of `keep` selected; `None` if
+/// it failed or panicked.
+fn reference_selected(
+    bytes: Vec<u8>,
+    batch: usize,
+    keep: Vec<bool>,
+) -> Option<(SchemaRef, Vec<RecordBatch>)> {
+    let out = run_with_timeout(CASE_TIMEOUT, move || {
+        big_stack(move || {
+            std::panic::catch_unwind(|| {
+                let bytes = Bytes::from(bytes);
+                let b = ParquetRecordBatchReaderBuilder::try_new(bytes.clone()).ok()?;
+                let schema = b.schema().clone();
+                let md = b.metadata().clone();
+                let mut batches = Vec::new();
+                let mut first = 0usize;
+                for rg in 0..md.num_row_groups() {
+                    let n = usize::try_from(md.row_group(rg).num_rows()).ok()?;
+                    let part = keep.get(first..first.checked_add(n)?)?.to_vec();
+                    first += n;
+                    let sel = RowSelection::from_filters(&[BooleanArray::from(part)]);
+                    let r = ParquetRecordBatchReaderBuilder::try_new(bytes.clone())
+                        .ok()?
+                        .with_row_groups(vec![rg])
+                        .with_batch_size(batch)
+                        .with_row_selection(sel)
+                        .build()
+                        .ok()?;
+                    for b in r {
+                        batches.push(b.ok()?);
+                    }
+                }
+                Some((schema, batches))
+            })
+            .ok()
+            .flatten()
+        })
+    });
+    outcome_value(out).flatten()
+}
+
+/// The selected scan of a case whose whole scan read like parquet's reader: where parquet's
+/// reader also reads the selected rows, the rows must be the same. Returns whether they were
+/// compared.
+fn check_selected(name: &str, bytes: &[u8], rows: usize, seed: u64, what: &str) -> bool {
+    let keep = keep_rows(rows, [2, 4, 20, 200][(seed % 4) as usize], seed);
+    let views = seed % 3 == 0;
+    let got = scan_selected(name, bytes.to_vec(), &keep, views, what);
+    let Got::Rows(schema, batches) = got else {
+        return false;
+    };
+    match reference_selected(bytes.to_vec(), batch_size(name), keep) {
+        Some((s, expected)) if s.fields().len() == schema.fields().len() => {
+            let Some(batches) = cast_to(&s, &batches) else {
+                return false;
+            };
+            if let Err(m) = common::same_rows(&s, &expected, &batches, what) {
+                panic!("{what}: selected rows differ from parquet's reader: {m}");
+            }
+            true
+        }
+        _ => false,
+    }
+}
+
 /// `batches` cast to `schema`'s column types (string views to strings), if they can be.
 fn cast_to(schema: &SchemaRef, batches: &[RecordBatch]) -> Option<Vec<RecordBatch>> {
     batches
@@ -792,6 +900,8 @@ struct Summary {
     panics: usize,
     reference_agrees: usize,
     reference_failed: usize,
+    /// Cases whose selected rows read the same as parquet's reader with the same selection.
+    selected_agrees: usize,
     peak: usize,
     peak_case: String,
     largest: usize,
@@ -885,6 +995,15 @@ fn fuzz_hostile_files() {
             assert_eq!(names(schema), names(&s), "{what}: schema");
             let batches = cast_to(&s, batches).expect("cast to the reference's types");
             common::assert_same_rows(&s, &expected, &batches, &what);
+            let rows = expected.iter().map(|b| b.num_rows()).sum();
+            for seed in 0..4 {
+                let what = format!("{what}, rows selected ({seed})");
+                assert!(
+                    check_selected(&name, &base.bytes, rows, seed, &what),
+                    "{what}"
+                );
+                sum.selected_agrees += 1;
+            }
         }
         sum.record(&what, &name, &got, peak);
     }
@@ -906,7 +1025,7 @@ fn fuzz_hostile_files() {
                             .zip(schema.fields())
                             .all(|(a, b)| a.name() == b.name())
                 };
-                match reference(bytes, batch_size(&name)) {
+                match reference(bytes.clone(), batch_size(&name)) {
                     Some((s, expected)) if same(&s) && cast_to(&s, batches).is_some() => {
                         let batches = cast_to(&s, batches).unwrap();
                         let r = common::same_rows(&s, &expected, &batches, &what);
@@ -914,6 +1033,12 @@ fn fuzz_hostile_files() {
                             panic!("{what}: rayquet and parquet's reader differ: {m}");
                         }
                         sum.reference_agrees += 1;
+                        // Every fourth readable case again, a selection of its rows.
+                        let rows = expected.iter().map(|b| b.num_rows()).sum();
+                        if case % 4 == 0 && check_selected(&name, &bytes, rows, case as u64, &what)
+                        {
+                            sum.selected_agrees += 1;
+                        }
                     }
                     _ => sum.reference_failed += 1,
                 }
@@ -933,6 +1058,10 @@ fn fuzz_hostile_files() {
         "  Ok: {} ({} identical to parquet's reader, {} where parquet's reader failed or \
          read another schema)",
         sum.ok, sum.reference_agrees, sum.reference_failed
+    );
+    println!(
+        "  rows selected: {} cases identical to parquet's reader with the same selection",
+        sum.selected_agrees
     );
     for (kind, n) in &sum.errors {
         println!("  Err {kind}: {n}");

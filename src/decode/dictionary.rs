@@ -205,7 +205,7 @@ fn data_page(
 
 /// The `n` values of dictionary page `dict` of leaf `leaf`, decoded by parquet into the Arrow
 /// type a full decode gives: parquet reads a synthetic data page whose indices are `0..n`.
-fn dictionary_values(
+pub(crate) fn dictionary_values(
     meta: &ArrowReaderMetadata,
     rg: usize,
     leaf: usize,

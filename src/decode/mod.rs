@@ -9,6 +9,8 @@
 //!   dictionary-encoded (each predicate evaluated once per dictionary entry).
 //! - [`dictionary`]: a flat column chunk read as its dictionary and the rows' indices, with
 //!   [`rle`] decoding the indices.
+//! - [`direct`]: a part's flat columns read with a row selection, only the selected rows
+//!   decoded, straight into the output arrays; parquet's reader takes over on anything else.
 //! - [`positions`]: the row-index column.
 //! - [`pages`]: the reader both use: parquet's decoders over pages decompressed into pooled
 //!   buffers ([`crate::pool`]).
@@ -20,6 +22,7 @@
 pub(crate) mod assemble;
 pub(crate) mod dict_filter;
 pub(crate) mod dictionary;
+pub(crate) mod direct;
 pub(crate) mod pages;
 pub(crate) mod part;
 pub(crate) mod positions;

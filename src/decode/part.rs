@@ -1,5 +1,6 @@
 //! Decode: parquet's sync reader over fetched bytes (pages decompressed into pooled buffers,
-//! [`crate::decode::pages`]), run on the rayon pool only.
+//! [`crate::decode::pages`]), or the direct reader of selected rows
+//! ([`crate::decode::direct`]), run on the rayon pool only.
 //!
 //! One [`PartDecoder`] per part of a slot. A decode task produces batches into the slot's
 //! [`Assembler`] until its part holds more undelivered bytes than its allowance and at least
@@ -14,10 +15,11 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use arrow::array::RecordBatch;
-use parquet::arrow::arrow_reader::{ParquetRecordBatchReader, RowSelection};
+use parquet::arrow::arrow_reader::RowSelection;
 
 use crate::decode::assemble::Assembler;
-use crate::decode::pages::{row_group_reader, Leaves};
+use crate::decode::direct::{self, RowGroupReader};
+use crate::decode::pages::Leaves;
 use crate::decode::DecodeCtx;
 use crate::error::{Error, Result};
 use crate::flow::event::Event;
@@ -54,7 +56,7 @@ pub(crate) struct PartDecoder {
     rows: PartRows,
     /// Keeps the slot's fetched bytes counted as buffered until every part has ended.
     held: Option<Arc<Held>>,
-    reader: Option<ParquetRecordBatchReader>,
+    reader: Option<RowGroupReader>,
 }
 
 impl std::fmt::Debug for PartDecoder {
@@ -177,7 +179,7 @@ impl PartDecoder {
                 sizes,
             };
             let rows = (self.rows.selection.take(), self.rows.page_level);
-            let reader = row_group_reader(&meta.reader, rg, leaves, chunk, rows, batch)
+            let reader = direct::open(&meta.reader, rg, leaves, chunk, rows, batch)
                 .map_err(|e| Error::decoding(e, name, rg))?;
             self.reader = Some(reader);
         }

@@ -1,5 +1,6 @@
-//! Parquet's RLE / bit-packing hybrid encoding, decoded ([`decode`]): the dictionary indices and
-//! definition levels of a data page, for the dictionary filter ([`crate::decode::dict`]).
+//! Parquet's RLE / bit-packing hybrid encoding, decoded ([`decode`]) or stepped through
+//! ([`Cursor`]): the dictionary indices and definition levels of a data page, for the dictionary
+//! filter ([`crate::decode::dict_filter`]) and the direct reader ([`crate::decode::direct`]).
 //! parquet's own decoder (`parquet::encodings::rle`) is public only behind its `experimental`
 //! feature, which would pull in the variant crates and an unstable API; the format is small
 //! (<https://parquet.apache.org/docs/file-format/data-pages/encodings/>).
@@ -107,6 +108,162 @@ fn groups_of<const BW: usize>(data: &[u8], groups: usize, out: &mut Vec<u32>) ->
         n += 8;
     }
     n
+}
+
+/// A position in an RLE / bit-packing hybrid stream, read one value at a time ([`Cursor::next`])
+/// or moved ahead without unpacking ([`Cursor::skip`], [`Cursor::skip_sum`]): the values of
+/// selected rows only, for the direct reader ([`crate::decode::direct`]). It holds offsets, not
+/// the bytes: every call takes the stream it was made for.
+///
+/// Invariants: never reads outside the stream, never panics; a value past the stream's end (or
+/// a malformed run) is an `Err`.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Cursor {
+    /// Offset of the next run header.
+    at: usize,
+    bw: usize,
+    mask: u64,
+    /// Values left in the current run.
+    left: usize,
+    /// The current run's value, when it is an RLE run.
+    rle: Option<u32>,
+    /// Bit offset of the next value, in a bit-packed run.
+    bit: usize,
+}
+
+impl Cursor {
+    /// A cursor at the start of a stream of values of width `bit_width` (at most 32).
+    pub fn new(bit_width: u8) -> Result<Self, &'static str> {
+        if bit_width > 32 {
+            return Err("a bit width above 32");
+        }
+        let bw = bit_width as usize;
+        Ok(Cursor {
+            bw,
+            mask: (1u64 << bw) - 1,
+            ..Cursor::default()
+        })
+    }
+
+    /// Start the next run with at least one value.
+    #[inline(never)]
+    fn next_run(&mut self, buf: &[u8]) -> Result<(), &'static str> {
+        loop {
+            let header = varint(buf, &mut self.at)?;
+            if header & 1 == 0 {
+                let width = self.bw.div_ceil(8);
+                let bytes = buf
+                    .get(self.at..self.at + width)
+                    .ok_or("a truncated RLE run")?;
+                self.at += width;
+                let mut v = 0u32;
+                for (i, b) in bytes.iter().enumerate() {
+                    v |= (*b as u32) << (8 * i);
+                }
+                if v as u64 & !self.mask != 0 {
+                    return Err("an RLE value wider than its bit width");
+                }
+                self.rle = Some(v);
+                self.left = (header >> 1) as usize;
+            } else {
+                let values = ((header >> 1) as usize).saturating_mul(8);
+                self.rle = None;
+                self.bit = self.at.saturating_mul(8);
+                self.left = values;
+                self.at = self.at.saturating_add(values.saturating_mul(self.bw) / 8);
+            }
+            if self.left > 0 {
+                return Ok(());
+            }
+        }
+    }
+
+    /// The next value.
+    #[inline]
+    pub fn next(&mut self, buf: &[u8]) -> Result<u32, &'static str> {
+        if self.left == 0 {
+            self.next_run(buf)?;
+        }
+        self.left -= 1;
+        match self.rle {
+            Some(v) => Ok(v),
+            None => {
+                let v = bits(buf, self.bit, self.bw, self.mask)?;
+                self.bit += self.bw;
+                Ok(v)
+            }
+        }
+    }
+
+    /// Move past `n` values.
+    #[inline]
+    pub fn skip(&mut self, mut n: usize, buf: &[u8]) -> Result<(), &'static str> {
+        while n > 0 {
+            if self.left == 0 {
+                self.next_run(buf)?;
+            }
+            let k = n.min(self.left);
+            if self.rle.is_none() {
+                self.bit += k * self.bw;
+            }
+            self.left -= k;
+            n -= k;
+        }
+        Ok(())
+    }
+
+    /// Move past `n` values of a stream of width 1 (definition levels), returning how many of
+    /// them are 1.
+    pub fn skip_sum(&mut self, mut n: usize, buf: &[u8]) -> Result<usize, &'static str> {
+        if self.bw != 1 {
+            return Err("skip_sum of a stream wider than 1 bit");
+        }
+        let mut ones = 0;
+        while n > 0 {
+            if self.left == 0 {
+                self.next_run(buf)?;
+            }
+            let k = n.min(self.left);
+            match self.rle {
+                Some(v) => ones += k * v as usize,
+                None => {
+                    ones += count_ones(buf, self.bit, k)?;
+                    self.bit += k;
+                }
+            }
+            self.left -= k;
+            n -= k;
+        }
+        Ok(ones)
+    }
+}
+
+/// The value of width `bw` (mask `mask`) at bit offset `bit` of `buf`.
+#[inline]
+fn bits(buf: &[u8], bit: usize, bw: usize, mask: u64) -> Result<u32, &'static str> {
+    let byte = bit / 8;
+    let word = match buf.get(byte..byte + 8) {
+        Some(w) => u64::from_le_bytes(w.try_into().expect("8 bytes")),
+        None => {
+            if bit + bw > buf.len() * 8 {
+                return Err("a truncated bit-packed run");
+            }
+            let mut w = [0u8; 8];
+            let tail = &buf[byte.min(buf.len())..];
+            w[..tail.len()].copy_from_slice(tail);
+            u64::from_le_bytes(w)
+        }
+    };
+    Ok(((word >> (bit % 8)) & mask) as u32)
+}
+
+/// How many of the `n` bits from bit offset `bit` of `buf` are set.
+fn count_ones(buf: &[u8], bit: usize, n: usize) -> Result<usize, &'static str> {
+    if bit + n > buf.len() * 8 {
+        return Err("a truncated bit-packed run");
+    }
+    let chunks = arrow::util::bit_chunk_iterator::UnalignedBitChunk::new(buf, bit, n);
+    Ok(chunks.count_ones())
 }
 
 /// An unsigned LEB128 run header at `buf[*at..]`, advancing `at`.

@@ -1,0 +1,563 @@
+//! A column's output, built value by value from the rows a [`DataPage`] walk finds
+//! ([`Build`]): fixed-width values ([`Fixed`]), string and binary views ([`Views`]), and
+//! offset-based strings and binaries ([`Offsets`]).
+//!
+//! The Arrow type comes from the file's schema ([`builder_for`] says which pairs of Parquet
+//! physical type and Arrow type are built here; the rest is left to parquet). Plain values,
+//! in data pages and in the dictionary page alike, are converted as parquet converts them (the
+//! same bits, or sign-extended for a wider decimal or timestamp); strings are checked to be
+//! UTF-8 as parquet checks them. Offset-based dictionaries are decoded by parquet itself.
+//!
+//! Invariants: a builder's arrays always have as many values as rows appended; an index past
+//! the dictionary, a string that is not UTF-8, a value Arrow's validation refuses or an offset
+//! overflow is a [`Fallback`]. Every view points inside a buffer of its array.
+
+use std::sync::Arc;
+
+use arrow::array::builder::make_view;
+use arrow::array::{
+    make_array, Array, ArrayData, ArrayRef, BinaryViewArray, BooleanBufferBuilder, OffsetSizeTrait,
+    StringViewArray,
+};
+use arrow::buffer::{Buffer, NullBuffer, ScalarBuffer};
+use arrow::datatypes::{ArrowNativeType, DataType, TimeUnit};
+use bytes::Bytes;
+use parquet::basic::Type as PhysicalType;
+
+use super::page::{byte_array, At, DataPage, Kind, Utf8Runs};
+use super::Fallback;
+
+/// A column chunk's dictionary page: its plain-encoded values and their count.
+pub(crate) struct DictPage<'a> {
+    pub buf: &'a Bytes,
+    pub n: usize,
+    /// The dictionary decoded by parquet into the column's Arrow type, for builders that do
+    /// not decode it themselves.
+    pub parquet: &'a mut dyn FnMut() -> Result<ArrayRef, Fallback>,
+}
+
+/// The output of one column for the batch being built.
+pub(crate) trait Build: Send {
+    /// Take the column chunk's dictionary.
+    fn dictionary(&mut self, dict: DictPage<'_>) -> Result<(), Fallback>;
+    /// Make room for `rows` more rows.
+    fn reserve(&mut self, rows: usize);
+    /// Append the values of `rows` (row-group positions inside `page`, increasing).
+    fn append(&mut self, page: &mut DataPage, rows: &[u32]) -> Result<(), Fallback>;
+    /// The array of the values appended since the last call, of type `dt`.
+    fn finish(&mut self, dt: &DataType) -> Result<ArrayRef, Fallback>;
+}
+
+/// A builder for leaf `physical` read as `dt`, and the width of its plain values (`None`: byte
+/// arrays); `None` when this pair is left to parquet.
+pub(crate) fn builder_for(
+    physical: PhysicalType,
+    dt: &DataType,
+    nullable: bool,
+) -> Option<(Box<dyn Build>, Option<usize>)> {
+    use DataType as D;
+    use PhysicalType as P;
+    let width = match physical {
+        P::INT32 | P::FLOAT => 4,
+        P::INT64 | P::DOUBLE => 8,
+        _ => 0,
+    };
+    let b: Box<dyn Build> = match (physical, dt) {
+        (
+            P::INT32,
+            D::Int32
+            | D::UInt32
+            | D::Date32
+            | D::Time32(TimeUnit::Second | TimeUnit::Millisecond)
+            | D::Decimal32(_, _),
+        )
+        | (P::FLOAT, D::Float32) => Box::new(Fixed::<i32>::new(width, nullable)),
+        (P::INT32, D::Timestamp(_, _) | D::Decimal64(_, _)) => {
+            Box::new(Fixed::<i64>::new(width, nullable))
+        }
+        (P::INT32 | P::INT64, D::Decimal128(_, _)) => Box::new(Fixed::<i128>::new(width, nullable)),
+        (
+            P::INT64,
+            D::Int64
+            | D::UInt64
+            | D::Date64
+            | D::Time64(TimeUnit::Microsecond | TimeUnit::Nanosecond)
+            | D::Duration(_)
+            | D::Timestamp(_, _)
+            | D::Decimal64(_, _),
+        )
+        | (P::DOUBLE, D::Float64) => Box::new(Fixed::<i64>::new(width, nullable)),
+        (P::BYTE_ARRAY, D::Utf8View) => Box::new(Views::new(true, nullable)),
+        (P::BYTE_ARRAY, D::BinaryView) => Box::new(Views::new(false, nullable)),
+        (P::BYTE_ARRAY, D::Utf8 | D::Binary) => Box::new(Offsets::<i32>::new(nullable)),
+        (P::BYTE_ARRAY, D::LargeUtf8 | D::LargeBinary) => Box::new(Offsets::<i64>::new(nullable)),
+        _ => return None,
+    };
+    Some((b, (width > 0).then_some(width)))
+}
+
+/// Validity of the rows appended, for a nullable column.
+fn nulls(nullable: bool) -> Option<BooleanBufferBuilder> {
+    nullable.then(|| BooleanBufferBuilder::new(0))
+}
+
+/// The null buffer of the rows appended (none when every row is valid), builder emptied.
+fn finish_nulls(b: &mut Option<BooleanBufferBuilder>) -> Option<NullBuffer> {
+    let n = NullBuffer::new(b.as_mut()?.finish());
+    (n.null_count() > 0).then_some(n)
+}
+
+fn array(data: arrow::array::ArrayDataBuilder) -> Result<ArrayRef, Fallback> {
+    data.build()
+        .map(make_array)
+        .map_err(|_| Fallback("a value Arrow's validation refused"))
+}
+
+/// `rows` are valid, for a nullable column.
+fn all_valid(nulls: &mut Option<BooleanBufferBuilder>, rows: usize) {
+    if let Some(n) = nulls.as_mut() {
+        n.append_n(rows, true);
+    }
+}
+
+/// The page-relative range of `rows` (increasing positions in a page starting at row `first`)
+/// when they are consecutive.
+#[inline]
+fn consecutive(rows: &[u32], first: usize) -> Option<std::ops::Range<usize>> {
+    let (&a, &b) = (rows.first()?, rows.last()?);
+    ((b - a) as usize + 1 == rows.len()).then(|| a as usize - first..b as usize + 1 - first)
+}
+
+/// A native type whose bits hold a plain value of up to 8 bytes, converted as parquet's reader
+/// converts it (`i32`: the same bits; `i64`, `i128`: sign-extended).
+pub(crate) trait Word: ArrowNativeType + Default {
+    fn from_plain(bytes: &[u8], i: usize, width: usize) -> Self;
+    fn from_i64(v: i64) -> Self;
+}
+
+#[inline]
+fn plain(bytes: &[u8], i: usize, width: usize) -> i64 {
+    if width == 4 {
+        i32::from_le_bytes(bytes[i * 4..i * 4 + 4].try_into().expect("4 bytes")) as i64
+    } else {
+        i64::from_le_bytes(bytes[i * 8..i * 8 + 8].try_into().expect("8 bytes"))
+    }
+}
+
+impl Word for i32 {
+    #[inline]
+    fn from_i64(v: i64) -> Self {
+        v as i32
+    }
+    #[inline]
+    fn from_plain(bytes: &[u8], i: usize, width: usize) -> Self {
+        plain(bytes, i, width) as i32
+    }
+}
+impl Word for i64 {
+    #[inline]
+    fn from_i64(v: i64) -> Self {
+        v
+    }
+    #[inline]
+    fn from_plain(bytes: &[u8], i: usize, width: usize) -> Self {
+        plain(bytes, i, width)
+    }
+}
+impl Word for i128 {
+    #[inline]
+    fn from_i64(v: i64) -> Self {
+        v as i128
+    }
+    #[inline]
+    fn from_plain(bytes: &[u8], i: usize, width: usize) -> Self {
+        plain(bytes, i, width) as i128
+    }
+}
+
+/// Fixed-width values, held as the native type of their Arrow width.
+pub(crate) struct Fixed<T: Word> {
+    /// The width of the physical values in a plain page: 4 or 8.
+    width: usize,
+    dict: Vec<T>,
+    out: Vec<T>,
+    nulls: Option<BooleanBufferBuilder>,
+}
+
+impl<T: Word> Fixed<T> {
+    fn new(width: usize, nullable: bool) -> Self {
+        Fixed {
+            width,
+            dict: Vec::new(),
+            out: Vec::new(),
+            nulls: nulls(nullable),
+        }
+    }
+}
+
+impl<T: Word> Build for Fixed<T> {
+    fn dictionary(&mut self, dict: DictPage<'_>) -> Result<(), Fallback> {
+        if dict.buf.len() / self.width < dict.n {
+            return Err(Fallback("a dictionary page shorter than its values"));
+        }
+        self.dict.clear();
+        let w = self.width;
+        self.dict
+            .extend((0..dict.n).map(|i| T::from_plain(dict.buf, i, w)));
+        Ok(())
+    }
+
+    fn reserve(&mut self, rows: usize) {
+        self.out.reserve(rows);
+    }
+
+    fn append(&mut self, page: &mut DataPage, rows: &[u32]) -> Result<(), Fallback> {
+        let first = page.first;
+        let width = self.width;
+        let values = page.values().clone();
+        // The common cases without a null: a tight loop (tighter over consecutive rows).
+        if let Some(d) = page.dense().filter(|d| d.positions.is_empty()) {
+            let run = consecutive(rows, first);
+            match page.kind {
+                Kind::Dict if (d.max_index as usize) < self.dict.len() => {
+                    let dict = &self.dict[..];
+                    let idx = &d.values[..];
+                    match run {
+                        Some(run) => self.out.extend(idx[run].iter().map(|&k| dict[k as usize])),
+                        None => self
+                            .out
+                            .extend(rows.iter().map(|&r| dict[idx[r as usize - first] as usize])),
+                    }
+                    all_valid(&mut self.nulls, rows.len());
+                    return Ok(());
+                }
+                Kind::Fixed { .. } => {
+                    let v = &values[..];
+                    match (run, width) {
+                        (Some(run), 4) => self.out.extend(
+                            v[run.start * 4..run.end * 4].chunks_exact(4).map(|c| {
+                                T::from_i64(i32::from_le_bytes(c.try_into().expect("4")) as i64)
+                            }),
+                        ),
+                        (Some(run), _) => self.out.extend(
+                            v[run.start * 8..run.end * 8]
+                                .chunks_exact(8)
+                                .map(|c| T::from_i64(i64::from_le_bytes(c.try_into().expect("8")))),
+                        ),
+                        (None, _) => self.out.extend(
+                            rows.iter()
+                                .map(|&r| T::from_plain(v, r as usize - first, width)),
+                        ),
+                    }
+                    all_valid(&mut self.nulls, rows.len());
+                    return Ok(());
+                }
+                _ => {}
+            }
+        }
+        let (out, nulls) = (&mut self.out, &mut self.nulls);
+        let dict = &self.dict[..];
+        out.reserve(rows.len());
+        page.walk(rows, |at| {
+            let v = match at {
+                At::Null => {
+                    out.push(T::default());
+                    if let Some(n) = nulls.as_mut() {
+                        n.append(false);
+                    }
+                    return Ok(());
+                }
+                At::Index(k) => *dict
+                    .get(k as usize)
+                    .ok_or(Fallback("an index past the dictionary"))?,
+                At::Plain(i) => T::from_plain(&values, i, width),
+                At::Bytes { .. } => return Err(Fallback("byte arrays in a fixed-width column")),
+            };
+            out.push(v);
+            if let Some(n) = nulls.as_mut() {
+                n.append(true);
+            }
+            Ok(())
+        })
+    }
+
+    fn finish(&mut self, dt: &DataType) -> Result<ArrayRef, Fallback> {
+        let out = std::mem::take(&mut self.out);
+        let data = ArrayData::builder(dt.clone())
+            .len(out.len())
+            .add_buffer(Buffer::from_vec(out))
+            .nulls(finish_nulls(&mut self.nulls));
+        array(data)
+    }
+}
+
+/// String or binary views: gathered from the dictionary's views, or made over a plain page's
+/// bytes (the page's buffer, and the dictionary page's, become data buffers of the array, as
+/// in parquet).
+pub(crate) struct Views {
+    /// Strings: every value is checked to be UTF-8 before its view is made.
+    utf8: bool,
+    /// The dictionary's views (into buffer 0) and its page's buffer.
+    dict: Option<(Vec<u128>, Buffer)>,
+    /// Where the dictionary's buffer is in `buffers`, once added to this batch.
+    dict_block: Option<u32>,
+    out: Vec<u128>,
+    buffers: Vec<Buffer>,
+    nulls: Option<BooleanBufferBuilder>,
+}
+
+impl Views {
+    fn new(utf8: bool, nullable: bool) -> Self {
+        Views {
+            utf8,
+            dict: None,
+            dict_block: None,
+            out: Vec::new(),
+            buffers: Vec::new(),
+            nulls: nulls(nullable),
+        }
+    }
+
+    /// The view of `bytes` at `offset` of block `block`, after checking a string's UTF-8.
+    #[inline]
+    fn view(utf8: bool, bytes: &[u8], block: u32, offset: usize) -> Result<u128, Fallback> {
+        if utf8 && std::str::from_utf8(bytes).is_err() {
+            return Err(Fallback("a string that is not UTF-8"));
+        }
+        Ok(make_view(bytes, block, offset as u32))
+    }
+}
+
+impl Build for Views {
+    fn dictionary(&mut self, dict: DictPage<'_>) -> Result<(), Fallback> {
+        let mut views = Vec::with_capacity(dict.n);
+        let mut at = 0;
+        let mut check = Utf8Runs::default();
+        for _ in 0..dict.n {
+            let (start, end) = byte_array(dict.buf, at)?;
+            if self.utf8 {
+                check.next(dict.buf, start)?;
+            }
+            views.push(make_view(&dict.buf[start..end], 0, start as u32));
+            at = end;
+        }
+        if self.utf8 {
+            check.finish(dict.buf, at)?;
+        }
+        self.dict = Some((views, Buffer::from(dict.buf.clone())));
+        self.dict_block = None;
+        Ok(())
+    }
+
+    fn reserve(&mut self, rows: usize) {
+        self.out.reserve(rows);
+    }
+
+    fn append(&mut self, page: &mut DataPage, rows: &[u32]) -> Result<(), Fallback> {
+        let values = page.values().clone();
+        // Strings of a dense page were checked all at once.
+        let utf8 = self.utf8 && !page.utf8_checked();
+        let first = page.first;
+        // The dictionary's buffer, or the page's, as a data buffer of this batch.
+        let block = if page.kind == Kind::Dict {
+            let (_, buf) = self.dict.as_ref().ok_or(Fallback("no dictionary"))?;
+            match self.dict_block {
+                Some(b) => b,
+                None => {
+                    self.buffers.push(buf.clone());
+                    let b = self.buffers.len() as u32 - 1;
+                    self.dict_block = Some(b);
+                    b
+                }
+            }
+        } else {
+            let buf = Buffer::from(values.clone());
+            match self.buffers.last() {
+                Some(last) if last.ptr_eq(&buf) => self.buffers.len() as u32 - 1,
+                _ => {
+                    self.buffers.push(buf);
+                    self.buffers.len() as u32 - 1
+                }
+            }
+        };
+        // A view into the dictionary's buffer is moved to its block in this batch.
+        let shift = |v: u128| {
+            if (v as u32) > 12 {
+                v + ((block as u128) << 64)
+            } else {
+                v
+            }
+        };
+        let dict: &[u128] = self.dict.as_ref().map(|(v, _)| &v[..]).unwrap_or(&[]);
+        if let Some(d) = page.dense().filter(|d| d.positions.is_empty()) {
+            if page.kind == Kind::Dict && (d.max_index as usize) < dict.len() {
+                let idx = &d.values[..];
+                match consecutive(rows, first) {
+                    Some(run) => self
+                        .out
+                        .extend(idx[run].iter().map(|&k| shift(dict[k as usize]))),
+                    None => self.out.extend(
+                        rows.iter()
+                            .map(|&r| shift(dict[idx[r as usize - first] as usize])),
+                    ),
+                }
+                all_valid(&mut self.nulls, rows.len());
+                return Ok(());
+            }
+        }
+        let (out, nulls) = (&mut self.out, &mut self.nulls);
+        out.reserve(rows.len());
+        page.walk(rows, |at| {
+            let v = match at {
+                At::Null => {
+                    out.push(0);
+                    if let Some(n) = nulls.as_mut() {
+                        n.append(false);
+                    }
+                    return Ok(());
+                }
+                At::Index(k) => shift(
+                    *dict
+                        .get(k as usize)
+                        .ok_or(Fallback("an index past the dictionary"))?,
+                ),
+                At::Bytes { start, len } => {
+                    Views::view(utf8, &values[start..start + len], block, start)?
+                }
+                At::Plain(_) => return Err(Fallback("fixed-width values in a byte array column")),
+            };
+            out.push(v);
+            if let Some(n) = nulls.as_mut() {
+                n.append(true);
+            }
+            Ok(())
+        })
+    }
+
+    fn finish(&mut self, dt: &DataType) -> Result<ArrayRef, Fallback> {
+        let views = ScalarBuffer::from(std::mem::take(&mut self.out));
+        let buffers = std::mem::take(&mut self.buffers);
+        let nulls = finish_nulls(&mut self.nulls);
+        self.dict_block = None;
+        if !self.utf8 {
+            // Bounds are all a binary view's validation checks: cheap.
+            let a = BinaryViewArray::try_new(views, buffers, nulls)
+                .map_err(|_| Fallback("a view out of bounds"))?;
+            return Ok(Arc::new(a));
+        }
+        if *dt != DataType::Utf8View {
+            return Err(Fallback("views of another type"));
+        }
+        #[cfg(test)]
+        {
+            // Tests check what the unchecked constructor below is told.
+            let a = StringViewArray::try_new(views, buffers, nulls)
+                .expect("every view made over checked UTF-8, inside its buffer");
+            Ok(Arc::new(a))
+        }
+        #[cfg(not(test))]
+        {
+            // SAFETY: every view was made by `Views::view` (a dictionary value or a plain
+            // value, checked to be UTF-8, at its offset inside the dictionary page's or the data
+            // page's buffer) and only moved to the index where that buffer sits in `buffers`,
+            // or is a null's zero view: what `try_new` would check, and which tests check.
+            let a = unsafe { StringViewArray::new_unchecked(views, buffers, nulls) };
+            Ok(Arc::new(a))
+        }
+    }
+}
+
+/// Offset-based strings or binaries (`O`: `i32` or `i64` offsets): bytes copied.
+pub(crate) struct Offsets<O: OffsetSizeTrait> {
+    /// The dictionary's offsets and bytes.
+    dict: Option<(ScalarBuffer<O>, Buffer)>,
+    offsets: Vec<O>,
+    data: Vec<u8>,
+    nulls: Option<BooleanBufferBuilder>,
+}
+
+impl<O: OffsetSizeTrait> Offsets<O> {
+    fn new(nullable: bool) -> Self {
+        Offsets {
+            dict: None,
+            offsets: vec![O::usize_as(0)],
+            data: Vec::new(),
+            nulls: nulls(nullable),
+        }
+    }
+}
+
+impl<O: OffsetSizeTrait> Build for Offsets<O> {
+    fn dictionary(&mut self, dict: DictPage<'_>) -> Result<(), Fallback> {
+        let values = (dict.parquet)()?;
+        let data = values.to_data();
+        let large = matches!(
+            data.data_type(),
+            DataType::LargeUtf8 | DataType::LargeBinary
+        );
+        let small = matches!(data.data_type(), DataType::Utf8 | DataType::Binary);
+        if !(small && !O::IS_LARGE || large && O::IS_LARGE) || data.buffers().len() != 2 {
+            return Err(Fallback("a dictionary of another type"));
+        }
+        let offsets = &data.buffers()[0];
+        if offsets.len() < (data.offset() + data.len() + 1) * O::get_byte_width() {
+            return Err(Fallback("short offsets"));
+        }
+        let offsets = ScalarBuffer::new(offsets.clone(), data.offset(), data.len() + 1);
+        self.dict = Some((offsets, data.buffers()[1].clone()));
+        Ok(())
+    }
+
+    fn reserve(&mut self, rows: usize) {
+        self.offsets.reserve(rows);
+    }
+
+    fn append(&mut self, page: &mut DataPage, rows: &[u32]) -> Result<(), Fallback> {
+        let values = page.values().clone();
+        let (offsets, data, nulls) = (&mut self.offsets, &mut self.data, &mut self.nulls);
+        let (dict_offsets, dict_bytes): (&[O], &[u8]) = match &self.dict {
+            Some((o, b)) => (o, b.as_slice()),
+            None => (&[], &[]),
+        };
+        offsets.reserve(rows.len());
+        page.walk(rows, |at| {
+            let valid = match at {
+                At::Null => false,
+                At::Index(k) => {
+                    let k = k as usize;
+                    let (s, e) = match (dict_offsets.get(k), dict_offsets.get(k + 1)) {
+                        (Some(s), Some(e)) => (s.as_usize(), e.as_usize()),
+                        _ => return Err(Fallback("an index past the dictionary")),
+                    };
+                    data.extend_from_slice(
+                        dict_bytes
+                            .get(s..e)
+                            .ok_or(Fallback("a dictionary value out of bounds"))?,
+                    );
+                    true
+                }
+                At::Bytes { start, len } => {
+                    data.extend_from_slice(&values[start..start + len]);
+                    true
+                }
+                At::Plain(_) => return Err(Fallback("fixed-width values in a byte array column")),
+            };
+            offsets.push(O::from_usize(data.len()).ok_or(Fallback("an offset overflow"))?);
+            if let Some(n) = nulls.as_mut() {
+                n.append(valid);
+            }
+            Ok(())
+        })
+    }
+
+    fn finish(&mut self, dt: &DataType) -> Result<ArrayRef, Fallback> {
+        let offsets = std::mem::replace(&mut self.offsets, vec![O::usize_as(0)]);
+        let data = std::mem::take(&mut self.data);
+        let array_data = ArrayData::builder(dt.clone())
+            .len(offsets.len() - 1)
+            .add_buffer(Buffer::from_vec(offsets))
+            .add_buffer(Buffer::from_vec(data))
+            .nulls(finish_nulls(&mut self.nulls));
+        array(array_data)
+    }
+}

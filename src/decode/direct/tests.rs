@@ -1,0 +1,583 @@
+//! The direct reader against parquet's own reader over the same bytes and selections: the
+//! parquet-testing files, files written here with every type it reads (nullable and required,
+//! dictionary and plain pages, v1 and v2 pages, several codecs), the lineitem-like data of
+//! `rayquet-gen`, and corrupted copies of them.
+
+use std::sync::Arc;
+
+use arrow::array::{
+    ArrayRef, BinaryArray, BinaryViewArray, Date32Array, Decimal128Array, Float32Array,
+    Float64Array, Int32Array, Int64Array, LargeStringArray, RecordBatch, StringArray,
+    StringViewArray, TimestampMicrosecondArray, UInt32Array, UInt64Array,
+};
+use arrow::datatypes::{DataType, Field, Schema, TimeUnit};
+use bytes::Bytes;
+use parquet::arrow::arrow_reader::{
+    ArrowReaderMetadata, ArrowReaderOptions, ParquetRecordBatchReaderBuilder, RowSelection,
+    RowSelectionPolicy, RowSelector,
+};
+use parquet::arrow::{ArrowWriter, ProjectionMask};
+use parquet::basic::Compression;
+use parquet::errors::ParquetError;
+use parquet::file::properties::{WriterProperties, WriterVersion};
+
+use super::*;
+
+const DATA: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/../shared/parquet-testing/data"
+);
+
+/// What one comparison found.
+#[derive(Debug, Default, Clone, Copy)]
+struct Tally {
+    /// Row groups read by the direct reader to the end, without parquet taking over.
+    direct: usize,
+    /// Row groups where parquet's reader took over part-way.
+    fell_back: usize,
+    /// Row groups the direct reader declined (a leaf it does not read).
+    declined: usize,
+    /// Corrupt row groups that only the direct reader read (parquet failed both ways).
+    only_direct: usize,
+    /// Corrupt row groups that only parquet read.
+    only_parquet: usize,
+    /// Row groups both readers refused.
+    both_failed: usize,
+}
+
+impl std::ops::AddAssign for Tally {
+    fn add_assign(&mut self, o: Tally) {
+        self.direct += o.direct;
+        self.fell_back += o.fell_back;
+        self.declined += o.declined;
+        self.only_direct += o.only_direct;
+        self.only_parquet += o.only_parquet;
+        self.both_failed += o.both_failed;
+    }
+}
+
+/// Every row group of `bytes`, the flat leaves of `pick` (all flat leaves when `None`), read by
+/// parquet's builder and by the direct reader with `selection(rows)`, in batches of `batch`:
+/// the same batches (schema included), or both an error.
+fn compare(
+    name: &str,
+    bytes: &Bytes,
+    pick: Option<&[usize]>,
+    selection: &dyn Fn(usize) -> RowSelection,
+    batch: usize,
+    page_level: bool,
+    strict: bool,
+) -> Tally {
+    let opts = ArrowReaderOptions::new()
+        .with_page_index_policy(parquet::file::metadata::PageIndexPolicy::Optional);
+    compare_with(
+        name,
+        bytes,
+        opts,
+        (pick, selection),
+        batch,
+        page_level,
+        strict,
+    )
+}
+
+/// [`compare`] with the file's metadata loaded with `opts`.
+fn compare_with(
+    name: &str,
+    bytes: &Bytes,
+    opts: ArrowReaderOptions,
+    (pick, selection): (Option<&[usize]>, &dyn Fn(usize) -> RowSelection),
+    batch: usize,
+    page_level: bool,
+    strict: bool,
+) -> Tally {
+    let mut tally = Tally::default();
+    let Ok(meta) = ArrowReaderMetadata::load(bytes, opts) else {
+        return tally;
+    };
+    let md = Arc::clone(meta.metadata());
+    let descr = meta.parquet_schema();
+    let leaves: Vec<usize> = match pick {
+        Some(p) => p.to_vec(),
+        None => (0..descr.num_columns())
+            .filter(|&l| flat(descr.column(l).as_ref()))
+            .collect(),
+    };
+    if leaves.is_empty() {
+        return tally;
+    }
+    let mut chunk = SparseChunk::new(bytes.len() as u64);
+    chunk.insert(0, bytes.clone());
+    for rg in 0..md.num_row_groups() {
+        let rows = md.row_group(rg).num_rows().max(0) as usize;
+        let sel = selection(rows);
+        let Ok(sizes) =
+            crate::validate::check_row_group((&md, name), rg, &leaves, &chunk, (1 << 30, batch))
+        else {
+            continue;
+        };
+        let read = |policy: RowSelectionPolicy| {
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                ParquetRecordBatchReaderBuilder::new_with_metadata(bytes.clone(), meta.clone())
+                    .with_row_groups(vec![rg])
+                    .with_projection(ProjectionMask::leaves(descr, leaves.iter().copied()))
+                    .with_batch_size(batch)
+                    .with_row_selection(sel.clone())
+                    .with_row_selection_policy(policy)
+                    .build()?
+                    .collect::<Result<Vec<RecordBatch>, _>>()
+                    .map_err(ParquetError::from)
+            }))
+        };
+        let Ok(theirs) = read(RowSelectionPolicy::default()) else {
+            continue;
+        };
+        let leaves_arg = Leaves {
+            leaves: &leaves,
+            sizes,
+        };
+        let ours = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            let batch = batch.min(md.file_metadata().num_rows().max(0) as usize);
+            let mut r =
+                DirectReader::try_new(&meta, rg, &leaves_arg, &chunk, (&sel, page_level), batch)?;
+            let out = r.by_ref().collect::<Result<Vec<RecordBatch>, _>>();
+            Some((out, r.fallback()))
+        }))
+        .unwrap_or_else(|_| panic!("{name} rg {rg}: the direct reader panicked"));
+        let Some((ours, fallback)) = ours else {
+            tally.declined += 1;
+            continue;
+        };
+        match fallback {
+            None => tally.direct += 1,
+            Some(why) => {
+                if strict {
+                    eprintln!("{name} rg {rg}: parquet took over: {}", why.0);
+                }
+                tally.fell_back += 1
+            }
+        }
+        match (theirs, ours) {
+            (Ok(t), Ok(o)) => {
+                assert_eq!(
+                    t.len(),
+                    o.len(),
+                    "{name} rg {rg}: batch count ({fallback:?})"
+                );
+                for (i, (t, o)) in t.iter().zip(&o).enumerate() {
+                    assert_eq!(t, o, "{name} rg {rg} batch {i} ({fallback:?})");
+                }
+            }
+            (Err(_), Err(_)) => tally.both_failed += 1,
+            (Err(_), Ok(o)) if !strict => {
+                // Corrupt input where parquet's bitmask read (every row decoded) fails: the
+                // rows read must be those parquet reads when it skips unselected rows, or
+                // parquet must fail that way too.
+                match read(RowSelectionPolicy::Selectors) {
+                    Ok(Ok(t)) => assert_eq!(t, o, "{name} rg {rg} ({fallback:?})"),
+                    _ => tally.only_direct += 1,
+                }
+            }
+            (Ok(_), Err(_)) if !strict && fallback.is_some() => {
+                // parquet took over with the rest of the selection, read another way.
+                tally.only_parquet += 1;
+            }
+            (t, o) => panic!(
+                "{name} rg {rg}: parquet {:?}, direct {:?} ({fallback:?})",
+                t.map(|b| b.len()),
+                o.map(|b| b.len())
+            ),
+        }
+    }
+    tally
+}
+
+/// Runs of `run` rows, selected and skipped in turn.
+fn alternating(rows: usize, run: usize) -> RowSelection {
+    let mut v = Vec::new();
+    let mut at = 0;
+    while at < rows {
+        let n = run.min(rows - at);
+        v.push(if v.len() % 2 == 0 {
+            RowSelector::select(n)
+        } else {
+            RowSelector::skip(n)
+        });
+        at += n;
+    }
+    RowSelection::from(v)
+}
+
+/// Each row selected with probability `1 / every`, from a fixed seed.
+fn random(rows: usize, every: u64, seed: u64) -> RowSelection {
+    let mut s = seed;
+    let keep: Vec<bool> = (0..rows)
+        .map(|_| {
+            s = s
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            (s >> 33) % every == 0
+        })
+        .collect();
+    RowSelection::from_filters(&[arrow::array::BooleanArray::from(keep)])
+}
+
+/// The selections every file is read with.
+/// A selection of a row group's rows, given its row count.
+type Select = Box<dyn Fn(usize) -> RowSelection>;
+
+fn selections() -> Vec<(&'static str, Select)> {
+    vec![
+        ("alternating 1", Box::new(|r| alternating(r, 1))),
+        ("alternating 97", Box::new(|r| alternating(r, 97))),
+        ("a quarter", Box::new(|r| random(r, 4, 1))),
+        ("one in a hundred", Box::new(|r| random(r, 100, 2))),
+        (
+            "the last row",
+            Box::new(|r| {
+                RowSelection::from(vec![
+                    RowSelector::skip(r.saturating_sub(1)),
+                    RowSelector::select(r.min(1)),
+                ])
+            }),
+        ),
+        (
+            "the middle third",
+            Box::new(|r| {
+                RowSelection::from(vec![
+                    RowSelector::skip(r / 3),
+                    RowSelector::select(r / 3),
+                    RowSelector::skip(r - 2 * (r / 3)),
+                ])
+            }),
+        ),
+        (
+            "nothing",
+            Box::new(|r| RowSelection::from(vec![RowSelector::skip(r)])),
+        ),
+        (
+            "every row",
+            Box::new(|r| RowSelection::from(vec![RowSelector::select(r)])),
+        ),
+    ]
+}
+
+#[test]
+fn reads_parquet_testing_files_as_parquet_does() {
+    let mut files: Vec<_> = std::fs::read_dir(DATA)
+        .expect("the parquet-testing files")
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "parquet"))
+        .collect();
+    files.sort();
+    let mut tally = Tally::default();
+    for path in &files {
+        let name = path.display().to_string();
+        let bytes = Bytes::from(std::fs::read(path).unwrap());
+        for (_, sel) in selections() {
+            for batch in [7, 1024] {
+                tally += compare(&name, &bytes, None, sel.as_ref(), batch, false, true);
+            }
+        }
+        tally += compare(&name, &bytes, None, &|r| random(r, 4, 3), 1024, true, true);
+    }
+    eprintln!("parquet-testing: {tally:?}");
+    assert!(files.len() > 50, "only {} files", files.len());
+    assert!(tally.direct > 200, "{tally:?}");
+}
+
+/// A file of every type the direct reader builds, `rows` rows, nullable columns with nulls
+/// every few rows; small pages and a small dictionary limit so that chunks switch from
+/// dictionary to plain pages part-way.
+fn every_type(rows: usize, props: WriterProperties) -> Bytes {
+    let f = |name: &str, dt: DataType, nullable: bool| Field::new(name, dt, nullable);
+    let schema = Arc::new(Schema::new(vec![
+        f("i32", DataType::Int32, true),
+        f("i64", DataType::Int64, false),
+        f("u32", DataType::UInt32, true),
+        f("u64", DataType::UInt64, false),
+        f("f32", DataType::Float32, true),
+        f("f64", DataType::Float64, false),
+        f("date", DataType::Date32, true),
+        f("dec_small", DataType::Decimal128(7, 2), true),
+        f("dec", DataType::Decimal128(15, 2), false),
+        f(
+            "ts",
+            DataType::Timestamp(TimeUnit::Microsecond, Some("+01:00".into())),
+            true,
+        ),
+        f("s", DataType::Utf8, true),
+        f("sv", DataType::Utf8View, true),
+        f("sv_req", DataType::Utf8View, false),
+        f("b", DataType::Binary, true),
+        f("bv", DataType::BinaryView, true),
+        f("ls", DataType::LargeUtf8, true),
+    ]));
+    fn opt<T>(i: usize, v: T) -> Option<T> {
+        // Nulls here and there, and runs of them.
+        (!(i % 7 == 3 || (i / 50) % 5 == 2)).then_some(v)
+    }
+    // Values repeat enough for dictionaries, and long strings overflow them.
+    let word = |i: usize| -> String {
+        match i % 3 {
+            0 => format!("w{}", i % 13),
+            1 => format!("a longer string than twelve bytes {}", i % 29),
+            _ => format!("unique value number {i} that never repeats"),
+        }
+    };
+    let cols: Vec<ArrayRef> = vec![
+        Arc::new(Int32Array::from_iter(
+            (0..rows).map(|i| opt(i, (i % 100) as i32 - 50)),
+        )),
+        Arc::new(Int64Array::from_iter_values(
+            (0..rows).map(|i| (i as i64 * 7919) % 1000 - 500),
+        )),
+        Arc::new(UInt32Array::from_iter(
+            (0..rows).map(|i| opt(i, u32::MAX - (i % 40) as u32)),
+        )),
+        Arc::new(UInt64Array::from_iter_values(
+            (0..rows).map(|i| u64::MAX - (i % 1000) as u64),
+        )),
+        Arc::new(Float32Array::from_iter(
+            (0..rows).map(|i| opt(i, (i % 17) as f32 / 3.0)),
+        )),
+        Arc::new(Float64Array::from_iter_values(
+            (0..rows).map(|i| i as f64 * 0.5),
+        )),
+        Arc::new(Date32Array::from_iter(
+            (0..rows).map(|i| opt(i, 9000 + (i % 365) as i32)),
+        )),
+        Arc::new(
+            Decimal128Array::from_iter((0..rows).map(|i| opt(i, (i % 300) as i128 - 150)))
+                .with_precision_and_scale(7, 2)
+                .unwrap(),
+        ),
+        Arc::new(
+            Decimal128Array::from_iter_values((0..rows).map(|i| (i as i128 * 104729) % 10_000_000))
+                .with_precision_and_scale(15, 2)
+                .unwrap(),
+        ),
+        Arc::new(
+            TimestampMicrosecondArray::from_iter(
+                (0..rows).map(|i| opt(i, 1_600_000_000_000_000 + (i % 500) as i64 * 1_000_003)),
+            )
+            .with_timezone("+01:00"),
+        ),
+        Arc::new(StringArray::from_iter((0..rows).map(|i| opt(i, word(i))))),
+        Arc::new(StringViewArray::from_iter(
+            (0..rows).map(|i| opt(i, word(i + 1))),
+        )),
+        Arc::new(StringViewArray::from_iter_values(
+            (0..rows).map(|i| word(i * 5)),
+        )),
+        Arc::new(BinaryArray::from_iter(
+            (0..rows).map(|i| opt(i, word(i + 2).into_bytes())),
+        )),
+        Arc::new(BinaryViewArray::from_iter(
+            (0..rows).map(|i| opt(i, word(i + 3).into_bytes())),
+        )),
+        Arc::new(LargeStringArray::from_iter(
+            (0..rows).map(|i| opt(i, word(i * 3))),
+        )),
+    ];
+    let batch = RecordBatch::try_new(schema.clone(), cols).unwrap();
+    let mut out = Vec::new();
+    let mut w = ArrowWriter::try_new(&mut out, schema, Some(props)).unwrap();
+    w.write(&batch).unwrap();
+    w.close().unwrap();
+    Bytes::from(out)
+}
+
+fn props(version: WriterVersion, compression: Compression, dictionary: bool) -> WriterProperties {
+    WriterProperties::builder()
+        .set_writer_version(version)
+        // Not the delta encodings a v2 writer falls back to, which parquet reads.
+        .set_encoding(parquet::basic::Encoding::PLAIN)
+        .set_compression(compression)
+        .set_dictionary_enabled(dictionary)
+        .set_dictionary_page_size_limit(2048)
+        .set_data_page_row_count_limit(300)
+        .set_write_batch_size(100)
+        .set_max_row_group_row_count(Some(2500))
+        .build()
+}
+
+#[test]
+fn reads_every_type_as_parquet_does() {
+    let mut tally = Tally::default();
+    for version in [WriterVersion::PARQUET_1_0, WriterVersion::PARQUET_2_0] {
+        for compression in [
+            Compression::SNAPPY,
+            Compression::UNCOMPRESSED,
+            Compression::GZIP(Default::default()),
+        ] {
+            for dictionary in [true, false] {
+                let bytes = every_type(6000, props(version, compression, dictionary));
+                let name = format!("{version:?} {compression:?} dictionary {dictionary}");
+                for (what, sel) in selections() {
+                    for batch in [1, 100, 8192] {
+                        let t = compare(&name, &bytes, None, sel.as_ref(), batch, false, true);
+                        assert_eq!(t.declined + t.fell_back, 0, "{name} {what}: {t:?}");
+                        tally += t;
+                    }
+                    let t = compare(&name, &bytes, None, sel.as_ref(), 1024, true, true);
+                    assert_eq!(t.declined + t.fell_back, 0, "{name} {what}: {t:?}");
+                    tally += t;
+                    // One column at a time, too.
+                    for leaf in [0, 9, 11, 15] {
+                        let t =
+                            compare(&name, &bytes, Some(&[leaf]), sel.as_ref(), 333, false, true);
+                        assert_eq!(t.declined + t.fell_back, 0, "{name} {what}: {t:?}");
+                    }
+                }
+            }
+        }
+    }
+    eprintln!("every type: {tally:?}");
+}
+
+#[test]
+fn reads_lineitem_like_data_as_parquet_does() {
+    // rayquet-gen's dataset: nullable columns, a plain l_comment, lists and structs (which the
+    // direct reader declines, so only the flat leaves are compared).
+    let batch = rayquet_gen::batch(0, 0, 20_000, 42);
+    let props = rayquet_gen::writer_properties(rayquet_gen::Compression::Zstd, 8192);
+    let mut out = Vec::new();
+    let mut w = ArrowWriter::try_new(&mut out, batch.schema(), Some(props)).unwrap();
+    w.write(&batch).unwrap();
+    w.close().unwrap();
+    let bytes = Bytes::from(out);
+    let mut tally = Tally::default();
+    for (what, sel) in selections() {
+        let t = compare("lineitem", &bytes, None, sel.as_ref(), 8192, false, true);
+        assert_eq!(t.declined + t.fell_back, 0, "{what}: {t:?}");
+        tally += t;
+    }
+    assert!(tally.direct >= 3 * selections().len(), "{tally:?}");
+}
+
+/// Files with bytes flipped at random after the magic (pages, their headers and the footer
+/// alike): the direct reader never panics and gives parquet's batches, or an error where
+/// parquet gives one.
+#[test]
+fn corrupted_files_never_panic_and_agree_with_parquet() {
+    let mut sources: Vec<(String, Vec<u8>)> = [
+        "alltypes_dictionary.parquet",
+        "alltypes_plain.snappy.parquet",
+        "datapage_v2.snappy.parquet",
+        "data_index_bloom_encoding_stats.parquet",
+        "nation.dict-malformed.parquet",
+    ]
+    .iter()
+    .filter_map(|f| Some((f.to_string(), std::fs::read(format!("{DATA}/{f}")).ok()?)))
+    .collect();
+    for version in [WriterVersion::PARQUET_1_0, WriterVersion::PARQUET_2_0] {
+        let p = props(version, Compression::UNCOMPRESSED, true);
+        sources.push((
+            format!("every type {version:?}"),
+            every_type(700, p).to_vec(),
+        ));
+    }
+    let mut seed = 5u64;
+    let mut tally = Tally::default();
+    for (name, original) in &sources {
+        for _ in 0..150 {
+            let mut bytes = original.clone();
+            for _ in 0..1 + seed % 3 {
+                seed = seed
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
+                let at = 4 + (seed >> 33) as usize % (bytes.len() - 8);
+                bytes[at] ^= 1 << ((seed >> 20) % 8);
+            }
+            let bytes = Bytes::from(bytes);
+            tally += compare(name, &bytes, None, &|r| alternating(r, 1), 64, false, false);
+            tally += compare(
+                name,
+                &bytes,
+                None,
+                &|r| random(r, 9, seed),
+                1000,
+                false,
+                false,
+            );
+        }
+    }
+    eprintln!("corrupted: {tally:?}");
+    assert!(tally.direct + tally.fell_back > 500, "{tally:?}");
+    // Corruption parquet fails on however it reads, read here: rare, or a check is missing.
+    assert!(tally.only_direct * 50 < tally.direct, "{tally:?}");
+}
+
+/// A file of two string columns (one required, one nullable) holding bytes that are not UTF-8
+/// in every `every`th row, written with parquet's low-level writer (Arrow's cannot).
+fn not_utf8(rows: usize, every: usize, dictionary: bool) -> Bytes {
+    use parquet::data_type::{ByteArray, ByteArrayType};
+    use parquet::file::writer::SerializedFileWriter;
+    use parquet::schema::parser::parse_message_type;
+    let schema = "message m { required binary s (UTF8); optional binary t (UTF8); }";
+    let schema = Arc::new(parse_message_type(schema).unwrap());
+    let props = WriterProperties::builder()
+        .set_dictionary_enabled(dictionary)
+        .set_data_page_row_count_limit(100)
+        .set_write_batch_size(50)
+        .build();
+    let value = |i: usize| -> ByteArray {
+        if i % every == every - 1 {
+            ByteArray::from(vec![b'x', 0xff, 0xfe, b'y'])
+        } else {
+            ByteArray::from(format!("valid {} é", i % 37).as_str())
+        }
+    };
+    let values: Vec<ByteArray> = (0..rows).map(value).collect();
+    let defs: Vec<i16> = (0..rows).map(|i| (i % 5 != 2) as i16).collect();
+    let present: Vec<ByteArray> = (0..rows).filter(|i| i % 5 != 2).map(value).collect();
+    let mut out = Vec::new();
+    let mut w = SerializedFileWriter::new(&mut out, schema, Arc::new(props)).unwrap();
+    let mut rg = w.next_row_group().unwrap();
+    let mut i = 0;
+    while let Some(mut col) = rg.next_column().unwrap() {
+        let c = col.typed::<ByteArrayType>();
+        match i {
+            0 => c.write_batch(&values, None, None).unwrap(),
+            _ => c.write_batch(&present, Some(&defs), None).unwrap(),
+        };
+        col.close().unwrap();
+        i += 1;
+    }
+    rg.close().unwrap();
+    w.close().unwrap();
+    Bytes::from(out)
+}
+
+#[test]
+fn strings_that_are_not_utf8_are_refused_as_parquet_refuses_them() {
+    let mut tally = Tally::default();
+    for every in [3, 40, 700, 5000] {
+        for dictionary in [true, false] {
+            let bytes = not_utf8(3000, every, dictionary);
+            for views in [false, true] {
+                let name = format!("every {every}, dictionary {dictionary}, views {views}");
+                let dt = if views {
+                    DataType::Utf8View
+                } else {
+                    DataType::Utf8
+                };
+                let schema = Arc::new(Schema::new(vec![
+                    Field::new("s", dt.clone(), false),
+                    Field::new("t", dt, true),
+                ]));
+                for (_, sel) in selections() {
+                    let opts = ArrowReaderOptions::new().with_schema(schema.clone());
+                    let pick = (None, sel.as_ref());
+                    tally += compare_with(&name, &bytes, opts, pick, 256, false, false);
+                }
+            }
+        }
+    }
+    eprintln!("not UTF-8: {tally:?}");
+    // Both refuse the rows they both read, and the direct reader reads the valid ones.
+    assert!(tally.both_failed > 20, "{tally:?}");
+    assert!(tally.direct > 20, "{tally:?}");
+    assert_eq!(tally.declined, 0, "{tally:?}");
+}
