@@ -83,6 +83,22 @@ fn unpack(data: &[u8], bw: usize, mask: u32, take: usize, out: &mut Vec<u32>) {
         14 => groups_of::<14>(data, groups, out),
         15 => groups_of::<15>(data, groups, out),
         16 => groups_of::<16>(data, groups, out),
+        17 => groups_of::<17>(data, groups, out),
+        18 => groups_of::<18>(data, groups, out),
+        19 => groups_of::<19>(data, groups, out),
+        20 => groups_of::<20>(data, groups, out),
+        21 => groups_of::<21>(data, groups, out),
+        22 => groups_of::<22>(data, groups, out),
+        23 => groups_of::<23>(data, groups, out),
+        24 => groups_of::<24>(data, groups, out),
+        25 => groups_of::<25>(data, groups, out),
+        26 => groups_of::<26>(data, groups, out),
+        27 => groups_of::<27>(data, groups, out),
+        28 => groups_of::<28>(data, groups, out),
+        29 => groups_of::<29>(data, groups, out),
+        30 => groups_of::<30>(data, groups, out),
+        31 => groups_of::<31>(data, groups, out),
+        32 => groups_of::<32>(data, groups, out),
         _ => 0,
     };
     out.extend((done..take).map(|i| {
@@ -94,16 +110,31 @@ fn unpack(data: &[u8], bw: usize, mask: u32, take: usize, out: &mut Vec<u32>) {
     }));
 }
 
-/// Append the first `groups` groups of 8 values of width `BW` (at most 16: a group is one
-/// 128-bit word) packed in `data`; returns the number of values appended.
+/// Append the first `groups` groups of 8 values of width `BW` (at most 32: a group is `BW`
+/// bytes) packed in `data`; returns the number of values appended.
+#[inline]
 fn groups_of<const BW: usize>(data: &[u8], groups: usize, out: &mut Vec<u32>) -> usize {
-    let mask = (1u128 << BW) - 1;
     let mut n = 0;
     for group in data.chunks_exact(BW).take(groups) {
-        let mut word = [0u8; 16];
-        word[..BW].copy_from_slice(group);
-        let w = u128::from_le_bytes(word);
-        let values: [u32; 8] = std::array::from_fn(|i| ((w >> (i * BW)) & mask) as u32);
+        let values: [u32; 8] = if BW <= 16 {
+            // A group is one 128-bit word.
+            let mask = (1u128 << BW) - 1;
+            let mut word = [0u8; 16];
+            word[..BW].copy_from_slice(group);
+            let w = u128::from_le_bytes(word);
+            std::array::from_fn(|i| ((w >> (i * BW)) & mask) as u32)
+        } else {
+            // Padded so that every value is read as one unaligned 8-byte word.
+            let mask = ((1u64 << BW) - 1) as u32;
+            let mut word = [0u8; 40];
+            word[..BW].copy_from_slice(group);
+            std::array::from_fn(|i| {
+                let bit = i * BW;
+                let at = bit / 8;
+                let w = u64::from_le_bytes(word[at..at + 8].try_into().expect("8 bytes"));
+                (w >> (bit % 8)) as u32 & mask
+            })
+        };
         out.extend_from_slice(&values);
         n += 8;
     }

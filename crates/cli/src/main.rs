@@ -61,7 +61,35 @@ enum Command {
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
+/// The CPU features this binary was compiled to use (`.cargo/config.toml`: x86-64-v3) that
+/// this CPU lacks: running on would crash with an illegal instruction.
+fn missing_cpu_features() -> Vec<&'static str> {
+    #[allow(unused_mut)]
+    let mut missing = Vec::new();
+    #[cfg(target_arch = "x86_64")]
+    {
+        macro_rules! need {
+            ($($f:tt),*) => {$(
+                if cfg!(target_feature = $f) && !std::arch::is_x86_feature_detected!($f) {
+                    missing.push($f);
+                }
+            )*};
+        }
+        need!("avx", "avx2", "bmi1", "bmi2", "fma", "lzcnt", "movbe", "popcnt", "sse4.2");
+    }
+    missing
+}
+
 fn main() -> ExitCode {
+    let missing = missing_cpu_features();
+    if !missing.is_empty() {
+        eprintln!(
+            "error: this rayquet was built for a CPU with {} (x86-64-v3, .cargo/config.toml); \
+             this CPU lacks them. Rebuild with RUSTFLAGS=\"\" for any x86-64 CPU.",
+            missing.join(", ")
+        );
+        return ExitCode::from(2);
+    }
     // Transparent huge pages make this workload's fresh memory cost bimodal: most runs are
     // fast, some spend up to a second in the kernel zeroing and compacting 2 MiB pages, and
     // RSS counts whole huge pages. Off for this process unless RAYQUET_THP=1.

@@ -390,16 +390,36 @@ impl Build for Views {
         };
         let dict: &[u128] = self.dict.as_ref().map(|(v, _)| &v[..]).unwrap_or(&[]);
         if let Some(d) = page.dense().filter(|d| d.positions.is_empty()) {
+            let run = consecutive(rows, first);
             if page.kind == Kind::Dict && (d.max_index as usize) < dict.len() {
                 let idx = &d.values[..];
-                match consecutive(rows, first) {
-                    Some(run) => self
+                match (run, block) {
+                    // The dictionary's buffer is this batch's first: views copied as they are.
+                    (Some(run), 0) => self.out.extend(idx[run].iter().map(|&k| dict[k as usize])),
+                    (Some(run), _) => self
                         .out
                         .extend(idx[run].iter().map(|&k| shift(dict[k as usize]))),
-                    None => self.out.extend(
+                    (None, _) => self.out.extend(
                         rows.iter()
                             .map(|&r| shift(dict[idx[r as usize - first] as usize])),
                     ),
+                }
+                all_valid(&mut self.nulls, rows.len());
+                return Ok(());
+            }
+            if page.kind == Kind::Bytes && !utf8 {
+                // Offsets found (and strings checked) when the page was made dense.
+                let (v, starts) = (&values[..], &d.values[..]);
+                let view = |i: usize| {
+                    let start = starts[i] as usize;
+                    let len = u32::from_le_bytes(v[start - 4..start].try_into().expect("4"));
+                    make_view(&v[start..start + len as usize], block, start as u32)
+                };
+                match run {
+                    Some(run) => self.out.extend(run.map(view)),
+                    None => self
+                        .out
+                        .extend(rows.iter().map(|&r| view(r as usize - first))),
                 }
                 all_valid(&mut self.nulls, rows.len());
                 return Ok(());
