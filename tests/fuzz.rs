@@ -680,33 +680,47 @@ enum Got {
 /// an escaped panic. Returns what the scan gave and the peak of live heap bytes above what was
 /// live before it.
 fn scan_case(name: &str, bytes: Vec<u8>, rng: &mut Rng, what: &str) -> (Got, Peaks) {
-    let store: Arc<dyn ObjectStore> = Arc::new(InMemory::new());
-    let path = Path::from(name);
-    futures::executor::block_on(store.put(&path, Bytes::from(bytes).into())).unwrap();
     let hint = rng.chance(15).then(|| rng.between(8, 4096) as usize);
     let views = rng.chance(20);
-    let batch = batch_size(name);
     let base = common::heap::live();
     common::heap::reset_peaks();
-    let outcome = run_with_timeout(CASE_TIMEOUT, move || {
-        let mut scan = Scan::from_store(store, [path])
-            .memory_budget(BUDGET)
-            .batch_size(batch)
-            .string_views(views);
-        if let Some(h) = hint {
-            scan = scan.footer_size_hint(h);
-        }
-        match common::read_all(Ok(scan)) {
-            Ok((schema, batches)) => Got::Rows(schema, batches),
-            Err(e) => Got::Failed(e),
+    let got = scan_store(name, bytes, what, move |scan| {
+        let scan = scan.string_views(views);
+        match hint {
+            Some(h) => scan.footer_size_hint(h),
+            None => scan,
         }
     });
     let peaks = Peaks {
         live: common::heap::peak().saturating_sub(base),
         largest: common::heap::largest(),
     };
+    (got, peaks)
+}
+
+/// Scan `bytes` as object `name` of an in-memory store (budget and batch size set, then
+/// `configure`) with the watchdog; panics on a hang or an escaped panic.
+fn scan_store(
+    name: &str,
+    bytes: Vec<u8>,
+    what: &str,
+    configure: impl FnOnce(Scan) -> Scan + Send + 'static,
+) -> Got {
+    let store: Arc<dyn ObjectStore> = Arc::new(InMemory::new());
+    let path = Path::from(name);
+    futures::executor::block_on(store.put(&path, Bytes::from(bytes).into())).unwrap();
+    let batch = batch_size(name);
+    let outcome = run_with_timeout(CASE_TIMEOUT, move || {
+        let scan = Scan::from_store(store, [path])
+            .memory_budget(BUDGET)
+            .batch_size(batch);
+        match common::read_all(Ok(configure(scan))) {
+            Ok((schema, batches)) => Got::Rows(schema, batches),
+            Err(e) => Got::Failed(e),
+        }
+    });
     match outcome {
-        Outcome::Done(g) => (g, peaks),
+        Outcome::Done(g) => g,
         Outcome::Panicked(m) => panic!("{what}: a panic escaped the scan: {m}"),
         Outcome::TimedOut => panic!("{what}: no result within {CASE_TIMEOUT:?} (hang)"),
     }
@@ -721,32 +735,7 @@ fn batch_size(name: &str) -> usize {
 /// panicked. Each row group is read on its own in batches of `batch` rows, as rayquet reads
 /// them: decoding corrupt data can depend on where batches start.
 fn reference(bytes: Vec<u8>, batch: usize) -> Option<(SchemaRef, Vec<RecordBatch>)> {
-    let out = run_with_timeout(CASE_TIMEOUT, move || {
-        big_stack(move || {
-            std::panic::catch_unwind(|| {
-                let bytes = Bytes::from(bytes);
-                let b = ParquetRecordBatchReaderBuilder::try_new(bytes.clone()).ok()?;
-                let schema = b.schema().clone();
-                let groups = b.metadata().num_row_groups();
-                let mut batches = Vec::new();
-                for rg in 0..groups {
-                    let r = ParquetRecordBatchReaderBuilder::try_new(bytes.clone())
-                        .ok()?
-                        .with_row_groups(vec![rg])
-                        .with_batch_size(batch)
-                        .build()
-                        .ok()?;
-                    for b in r {
-                        batches.push(b.ok()?);
-                    }
-                }
-                Some((schema, batches))
-            })
-            .ok()
-            .flatten()
-        })
-    });
-    outcome_value(out).flatten()
+    reference_selected(bytes, batch, None)
 }
 
 /// The rows of a `rows`-row file a selected scan keeps: about one in `k`, pseudo-randomly,
@@ -769,35 +758,19 @@ fn keep_rows(rows: usize, k: u64, seed: u64) -> Vec<bool> {
 /// Scan `bytes` as object `name` with only the rows of `keep` selected (the row selection is
 /// the direct reader's input: `rayquet::decode::direct`), with the watchdog.
 fn scan_selected(name: &str, bytes: Vec<u8>, keep: &[bool], views: bool, what: &str) -> Got {
-    let store: Arc<dyn ObjectStore> = Arc::new(InMemory::new());
-    let path = Path::from(name);
-    futures::executor::block_on(store.put(&path, Bytes::from(bytes).into())).unwrap();
     let selection = RowSelection::from_filters(&[BooleanArray::from(keep.to_vec())]);
-    let (batch, file) = (batch_size(name), name.to_string());
-    let outcome = run_with_timeout(CASE_TIMEOUT, move || {
-        let scan = Scan::from_store(store, [path])
-            .memory_budget(BUDGET)
-            .batch_size(batch)
-            .string_views(views)
-            .select_rows(file, selection);
-        match common::read_all(Ok(scan)) {
-            Ok((schema, batches)) => Got::Rows(schema, batches),
-            Err(e) => Got::Failed(e),
-        }
-    });
-    match outcome {
-        Outcome::Done(g) => g,
-        Outcome::Panicked(m) => panic!("{what}: a panic escaped the selected scan: {m}"),
-        Outcome::TimedOut => panic!("{what}: no result from the selected scan (hang)"),
-    }
+    let file = name.to_string();
+    scan_store(name, bytes, what, move |scan| {
+        scan.string_views(views).select_rows(file, selection)
+    })
 }
 
-/// parquet's own reader on `bytes`, each row group with its rows of `keep` selected; `None` if
-/// it failed or panicked.
+/// parquet's own reader on `bytes`, each row group with its rows of `keep` selected (all when
+/// `None`); `None` if it failed or panicked.
 fn reference_selected(
     bytes: Vec<u8>,
     batch: usize,
-    keep: Vec<bool>,
+    keep: Option<Vec<bool>>,
 ) -> Option<(SchemaRef, Vec<RecordBatch>)> {
     let out = run_with_timeout(CASE_TIMEOUT, move || {
         big_stack(move || {
@@ -809,18 +782,18 @@ fn reference_selected(
                 let mut batches = Vec::new();
                 let mut first = 0usize;
                 for rg in 0..md.num_row_groups() {
-                    let n = usize::try_from(md.row_group(rg).num_rows()).ok()?;
-                    let part = keep.get(first..first.checked_add(n)?)?.to_vec();
-                    first += n;
-                    let sel = RowSelection::from_filters(&[BooleanArray::from(part)]);
-                    let r = ParquetRecordBatchReaderBuilder::try_new(bytes.clone())
+                    let mut r = ParquetRecordBatchReaderBuilder::try_new(bytes.clone())
                         .ok()?
                         .with_row_groups(vec![rg])
-                        .with_batch_size(batch)
-                        .with_row_selection(sel)
-                        .build()
-                        .ok()?;
-                    for b in r {
+                        .with_batch_size(batch);
+                    if let Some(keep) = &keep {
+                        let n = usize::try_from(md.row_group(rg).num_rows()).ok()?;
+                        let part = keep.get(first..first.checked_add(n)?)?.to_vec();
+                        first += n;
+                        let part = BooleanArray::from(part);
+                        r = r.with_row_selection(RowSelection::from_filters(&[part]));
+                    }
+                    for b in r.build().ok()? {
                         batches.push(b.ok()?);
                     }
                 }
@@ -843,7 +816,7 @@ fn check_selected(name: &str, bytes: &[u8], rows: usize, seed: u64, what: &str) 
     let Got::Rows(schema, batches) = got else {
         return false;
     };
-    match reference_selected(bytes.to_vec(), batch_size(name), keep) {
+    match reference_selected(bytes.to_vec(), batch_size(name), Some(keep)) {
         Some((s, expected)) if s.fields().len() == schema.fields().len() => {
             let Some(batches) = cast_to(&s, &batches) else {
                 return false;

@@ -348,10 +348,7 @@ mod tests {
     use arrow::array::{RecordBatch, UInt32Array};
     use parquet::arrow::arrow_reader::{ArrowReaderOptions, ParquetRecordBatchReaderBuilder};
 
-    const DATA: &str = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../shared/parquet-testing/data"
-    );
+    use crate::decode::testing::DATA;
 
     /// Per row group and flat leaf of `bytes` that reads as dictionary indices: the values
     /// gathered by index equal the column parquet's builder decodes. Returns how many column
@@ -456,14 +453,7 @@ mod tests {
                 continue;
             };
             for _ in 0..300 {
-                let mut bytes = original.clone();
-                for _ in 0..1 + seed % 3 {
-                    seed = seed
-                        .wrapping_mul(6364136223846793005)
-                        .wrapping_add(1442695040888963407);
-                    let at = 4 + (seed >> 33) as usize % (bytes.len() - 8);
-                    bytes[at] ^= 1 << ((seed >> 20) % 8);
-                }
+                let bytes = crate::decode::testing::flip_bits(&original, &mut seed);
                 let (n, only) = compare(file, &Bytes::from(bytes));
                 compared += n;
                 only_parquet_failed += only;

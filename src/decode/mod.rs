@@ -28,6 +28,8 @@ pub(crate) mod part;
 pub(crate) mod positions;
 pub(crate) mod rle;
 pub(crate) mod stage;
+#[cfg(test)]
+pub(crate) mod testing;
 
 use std::sync::{Arc, OnceLock};
 

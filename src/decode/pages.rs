@@ -416,12 +416,9 @@ impl PageReader for PooledPages {
 mod tests {
     use super::*;
     use arrow::array::RecordBatch;
-    use parquet::arrow::arrow_reader::{ArrowReaderOptions, RowSelector};
+    use parquet::arrow::arrow_reader::ArrowReaderOptions;
 
-    const DATA: &str = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../shared/parquet-testing/data"
-    );
+    use crate::decode::testing::{alternating, DATA};
 
     /// Every row group of `bytes` read by parquet's builder and by [`row_group_reader`], with
     /// `selection(rows)` (when it gives one): the same batches, or both an error.
@@ -475,22 +472,6 @@ mod tests {
                 ),
             }
         }
-    }
-
-    /// Runs of `run` rows, selected and skipped in turn.
-    fn alternating(rows: usize, run: usize) -> RowSelection {
-        let mut v = Vec::new();
-        let mut at = 0;
-        while at < rows {
-            let n = run.min(rows - at);
-            v.push(if v.len() % 2 == 0 {
-                RowSelector::select(n)
-            } else {
-                RowSelector::skip(n)
-            });
-            at += n;
-        }
-        RowSelection::from(v)
     }
 
     #[test]

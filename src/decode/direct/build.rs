@@ -144,36 +144,21 @@ fn plain(bytes: &[u8], i: usize, width: usize) -> i64 {
     }
 }
 
-impl Word for i32 {
-    #[inline]
-    fn from_i64(v: i64) -> Self {
-        v as i32
-    }
-    #[inline]
-    fn from_plain(bytes: &[u8], i: usize, width: usize) -> Self {
-        plain(bytes, i, width) as i32
-    }
+macro_rules! word {
+    ($($t:ty),*) => {$(
+        impl Word for $t {
+            #[inline]
+            fn from_i64(v: i64) -> Self {
+                v as $t
+            }
+            #[inline]
+            fn from_plain(bytes: &[u8], i: usize, width: usize) -> Self {
+                plain(bytes, i, width) as $t
+            }
+        }
+    )*};
 }
-impl Word for i64 {
-    #[inline]
-    fn from_i64(v: i64) -> Self {
-        v
-    }
-    #[inline]
-    fn from_plain(bytes: &[u8], i: usize, width: usize) -> Self {
-        plain(bytes, i, width)
-    }
-}
-impl Word for i128 {
-    #[inline]
-    fn from_i64(v: i64) -> Self {
-        v as i128
-    }
-    #[inline]
-    fn from_plain(bytes: &[u8], i: usize, width: usize) -> Self {
-        plain(bytes, i, width) as i128
-    }
-}
+word!(i32, i64, i128);
 
 /// Fixed-width values, held as the native type of their Arrow width.
 pub(crate) struct Fixed<T: Word> {

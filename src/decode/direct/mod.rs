@@ -13,8 +13,11 @@
 //!
 //! What it reads: flat columns (top level, unrepeated, at most one definition level) of the
 //! pairs of physical and Arrow types in [`build::builder_for`], PLAIN or dictionary-encoded
-//! with RLE levels (v1 or v2 pages). Anything else, or a part without a selection, is read by
-//! parquet's reader ([`open`] chooses).
+//! with RLE levels (v1 or v2 pages), when the selected rows are scattered: in short runs (fewer
+//! than 32 rows on average) and at most half the rows, as a filter's matches are. Anything
+//! else, a part without a selection, long runs (a clustered filter) or most rows kept (scattered
+//! deleted rows) are read by parquet's reader, whose fused decoding of consecutive rows is
+//! faster there ([`open`] chooses).
 //!
 //! Invariants: batches equal parquet's over the same bytes and selection (`batch_size`
 //! selected rows each, the same schema; tests compare the two on the parquet-testing files,
@@ -73,8 +76,9 @@ pub(crate) fn open(
     (selection, page_level): (Option<RowSelection>, bool),
     batch_size: usize,
 ) -> parquet::errors::Result<RowGroupReader> {
-    // Every row: parquet's reader, whose fused dictionary decoding is as fast (measured).
-    if let Some(sel) = &selection {
+    // Every row, long runs of selected rows or most rows: parquet's reader, whose fused
+    // decoding of consecutive rows is faster there (measured: BENCHMARKS.md).
+    if let Some(sel) = selection.as_ref().filter(|s| scattered(s)) {
         let rows = (sel, page_level);
         if let Some(d) = DirectReader::try_new(meta, rg, &leaves, &chunk, rows, batch_size) {
             return Ok(RowGroupReader::Direct(Box::new(d)));
@@ -258,6 +262,27 @@ impl Iterator for DirectReader {
             }
         }
     }
+}
+
+/// Selected rows come in runs shorter than this on average for the direct reader to read
+/// them; parquet's reader reads longer runs by selectors, or (from parquet's own threshold,
+/// the same number) with a bitmask that decodes every row.
+const SHORT_RUNS: usize = 32;
+
+/// Whether `selection` is one the direct reader reads faster than parquet's reader: its
+/// selected rows come in short runs (see [`SHORT_RUNS`]) and are at most half the rows. When
+/// most rows are kept (deleted rows scattered through a file), parquet decoding every row and
+/// then copying the kept runs out measured faster.
+fn scattered(selection: &RowSelection) -> bool {
+    let (mut rows, mut runs, mut total) = (0usize, 0usize, 0usize);
+    for s in selection.iter() {
+        total += s.row_count;
+        if !s.skip && s.row_count > 0 {
+            rows += s.row_count;
+            runs += 1;
+        }
+    }
+    runs > 0 && rows < runs.saturating_mul(SHORT_RUNS) && rows * 2 <= total
 }
 
 /// Whether a column chunk's encodings are only those the direct reader decodes.

@@ -23,10 +23,7 @@ use parquet::file::properties::{WriterProperties, WriterVersion};
 
 use super::*;
 
-const DATA: &str = concat!(
-    env!("CARGO_MANIFEST_DIR"),
-    "/../shared/parquet-testing/data"
-);
+use crate::decode::testing::{alternating, flip_bits, DATA};
 
 /// What one comparison found.
 #[derive(Debug, Default, Clone, Copy)]
@@ -190,22 +187,6 @@ fn compare_with(
         }
     }
     tally
-}
-
-/// Runs of `run` rows, selected and skipped in turn.
-fn alternating(rows: usize, run: usize) -> RowSelection {
-    let mut v = Vec::new();
-    let mut at = 0;
-    while at < rows {
-        let n = run.min(rows - at);
-        v.push(if v.len() % 2 == 0 {
-            RowSelector::select(n)
-        } else {
-            RowSelector::skip(n)
-        });
-        at += n;
-    }
-    RowSelection::from(v)
 }
 
 /// Each row selected with probability `1 / every`, from a fixed seed.
@@ -482,15 +463,7 @@ fn corrupted_files_never_panic_and_agree_with_parquet() {
     let mut tally = Tally::default();
     for (name, original) in &sources {
         for _ in 0..150 {
-            let mut bytes = original.clone();
-            for _ in 0..1 + seed % 3 {
-                seed = seed
-                    .wrapping_mul(6364136223846793005)
-                    .wrapping_add(1442695040888963407);
-                let at = 4 + (seed >> 33) as usize % (bytes.len() - 8);
-                bytes[at] ^= 1 << ((seed >> 20) % 8);
-            }
-            let bytes = Bytes::from(bytes);
+            let bytes = Bytes::from(flip_bits(original, &mut seed));
             tally += compare(name, &bytes, None, &|r| alternating(r, 1), 64, false, false);
             tally += compare(
                 name,
