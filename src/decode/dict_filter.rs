@@ -21,7 +21,8 @@ use arrow::buffer::BooleanBuffer;
 use arrow::datatypes::{Field, Schema};
 use parquet::arrow::arrow_reader::RowSelection;
 
-use crate::decode::dictionary::{all_dictionary, flat, read_chunk, DictChunk};
+use crate::decode::dictionary::{all_dictionary, read_chunk, DictChunk};
+use crate::decode::flat::flat;
 use crate::decode::pages::leaf_pages;
 use crate::decode::stage::{Stage, StageOutput};
 use crate::error::{Error, ErrorKind, Result};

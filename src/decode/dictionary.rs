@@ -21,15 +21,8 @@ use parquet::arrow::{parquet_to_arrow_field_levels, ProjectionMask};
 use parquet::basic::{Encoding, PageType};
 use parquet::column::page::{Page, PageIterator, PageMetadata, PageReader};
 use parquet::file::metadata::{ColumnChunkMetaData, ParquetMetaData, RowGroupMetaData};
-use parquet::schema::types::ColumnDescriptor;
 
-use crate::decode::rle;
-
-/// Whether leaf `cd` is a top-level column that [`read_chunk`] can read (no repetition, no
-/// enclosing struct).
-pub(crate) fn flat(cd: &ColumnDescriptor) -> bool {
-    cd.path().parts().len() == 1 && cd.max_rep_level() == 0 && cd.max_def_level() <= 1
-}
+use crate::decode::{flat, rle};
 
 /// What the footer says of the encodings of `col`'s data pages: `Some(true)` all
 /// dictionary-encoded, `Some(false)` not all, `None` not recorded.
@@ -115,51 +108,10 @@ fn data_page(
     scratch: &mut Scratch,
 ) -> Option<()> {
     // A v2 page's header also counts its rows and nulls: for a flat column, rows are values.
-    let mut nulls = None;
-    let (num, encoding, defs, data) = match page {
-        Page::DataPage {
-            buf,
-            num_values,
-            encoding,
-            def_level_encoding,
-            ..
-        } => {
-            if !nullable {
-                (*num_values as usize, *encoding, None, &buf[..])
-            } else if *def_level_encoding == Encoding::RLE {
-                let len = u32::from_le_bytes(buf.get(..4)?.try_into().ok()?) as usize;
-                let defs = buf.get(4..4usize.checked_add(len)?)?;
-                (*num_values as usize, *encoding, Some(defs), &buf[4 + len..])
-            } else {
-                return None;
-            }
-        }
-        Page::DataPageV2 {
-            buf,
-            num_values,
-            encoding,
-            def_levels_byte_len,
-            rep_levels_byte_len,
-            num_nulls,
-            num_rows,
-            ..
-        } => {
-            if num_rows != num_values {
-                return None;
-            }
-            nulls = Some(*num_nulls as usize);
-            let rep = *rep_levels_byte_len as usize;
-            let def = rep.checked_add(*def_levels_byte_len as usize)?;
-            let defs = buf.get(rep..def)?;
-            (
-                *num_values as usize,
-                *encoding,
-                nullable.then_some(defs),
-                &buf[def..],
-            )
-        }
-        Page::DictionaryPage { .. } => return None,
-    };
+    let page = flat::split(page, nullable).ok()?;
+    let (num, encoding, nulls) = (page.rows, page.encoding, page.nulls);
+    let defs = page.defs.map(|r| &page.buf[r]);
+    let data = &page.buf[page.values];
     if !matches!(
         encoding,
         Encoding::PLAIN_DICTIONARY | Encoding::RLE_DICTIONARY

@@ -11,6 +11,8 @@
 //!   [`rle`] decoding the indices.
 //! - [`direct`]: a part's flat columns read with a row selection, only the selected rows
 //!   decoded, straight into the output arrays; parquet's reader takes over on anything else.
+//! - [`flat`]: flat columns and their data pages split into levels and values, as both
+//!   readers above parse them.
 //! - [`positions`]: the row-index column.
 //! - [`pages`]: the reader both use: parquet's decoders over pages decompressed into pooled
 //!   buffers ([`crate::pool`]).
@@ -23,6 +25,7 @@ pub(crate) mod assemble;
 pub(crate) mod dict_filter;
 pub(crate) mod dictionary;
 pub(crate) mod direct;
+pub(crate) mod flat;
 pub(crate) mod pages;
 pub(crate) mod part;
 pub(crate) mod positions;

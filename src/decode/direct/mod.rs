@@ -38,7 +38,8 @@ use parquet::arrow::arrow_reader::{ArrowReaderMetadata, ParquetRecordBatchReader
 use parquet::basic::Encoding;
 use parquet::column::page::{Page, PageReader};
 
-use crate::decode::dictionary::{dictionary_values, flat};
+use crate::decode::dictionary::dictionary_values;
+use crate::decode::flat::flat;
 use crate::decode::pages::{leaf_pages, row_group_reader, Leaves};
 use crate::io::chunk::SparseChunk;
 use crate::validate::pages::PageSizes;

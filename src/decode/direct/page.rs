@@ -23,6 +23,7 @@ use parquet::basic::Encoding;
 use parquet::column::page::Page;
 
 use super::Fallback;
+use crate::decode::flat;
 use crate::decode::rle::{self, Cursor};
 
 /// Where a selected row's value is, for the column to append.
@@ -103,58 +104,10 @@ impl DataPage {
         nullable: bool,
         width: Option<usize>,
     ) -> Result<Self, Fallback> {
-        let (buf, rows, encoding, defs, values) = match page {
-            Page::DataPage {
-                buf,
-                num_values,
-                encoding,
-                def_level_encoding,
-                ..
-            } => {
-                // A flat column has one level per row.
-                let rows = num_values as usize;
-                if !nullable {
-                    let len = buf.len();
-                    (buf, rows, encoding, None, 0..len)
-                } else {
-                    if def_level_encoding != Encoding::RLE {
-                        return Err(Fallback("definition levels not RLE-encoded"));
-                    }
-                    let len = buf.get(..4).ok_or(Fallback("a truncated page"))?;
-                    let len = u32::from_le_bytes(len.try_into().expect("4 bytes")) as usize;
-                    let end = 4usize
-                        .checked_add(len)
-                        .filter(|e| *e <= buf.len())
-                        .ok_or(Fallback("levels past the page's end"))?;
-                    let total = buf.len();
-                    (buf, rows, encoding, Some(4..end), end..total)
-                }
-            }
-            Page::DataPageV2 {
-                buf,
-                num_values,
-                encoding,
-                num_rows,
-                def_levels_byte_len,
-                rep_levels_byte_len,
-                ..
-            } => {
-                if num_rows != num_values {
-                    return Err(Fallback("a v2 page with more values than rows"));
-                }
-                let rep = rep_levels_byte_len as usize;
-                let def = rep
-                    .checked_add(def_levels_byte_len as usize)
-                    .filter(|d| *d <= buf.len())
-                    .ok_or(Fallback("levels past the page's end"))?;
-                let total = buf.len();
-                let defs = nullable.then_some(rep..def);
-                (buf, num_rows as usize, encoding, defs, def..total)
-            }
-            Page::DictionaryPage { .. } => return Err(Fallback("a second dictionary page")),
-        };
-        let levels = defs.map(|r| buf.slice(r));
-        let values = buf.slice(values);
+        let page = flat::split(&page, nullable).map_err(Fallback)?;
+        let (rows, encoding) = (page.rows, page.encoding);
+        let levels = page.defs.map(|r| page.buf.slice(r));
+        let values = page.buf.slice(page.values);
         let kind = match (encoding, width) {
             (Encoding::PLAIN, Some(width)) => Kind::Fixed {
                 count: values.len() / width,
