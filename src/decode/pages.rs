@@ -418,7 +418,7 @@ mod tests {
     use arrow::array::RecordBatch;
     use parquet::arrow::arrow_reader::ArrowReaderOptions;
 
-    use crate::decode::testing::{alternating, DATA};
+    use crate::decode::testing::{alternating, checked_row_groups, DATA};
 
     /// Every row group of `bytes` read by parquet's builder and by [`row_group_reader`], with
     /// `selection(rows)` (when it gives one): the same batches, or both an error.
@@ -430,16 +430,9 @@ mod tests {
         };
         let md = Arc::clone(meta.metadata());
         let leaves: Vec<usize> = (0..md.file_metadata().schema_descr().num_columns()).collect();
-        let mut chunk = SparseChunk::new(bytes.len() as u64);
-        chunk.insert(0, bytes.clone());
-        for rg in 0..md.num_row_groups() {
-            let rows = md.row_group(rg).num_rows().max(0) as usize;
+        let (chunk, groups) = checked_row_groups((&md, name), bytes, &leaves, 1024);
+        for (rg, rows, sizes) in groups {
             let sel = selection(rows);
-            let Ok(sizes) =
-                crate::validate::check_row_group((&md, name), rg, &leaves, &chunk, (1 << 30, 1024))
-            else {
-                continue;
-            };
             let theirs = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
                 let mut b =
                     ParquetRecordBatchReaderBuilder::new_with_metadata(bytes.clone(), meta.clone())

@@ -1,6 +1,12 @@
 //! Test helpers the decoders' tests share: row selections and corrupted copies of files.
 
+use bytes::Bytes;
 use parquet::arrow::arrow_reader::{RowSelection, RowSelector};
+use parquet::file::metadata::ParquetMetaData;
+
+use crate::io::chunk::SparseChunk;
+use crate::validate::check_row_group;
+use crate::validate::pages::PageSizes;
 
 /// The parquet-testing files' `data/` folder.
 pub(crate) const DATA: &str = concat!(
@@ -36,4 +42,26 @@ pub(crate) fn flip_bits(original: &[u8], seed: &mut u64) -> Vec<u8> {
         bytes[at] ^= 1 << ((*seed >> 20) % 8);
     }
     bytes
+}
+
+/// The whole of file `bytes` as one fetched chunk, and the row groups whose `leaves` pass
+/// rayquet's page checks (as a scan would read them, in batches of `batch`): each one's index,
+/// row count and page sizes. Row groups the checks refuse are left out.
+pub(crate) fn checked_row_groups(
+    (md, name): (&ParquetMetaData, &str),
+    bytes: &Bytes,
+    leaves: &[usize],
+    batch: usize,
+) -> (SparseChunk, Vec<(usize, usize, Vec<PageSizes>)>) {
+    let mut chunk = SparseChunk::new(bytes.len() as u64);
+    chunk.insert(0, bytes.clone());
+    let groups = (0..md.num_row_groups())
+        .filter_map(|rg| {
+            let rows = md.row_group(rg).num_rows().max(0) as usize;
+            let limits = (1 << 30, batch);
+            let sizes = check_row_group((md, name), rg, leaves, &chunk, limits).ok()?;
+            Some((rg, rows, sizes))
+        })
+        .collect();
+    (chunk, groups)
 }

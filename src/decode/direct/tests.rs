@@ -23,7 +23,7 @@ use parquet::file::properties::{WriterProperties, WriterVersion};
 
 use super::*;
 
-use crate::decode::testing::{alternating, flip_bits, DATA};
+use crate::decode::testing::{alternating, checked_row_groups, flip_bits, DATA};
 
 /// What one comparison found.
 #[derive(Debug, Default, Clone, Copy)]
@@ -103,16 +103,9 @@ fn compare_with(
     if leaves.is_empty() {
         return tally;
     }
-    let mut chunk = SparseChunk::new(bytes.len() as u64);
-    chunk.insert(0, bytes.clone());
-    for rg in 0..md.num_row_groups() {
-        let rows = md.row_group(rg).num_rows().max(0) as usize;
+    let (chunk, groups) = checked_row_groups((&md, name), bytes, &leaves, batch);
+    for (rg, rows, sizes) in groups {
         let sel = selection(rows);
-        let Ok(sizes) =
-            crate::validate::check_row_group((&md, name), rg, &leaves, &chunk, (1 << 30, batch))
-        else {
-            continue;
-        };
         let read = |policy: RowSelectionPolicy| {
             std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
                 ParquetRecordBatchReaderBuilder::new_with_metadata(bytes.clone(), meta.clone())
