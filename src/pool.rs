@@ -124,6 +124,12 @@ impl PoolBuf {
         &mut self.buf[..self.len]
     }
 
+    /// The whole buffer (at least `len` bytes; a pooled one is a power of two long), for
+    /// writers that may write past `len` (snappy's fast loop, [`crate::decode::snappy`]).
+    pub fn with_spare(&mut self) -> &mut [u8] {
+        &mut self.buf
+    }
+
     /// The buffer as `Bytes`; it returns to its pool when the last reference drops.
     pub fn freeze(self) -> Bytes {
         Bytes::from_owner(self)

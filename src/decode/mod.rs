@@ -15,7 +15,7 @@
 //!   readers above parse them.
 //! - [`positions`]: the row-index column.
 //! - [`pages`]: the reader both use: parquet's decoders over pages decompressed into pooled
-//!   buffers ([`crate::pool`]).
+//!   buffers ([`crate::pool`]), snappy pages by [`snappy`].
 //!
 //! Imports `plan` (what a file's slots share), `io::chunk`, `validate` and `flow`; never the
 //! driver or the reader. Invariant: a rayon task never blocks: it decodes at most its
@@ -30,6 +30,7 @@ pub(crate) mod pages;
 pub(crate) mod part;
 pub(crate) mod positions;
 pub(crate) mod rle;
+pub(crate) mod snappy;
 pub(crate) mod stage;
 #[cfg(test)]
 pub(crate) mod testing;

@@ -35,6 +35,7 @@ use parquet::file::properties::ReaderProperties;
 use parquet::file::reader::{ChunkReader, Length};
 use parquet::file::serialized_reader::SerializedPageReader;
 
+use super::snappy;
 use crate::io::chunk::{SparseChunk, SparseRead};
 use crate::validate::pages::PageSizes;
 
@@ -343,23 +344,24 @@ fn decompress(codec: Codec, prefix: &[u8], input: &[u8], claimed: usize) -> Resu
         .checked_sub(prefix.len())
         .ok_or_else(|| ParquetError::General("Invalid page header".into()))?;
     let mut out = crate::pool::pool().take(claimed);
-    let buf = out.as_mut();
-    buf[..prefix.len()].copy_from_slice(prefix);
+    out.as_mut()[..prefix.len()].copy_from_slice(prefix);
     // An empty page (no non-null value) has nothing to decompress.
     if want > 0 {
-        let dst = &mut buf[prefix.len()..];
         let got = match codec {
             Codec::None => unreachable!("not decompressed"),
             Codec::Snappy => {
-                let n = snap::raw::Decoder::new()
-                    .decompress(input, dst)
+                // The buffer's spare bytes after the page let snappy's loop write whole
+                // 32-byte moves.
+                let dst = &mut out.with_spare()[prefix.len()..];
+                let n = snappy::decompress_into(input, dst, want)
                     .map_err(|e| ParquetError::External(Box::new(e)))?;
                 // As parquet, which zero-fills its buffer to the claimed size first: a shorter
                 // stream leaves zeros (a longer one is an error above).
-                dst[n..].fill(0);
+                dst[n..want].fill(0);
                 want
             }
             Codec::Zstd => ZSTD.with(|z| {
+                let dst = &mut out.as_mut()[prefix.len()..];
                 let mut z = z.borrow_mut();
                 if z.is_none() {
                     *z = Some(zstd::bulk::Decompressor::new().map_err(ext)?);
@@ -367,8 +369,10 @@ fn decompress(codec: Codec, prefix: &[u8], input: &[u8], claimed: usize) -> Resu
                 let d = z.as_mut().expect("set above");
                 d.decompress_to_buffer(input, dst).map_err(ext)
             })?,
-            Codec::Lz4Raw => lz4_flex::block::decompress_into(input, dst)
-                .map_err(|e| ParquetError::External(Box::new(e)))?,
+            Codec::Lz4Raw => {
+                lz4_flex::block::decompress_into(input, &mut out.as_mut()[prefix.len()..])
+                    .map_err(|e| ParquetError::External(Box::new(e)))?
+            }
         };
         if got != want {
             return Err(ParquetError::General(format!(
