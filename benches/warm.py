@@ -3,9 +3,12 @@
 
     python3 benches/warm.py DATA_DIR BIN[,BIN...] [WORKLOADS|all] [ROUNDS] [-- extra scan args]
 
-Each round runs every workload with every binary (`rayquet scan DATA_DIR --repeat 6 --json
+Each round runs every workload with every binary (the order reversed every other round) (`rayquet scan DATA_DIR --repeat 6 --json
 --footer-cache 64M [filter/columns] [extra]`); reported per binary: the median over rounds of
-the warm median wall seconds, warm CPU seconds per scan and first-scan seconds. DATA_DIR is
+the warm median wall seconds, warm CPU seconds per scan and first-scan seconds, and (for each
+binary after the first) the median over rounds of its paired ratio to the first binary's warm
+wall and CPU seconds in the same round, with how many rounds it was faster: on a noisy machine
+the paired ratio is steadier than a ratio of medians. DATA_DIR is
 TPC-H lineitem (e.g. the peers harness's sf1/lineitem). A BIN may be a wrapper script that
 adds flags (e.g. `--mmap`). Environment (RAYON_NUM_THREADS, RAYQUET_THP) passes through.
 """
@@ -35,9 +38,10 @@ def main():
     works = list(WORKLOADS) if len(args) < 3 or args[2] == "all" else args[2].split(",")
     rounds = int(args[3]) if len(args) > 3 else 3
     res = {}
-    for _ in range(rounds):
+    for rnd in range(rounds):
         for w in works:
-            for b in bins:
+            # The order flips every round (a binary run second may find a warmer machine).
+            for b in bins if rnd % 2 == 0 else bins[::-1]:
                 cmd = [b, "scan", data, "--repeat", "6", "--json", "--footer-cache", "64M"]
                 out = subprocess.run(cmd + WORKLOADS[w] + extra, capture_output=True, text=True,
                                      check=True).stdout
@@ -45,13 +49,20 @@ def main():
                 res.setdefault((w, b), []).append(
                     (d["warm_median_seconds"], d["warm_median_cpu_seconds"], d["first_seconds"],
                      d["rows"]))
-    print("workload | " + " | ".join(f"{b}: warm s / CPU s / first s" for b in bins) + " | rows")
+    print("workload | " + " | ".join(f"{b}: warm s / CPU s / first s" for b in bins)
+          + "".join(f" | {b} / {bins[0]}: warm, CPU (faster rounds)" for b in bins[1:]) + " | rows")
     for w in works:
         cells = []
         for b in bins:
             v = res[(w, b)]
             cells.append("%.3f / %.3f / %.3f" % tuple(statistics.median(x[i] for x in v)
                                                      for i in range(3)))
+        for b in bins[1:]:
+            pairs = list(zip(res[(w, bins[0])], res[(w, b)]))
+            r = [(y[0] / x[0], y[1] / x[1]) for x, y in pairs]
+            cells.append("%.3f, %.3f (%d, %d of %d)" % (
+                statistics.median(v[0] for v in r), statistics.median(v[1] for v in r),
+                sum(v[0] < 1 for v in r), sum(v[1] < 1 for v in r), len(r)))
         rows = sorted({x[3] for b in bins for x in res[(w, b)]})
         print(f"{w} | " + " | ".join(cells) + f" | {rows}")
 
