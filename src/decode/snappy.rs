@@ -114,8 +114,7 @@ fn decode(src: &[u8], dst: &mut [u8], n: usize) -> Result<usize, SnappyError> {
             let mut len = usize::from(tag >> 2);
             if len >= 60 {
                 let k = len - 59;
-                let b = src.get(s..s + k).ok_or(SnappyError::Literal)?;
-                len = b.iter().rev().fold(0, |a, &x| (a << 8) | usize::from(x));
+                len = le(src.get(s..s + k).ok_or(SnappyError::Literal)?);
                 s += k;
             }
             len += 1;
@@ -135,7 +134,7 @@ fn decode(src: &[u8], dst: &mut [u8], n: usize) -> Result<usize, SnappyError> {
         s += extra;
         let e = ELEMENTS[usize::from(tag)] as usize;
         let len = e & 0xff;
-        let off = (e & 0x700) | b.iter().rev().fold(0, |a, &x| (a << 8) | usize::from(x));
+        let off = (e & 0x700) | le(b);
         if off.wrapping_sub(1) >= d || len > n - d {
             return Err(SnappyError::Copy);
         }
@@ -145,6 +144,11 @@ fn decode(src: &[u8], dst: &mut [u8], n: usize) -> Result<usize, SnappyError> {
         d += len;
     }
     Ok(d)
+}
+
+/// A little-endian number of at most 4 bytes.
+fn le(b: &[u8]) -> usize {
+    b.iter().rev().fold(0, |a, &x| (a << 8) | usize::from(x))
 }
 
 /// The fast loop: decodes while [`SRC_SLOP`] input and [`DST_SLOP`] output bytes remain;
