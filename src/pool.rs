@@ -59,7 +59,7 @@ impl BufferPool {
         }
     }
 
-    /// A buffer whose first `len` bytes the caller overwrites ([`PoolBuf::as_mut`]).
+    /// A buffer whose first `len` bytes the caller overwrites ([`PoolBuf::with_spare`]).
     pub fn take(&'static self, len: usize) -> PoolBuf {
         let Some(class) = class_of(len) else {
             return PoolBuf {
@@ -119,11 +119,6 @@ fn class_of(len: usize) -> Option<u32> {
 }
 
 impl PoolBuf {
-    /// The buffer's `len` bytes, to be overwritten.
-    pub fn as_mut(&mut self) -> &mut [u8] {
-        &mut self.buf[..self.len]
-    }
-
     /// The whole buffer (at least `len` bytes; a pooled one is a power of two long), for
     /// writers that may write past `len` (snappy's fast loop, [`crate::decode::snappy`]).
     pub fn with_spare(&mut self) -> &mut [u8] {
@@ -164,7 +159,7 @@ mod tests {
     fn buffers_are_reused_and_bounded() {
         static POOL: BufferPool = BufferPool::new(3 << 20);
         let mut a = POOL.take(1 << 20);
-        a.as_mut().fill(7);
+        a.with_spare().fill(7);
         let ptr = a.as_ref().as_ptr();
         let bytes = a.freeze();
         assert_eq!(bytes.len(), 1 << 20);
@@ -181,7 +176,8 @@ mod tests {
         // The same buffer serves the next request of its class, with its old contents.
         let mut b = POOL.take((1 << 20) - 5);
         assert_eq!(b.as_ref().as_ptr(), ptr);
-        assert_eq!(b.as_mut().len(), (1 << 20) - 5);
+        assert_eq!(b.as_ref().len(), (1 << 20) - 5);
+        assert_eq!(b.with_spare().len(), 1 << 20, "the class's spare bytes");
         assert_eq!(POOL.idle_bytes(), 0);
         // Idle bytes stay within the cap: four 1 MiB buffers returned, three kept.
         let bufs: Vec<PoolBuf> = (0..4).map(|_| POOL.take(1 << 20)).collect();

@@ -344,15 +344,15 @@ fn decompress(codec: Codec, prefix: &[u8], input: &[u8], claimed: usize) -> Resu
         .checked_sub(prefix.len())
         .ok_or_else(|| ParquetError::General("Invalid page header".into()))?;
     let mut out = crate::pool::pool().take(claimed);
-    out.as_mut()[..prefix.len()].copy_from_slice(prefix);
+    // The whole buffer: snappy's loop writes whole 32-byte moves into its spare bytes after the
+    // page; the other codecs get exactly the page.
+    let (head, dst) = out.with_spare().split_at_mut(prefix.len());
+    head.copy_from_slice(prefix);
     // An empty page (no non-null value) has nothing to decompress.
     if want > 0 {
         let got = match codec {
             Codec::None => unreachable!("not decompressed"),
             Codec::Snappy => {
-                // The buffer's spare bytes after the page let snappy's loop write whole
-                // 32-byte moves.
-                let dst = &mut out.with_spare()[prefix.len()..];
                 let n = snappy::decompress_into(input, dst, want)
                     .map_err(|e| ParquetError::External(Box::new(e)))?;
                 // As parquet, which zero-fills its buffer to the claimed size first: a shorter
@@ -361,18 +361,15 @@ fn decompress(codec: Codec, prefix: &[u8], input: &[u8], claimed: usize) -> Resu
                 want
             }
             Codec::Zstd => ZSTD.with(|z| {
-                let dst = &mut out.as_mut()[prefix.len()..];
                 let mut z = z.borrow_mut();
                 if z.is_none() {
                     *z = Some(zstd::bulk::Decompressor::new().map_err(ext)?);
                 }
                 let d = z.as_mut().expect("set above");
-                d.decompress_to_buffer(input, dst).map_err(ext)
+                d.decompress_to_buffer(input, &mut dst[..want]).map_err(ext)
             })?,
-            Codec::Lz4Raw => {
-                lz4_flex::block::decompress_into(input, &mut out.as_mut()[prefix.len()..])
-                    .map_err(|e| ParquetError::External(Box::new(e)))?
-            }
+            Codec::Lz4Raw => lz4_flex::block::decompress_into(input, &mut dst[..want])
+                .map_err(|e| ParquetError::External(Box::new(e)))?,
         };
         if got != want {
             return Err(ParquetError::General(format!(
