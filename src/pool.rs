@@ -2,17 +2,25 @@
 //! that a long-running process reuses the same memory scan after scan instead of asking the
 //! allocator (and, for fresh memory, the kernel) for it again.
 //!
-//! A buffer is taken for `n` bytes from the free list of its size class (powers of two from
-//! 4 KiB to 64 MiB; larger requests are not pooled), handed out as a [`PoolBuf`], turned into a
-//! `Bytes` with [`PoolBuf::freeze`], and comes back to the pool when the last `Bytes` (or Arrow
-//! buffer) referencing it drops.
+//! A buffer is taken for `n` bytes from the free list of its size class, handed out as a
+//! [`PoolBuf`], turned into a `Bytes` with [`PoolBuf::freeze`], and comes back to the pool when
+//! the last `Bytes` (or Arrow buffer) referencing it drops. Size classes run from 4 KiB to
+//! 64 MiB (larger requests are not pooled), four per power of two (5/4, 6/4, 7/4 and 8/4 of
+//! it), so that a buffer over 4 KiB is at most a quarter larger than the bytes asked for: the
+//! scan budget counts those bytes, and the memory it bounds is then at most a quarter more
+//! (pure powers of two would let a page of just over 1 MiB hold 2 MiB).
+//!
+//! Two ways in: [`BufferPool::take`] for a buffer the caller overwrites (a decompressed page),
+//! [`BufferPool::fill`] for one a reader appends to (a local file read), so that a read into
+//! fresh memory is never zero-filled first.
 //!
 //! Invariants: the idle bytes the pool keeps (buffers not in use) never exceed
 //! [`POOL_IDLE_BYTES`] — a buffer returned beyond that is freed; buffers in use are owned by
 //! the pages and arrays holding them and counted wherever those are counted (the scan budget
-//! counts delivered arrays); a pooled buffer is always fully initialized (zero-filled once,
-//! when it is first allocated, by `calloc`, which fresh memory from the kernel gets for free),
-//! so reusing it never zero-fills again and no unsafe code is needed.
+//! counts fetched bytes and delivered arrays); a pooled buffer is always fully initialized
+//! (`take` allocates it zero-filled by `calloc`, which fresh memory from the kernel gets for
+//! free; `fill` zero-fills what its reader did not write), so reusing it never zero-fills
+//! again and no unsafe code is needed.
 
 use std::sync::{Mutex, OnceLock};
 
@@ -20,10 +28,12 @@ use bytes::Bytes;
 
 /// The most bytes of idle buffers the process-wide pool keeps (64 MiB).
 pub(crate) const POOL_IDLE_BYTES: usize = 64 << 20;
-/// The smallest size class.
-const MIN_CLASS: u32 = 12;
-/// The largest size class: larger buffers are allocated and freed as usual.
-const MAX_CLASS: u32 = 26;
+/// The smallest buffer (log2): smaller requests get one this size.
+const MIN_SHIFT: u32 = 12;
+/// The largest buffer (log2): larger requests are allocated and freed as usual.
+const MAX_SHIFT: u32 = 26;
+/// Size classes per power of two.
+const STEPS: u32 = 4;
 
 /// A pool of byte buffers by size class, keeping at most `cap` idle bytes.
 #[derive(Debug)]
@@ -59,25 +69,20 @@ impl BufferPool {
         }
     }
 
-    /// A buffer whose first `len` bytes the caller overwrites ([`PoolBuf::with_spare`]).
-    pub fn take(&'static self, len: usize) -> PoolBuf {
-        let Some(class) = class_of(len) else {
+    /// A buffer whose first `len` bytes the caller overwrites, with at least `spare` more
+    /// after them for writers that run past `len` ([`PoolBuf::with_spare`]).
+    pub fn take(&'static self, len: usize, spare: usize) -> PoolBuf {
+        let want = len.saturating_add(spare);
+        let Some(class) = class_of(want) else {
             return PoolBuf {
-                buf: vec![0; len],
+                buf: vec![0; want],
                 len,
                 pool: None,
             };
         };
-        let reused = {
-            let mut st = self.state.lock().unwrap_or_else(|e| e.into_inner());
-            let i = (class - MIN_CLASS) as usize;
-            let got = st.lists.get_mut(i).and_then(Vec::pop);
-            if let Some(b) = &got {
-                st.idle -= b.len();
-            }
-            got
-        };
-        let buf = reused.unwrap_or_else(|| vec![0; 1 << class]);
+        let buf = self
+            .pop(class)
+            .unwrap_or_else(|| vec![0; class_size(class)]);
         PoolBuf {
             buf,
             len,
@@ -85,15 +90,58 @@ impl BufferPool {
         }
     }
 
+    /// A buffer holding the bytes `fill` appends to the empty `Vec` it is given (which has room
+    /// for `len`; `fill` should append at most that many), e.g. a file read with
+    /// `Read::read_to_end`. A pooled buffer's bytes past what `fill` wrote are zero-filled
+    /// (pooled buffers are always initialized), but the bytes it writes never are: a read into
+    /// fresh memory costs no zero-filling.
+    pub fn fill<E>(
+        &'static self,
+        len: usize,
+        fill: impl FnOnce(&mut Vec<u8>) -> Result<(), E>,
+    ) -> Result<PoolBuf, E> {
+        let class = class_of(len);
+        let mut buf = match class {
+            Some(c) => self.pop(c).unwrap_or_default(),
+            None => Vec::new(),
+        };
+        buf.clear();
+        buf.reserve_exact(class.map_or(len, class_size));
+        fill(&mut buf)?;
+        let got = buf.len();
+        let pool = match class {
+            // Only a buffer of exactly its class's size goes back to the pool.
+            Some(c) if got <= class_size(c) => {
+                buf.resize(class_size(c), 0);
+                Some(self)
+            }
+            _ => None,
+        };
+        Ok(PoolBuf {
+            buf,
+            len: got,
+            pool,
+        })
+    }
+
+    /// An idle buffer of class `class`, if any.
+    fn pop(&self, class: usize) -> Option<Vec<u8>> {
+        let mut st = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        let got = st.lists.get_mut(class).and_then(Vec::pop);
+        if let Some(b) = &got {
+            st.idle -= b.len();
+        }
+        got
+    }
+
     fn give(&self, buf: Vec<u8>) {
-        let Some(class) = class_of(buf.len()).filter(|c| buf.len() == 1 << c) else {
+        let Some(i) = class_of(buf.len()).filter(|&c| buf.len() == class_size(c)) else {
             return;
         };
         let mut st = self.state.lock().unwrap_or_else(|e| e.into_inner());
         if st.idle + buf.len() > self.cap {
             return;
         }
-        let i = (class - MIN_CLASS) as usize;
         if st.lists.len() <= i {
             st.lists.resize_with(i + 1, Vec::new);
         }
@@ -108,19 +156,34 @@ impl BufferPool {
     }
 }
 
-/// The size class (log2 of the buffer size) serving `len` bytes, or `None` when too large.
-fn class_of(len: usize) -> Option<u32> {
-    let class = len
-        .max(1)
-        .next_power_of_two()
-        .trailing_zeros()
-        .max(MIN_CLASS);
-    (class <= MAX_CLASS).then_some(class)
+/// The size class (an index into the free lists) serving `len` bytes: the smallest class at
+/// least `len` long, or `None` when `len` is over the largest.
+fn class_of(len: usize) -> Option<usize> {
+    if len <= 1 << MIN_SHIFT {
+        return Some(0);
+    }
+    if len > 1 << MAX_SHIFT {
+        return None;
+    }
+    // 2^b < len <= 2^(b+1): the classes of this octave are 5..=8 steps of 2^b / 4.
+    let b = usize::BITS - 1 - (len - 1).leading_zeros();
+    let steps = (len - 1) >> (b - 2);
+    // steps is 4..=7 (len - 1 >= 2^b); the class is one step more.
+    Some(1 + ((b - MIN_SHIFT) * STEPS) as usize + (steps - 4))
+}
+
+/// The buffer size of class `class` ([`class_of`]).
+fn class_size(class: usize) -> usize {
+    if class == 0 {
+        return 1 << MIN_SHIFT;
+    }
+    let (octave, step) = ((class - 1) / STEPS as usize, (class - 1) % STEPS as usize);
+    (5 + step) << (MIN_SHIFT as usize + octave - 2)
 }
 
 impl PoolBuf {
-    /// The whole buffer (at least `len` bytes; a pooled one is a power of two long), for
-    /// writers that may write past `len` (snappy's fast loop, [`crate::decode::snappy`]).
+    /// The whole buffer (at least `len` bytes, and the spare asked for), for writers that may
+    /// write past `len` (snappy's fast loop, [`crate::decode::snappy`]).
     pub fn with_spare(&mut self) -> &mut [u8] {
         &mut self.buf
     }
@@ -158,7 +221,7 @@ mod tests {
     #[test]
     fn buffers_are_reused_and_bounded() {
         static POOL: BufferPool = BufferPool::new(3 << 20);
-        let mut a = POOL.take(1 << 20);
+        let mut a = POOL.take(1 << 20, 0);
         a.with_spare().fill(7);
         let ptr = a.as_ref().as_ptr();
         let bytes = a.freeze();
@@ -174,29 +237,91 @@ mod tests {
             "back once the last reference dropped"
         );
         // The same buffer serves the next request of its class, with its old contents.
-        let mut b = POOL.take((1 << 20) - 5);
+        let mut b = POOL.take((1 << 20) - 5, 0);
         assert_eq!(b.as_ref().as_ptr(), ptr);
         assert_eq!(b.as_ref().len(), (1 << 20) - 5);
         assert_eq!(b.with_spare().len(), 1 << 20, "the class's spare bytes");
+
         assert_eq!(POOL.idle_bytes(), 0);
         // Idle bytes stay within the cap: four 1 MiB buffers returned, three kept.
-        let bufs: Vec<PoolBuf> = (0..4).map(|_| POOL.take(1 << 20)).collect();
+        let bufs: Vec<PoolBuf> = (0..4).map(|_| POOL.take(1 << 20, 0)).collect();
         drop(b);
         drop(bufs);
         assert_eq!(POOL.idle_bytes(), 3 << 20);
         // Too large to pool: allocated and freed as usual.
-        let big = POOL.take((64 << 20) + 1);
+        let big = POOL.take((64 << 20) + 1, 0);
         assert!(big.pool.is_none());
         drop(big);
         assert_eq!(POOL.idle_bytes(), 3 << 20);
     }
 
     #[test]
+    fn spare_bytes_and_fills() {
+        static POOL: BufferPool = BufferPool::new(8 << 20);
+        // Spare bytes asked for move a request up a class when the class has too few.
+        let mut a = POOL.take((1 << 20) - 5, 80);
+        assert_eq!(a.as_ref().len(), (1 << 20) - 5);
+        assert_eq!(a.with_spare().len(), 5 << 18);
+        let b = POOL.take((1 << 20) - 100, 80);
+        assert_eq!(b.buf.len(), 1 << 20, "enough spare in its own class");
+        drop((a, b));
+        assert_eq!(POOL.idle_bytes(), (5 << 18) + (1 << 20));
+        // A fill reuses an idle buffer of its class, keeps what it wrote, zeroes the rest.
+        let mut reader: &[u8] = &[3; 900_000];
+        let c = POOL
+            .fill(1 << 20, |v| {
+                std::io::Read::read_to_end(&mut reader, v).map(drop)
+            })
+            .unwrap();
+        assert_eq!(c.as_ref(), &[3; 900_000][..]);
+        assert_eq!(c.buf.len(), 1 << 20);
+        assert!(
+            c.buf[900_000..].iter().all(|&x| x == 0),
+            "the rest is zeroed"
+        );
+        assert_eq!(POOL.idle_bytes(), 5 << 18, "the 1 MiB buffer was reused");
+        drop(c);
+        // A fill that fails gives nothing; one too large for the pool is its own.
+        let e = POOL.fill(1 << 20, |_| Err("no"));
+        assert!(e.is_err());
+        let big = POOL.fill((64 << 20) + 1, |v| {
+            v.push(1);
+            Ok::<_, ()>(())
+        });
+        assert!(big.unwrap().pool.is_none());
+    }
+
+    #[test]
     fn size_classes() {
-        assert_eq!(class_of(0), Some(12));
-        assert_eq!(class_of(4096), Some(12));
-        assert_eq!(class_of(4097), Some(13));
-        assert_eq!(class_of(64 << 20), Some(26));
+        assert_eq!(class_of(0), Some(0));
+        assert_eq!(class_size(0), 4096);
+        assert_eq!(class_of(4096), Some(0));
+        assert_eq!(class_size(class_of(4097).unwrap()), 5 << 10);
+        assert_eq!(class_size(class_of((1 << 20) + 1).unwrap()), 5 << 18);
+        assert_eq!(class_size(class_of(64 << 20).unwrap()), 64 << 20);
         assert_eq!(class_of((64 << 20) + 1), None);
+        // Brute force: the smallest class that fits, at most 25% larger (4 KiB for the small).
+        let sizes: Vec<usize> = (0..=class_of(64 << 20).unwrap()).map(class_size).collect();
+        assert!(sizes.windows(2).all(|w| w[0] < w[1]));
+        let mut lens: Vec<usize> = sizes.iter().flat_map(|&s| [s - 1, s, s + 1]).collect();
+        lens.extend((0..5000).map(|i| (i * 2_654_435_761usize) % (64 << 20)));
+        for len in lens.into_iter().filter(|&l| l <= 64 << 20) {
+            let c = class_of(len).unwrap();
+            let size = class_size(c);
+            assert!(size >= len, "{len}: class {c} of {size}");
+            assert!(
+                c == 0 || class_size(c - 1) < len,
+                "{len}: a smaller class fits"
+            );
+            assert!(
+                size <= (len + len / 4).max(4096),
+                "{len}: {size} wastes over 25%"
+            );
+            assert_eq!(
+                class_of(size),
+                Some(c),
+                "a buffer goes back to its own class"
+            );
+        }
     }
 }

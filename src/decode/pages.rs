@@ -343,9 +343,10 @@ fn decompress(codec: Codec, prefix: &[u8], input: &[u8], claimed: usize) -> Resu
     let want = claimed
         .checked_sub(prefix.len())
         .ok_or_else(|| ParquetError::General("Invalid page header".into()))?;
-    let mut out = crate::pool::pool().take(claimed);
-    // The whole buffer: snappy's loop writes whole 32-byte moves into its spare bytes after the
-    // page; the other codecs get exactly the page.
+    // The whole buffer: snappy's loop writes whole 32-byte moves into the spare bytes after the
+    // page (asked for here, so that it runs to the page's end); the other codecs get exactly the
+    // page.
+    let mut out = crate::pool::pool().take(claimed, snappy::DST_SLOP);
     let (head, dst) = out.with_spare().split_at_mut(prefix.len());
     head.copy_from_slice(prefix);
     // An empty page (no non-null value) has nothing to decompress.

@@ -7,7 +7,7 @@
 //! This one follows 1.1.9's loop: both candidate next tags (after a literal, after a copy) are
 //! loaded while the current element is decoded, and every element is one or two 32-byte moves
 //! into the spare bytes after the current position, which [`decompress_into`]'s caller
-//! provides (pooled buffers are a power of two long). On TPC-H lineitem pages it decompresses
+//! provides (pages ask the pool for [`DST_SLOP`] spare bytes). On TPC-H lineitem pages it decompresses
 //! 12-14% faster (BENCHMARKS.md, "Warm scans, fifth pass").
 //!
 //! Invariants: the result is exactly `snap`'s: the same bytes, and an error for exactly the
@@ -58,7 +58,7 @@ impl std::error::Error for SnappyError {}
 const SRC_SLOP: usize = 66;
 /// Output bytes the fast loop may write from the current position: 64 (two 32-byte moves),
 /// or a repeated pattern of up to 64 bytes written 16 bytes at a time (up to 79).
-const DST_SLOP: usize = 80;
+pub(crate) const DST_SLOP: usize = 80;
 
 /// Decompresses the snappy stream `src` into `dst`, which must hold its declared length, at
 /// most `want` bytes; returns that length. Bytes of `dst` after it may be overwritten.

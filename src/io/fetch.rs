@@ -69,8 +69,8 @@ impl Fetcher {
         let get = async {
             let got = store.get_opts(&file.path, opts).await?;
             match got.payload {
-                // A local file: read into fresh capacity (object_store zero-fills its buffer
-                // first, a measurable share of a local scan's CPU).
+                // A local file: read into a pooled buffer (object_store reads into a fresh,
+                // zero-filled one, a measurable share of a local scan's CPU).
                 GetResultPayload::File(f, path) => {
                     let (range, map) = (got.range, self.memory_map);
                     tokio::task::spawn_blocking(move || match map {
@@ -160,8 +160,9 @@ impl Fetcher {
     }
 }
 
-/// Bytes `range` of the open local file `f` (at `path`), read into a buffer that is not
-/// zero-filled first; fewer bytes if the file is shorter (the caller checks the length).
+/// Bytes `range` of the open local file `f` (at `path`), read into a pooled buffer
+/// ([`crate::pool`]: reused scan after scan, never zero-filled again); fewer bytes if the file
+/// is shorter (the caller checks the length).
 fn read_file(
     f: std::fs::File,
     range: Range<u64>,
@@ -175,9 +176,10 @@ fn read_file(
     let mut f = f;
     f.seek(SeekFrom::Start(range.start)).map_err(err)?;
     let n = range.end.saturating_sub(range.start);
-    let mut buf = Vec::with_capacity(n as usize);
-    f.take(n).read_to_end(&mut buf).map_err(err)?;
-    Ok(buf.into())
+    let buf = crate::pool::pool()
+        .fill(n as usize, |v| f.take(n).read_to_end(v).map(drop))
+        .map_err(err)?;
+    Ok(buf.freeze())
 }
 
 /// Bytes `range` of the open local file `f` (at `path`), mapped into memory (no copy; the
@@ -245,6 +247,49 @@ mod tests {
         let r = coalesce(&[30..40, 0..10, 12..20, 100..110, 5..8, 50..50], 2);
         assert_eq!(r, vec![0..20, 30..40, 100..110]);
         assert_eq!(coalesce(&[0..10, 11..20], 0), vec![0..10, 11..20]);
+    }
+
+    #[test]
+    fn local_reads_return_exactly_the_files_bytes_in_reused_buffers() {
+        let dir = tempfile::tempdir().unwrap();
+        // Two files of different bytes: a buffer from one, reused for the other, must not show
+        // through (pool buffers keep their old contents).
+        let files: Vec<(std::path::PathBuf, Vec<u8>)> = [(0xAAu8, 3 << 20), (0x55, 1 << 20)]
+            .into_iter()
+            .enumerate()
+            .map(|(i, (fill, len))| {
+                let bytes: Vec<u8> = (0..len).map(|j| fill ^ (j % 251) as u8).collect();
+                let path = dir.path().join(format!("f{i}"));
+                std::fs::write(&path, &bytes).unwrap();
+                (path, bytes)
+            })
+            .collect();
+        let ranges = [
+            0..(2 << 20),
+            10..(1 << 20),
+            5000..5001,
+            0..0,
+            100..(1 << 20) + 7,
+        ];
+        for round in 0..3 {
+            for (path, bytes) in &files {
+                for r in &ranges {
+                    let f = std::fs::File::open(path).unwrap();
+                    let got = read_file(f, r.start as u64..r.end as u64, path).unwrap();
+                    // Past the end of the file: as many bytes as there are (a short read).
+                    let end = r.end.min(bytes.len()).max(r.start.min(bytes.len()));
+                    let want = &bytes[r.start.min(bytes.len())..end];
+                    assert_eq!(got.len(), want.len(), "round {round} {path:?} {r:?}");
+                    assert!(got == want, "round {round} {path:?} {r:?}: other bytes");
+                }
+            }
+        }
+        let err =
+            read_file(std::fs::File::open(dir.path()).unwrap(), 0..10, dir.path()).unwrap_err();
+        assert!(
+            err.to_string().contains(&*dir.path().to_string_lossy()),
+            "{err}"
+        );
     }
 
     #[test]
