@@ -78,6 +78,24 @@ pub use parquet::arrow::arrow_reader::{RowSelection, RowSelector};
 pub use scan::Scan;
 pub use task::{ColumnSource, FileTask, TaskInfo};
 
+/// Free the idle buffers that rayquet keeps for later scans, and return how many bytes they
+/// held.
+///
+/// Decompressed pages and local file reads go into buffers of one process-wide pool. A buffer
+/// returns to the pool when the last page, read or Arrow array using it drops, and the next
+/// scan reuses it instead of asking the allocator (and often the kernel) for fresh memory.
+/// The pool keeps at most 64 MiB of idle buffers, outside any scan's memory budget. A service
+/// that wants that memory back, after a burst of scans say, calls this; buffers still in use
+/// are not affected, and later scans fill the pool again.
+///
+/// ```
+/// // Nothing scanned yet in this process: nothing idle.
+/// assert_eq!(rayquet::release_idle_buffers(), 0);
+/// ```
+pub fn release_idle_buffers() -> usize {
+    pool::pool().clear()
+}
+
 /// What most programs need: `use rayquet::prelude::*;`.
 pub mod prelude {
     pub use crate::builder::ScanBuilder;

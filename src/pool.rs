@@ -15,7 +15,8 @@
 //! fresh memory is never zero-filled first.
 //!
 //! Invariants: the idle bytes the pool keeps (buffers not in use) never exceed
-//! [`POOL_IDLE_BYTES`] — a buffer returned beyond that is freed; buffers in use are owned by
+//! [`POOL_IDLE_BYTES`] — a buffer returned beyond that is freed, and
+//! [`crate::release_idle_buffers`] frees them all; buffers in use are owned by
 //! the pages and arrays holding them and counted wherever those are counted (the scan budget
 //! counts fetched bytes and delivered arrays); a pooled buffer is always fully initialized
 //! (`take` allocates it zero-filled by `calloc`, which fresh memory from the kernel gets for
@@ -94,7 +95,7 @@ impl BufferPool {
     /// for `len`; `fill` should append at most that many), e.g. a file read with
     /// `Read::read_to_end`. A pooled buffer's bytes past what `fill` wrote are zero-filled
     /// (pooled buffers are always initialized), but the bytes it writes never are: a read into
-    /// fresh memory costs no zero-filling.
+    /// fresh memory costs no zero-filling. A failed fill's buffer returns to the pool.
     pub fn fill<E>(
         &'static self,
         len: usize,
@@ -107,7 +108,7 @@ impl BufferPool {
         };
         buf.clear();
         buf.reserve_exact(class.map_or(len, class_size));
-        fill(&mut buf)?;
+        let filled = fill(&mut buf);
         let got = buf.len();
         let pool = match class {
             // Only a buffer of exactly its class's size goes back to the pool.
@@ -117,11 +118,13 @@ impl BufferPool {
             }
             _ => None,
         };
-        Ok(PoolBuf {
+        let out = PoolBuf {
             buf,
             len: got,
             pool,
-        })
+        };
+        // A failed fill's buffer goes back to the pool as it drops.
+        filled.map(|()| out)
     }
 
     /// An idle buffer of class `class`, if any.
@@ -147,6 +150,16 @@ impl BufferPool {
         }
         st.idle += buf.len();
         st.lists[i].push(buf);
+    }
+
+    /// Free every idle buffer; returns their bytes.
+    pub fn clear(&self) -> usize {
+        let mut st = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        let freed = std::mem::take(&mut st.idle);
+        let lists = std::mem::take(&mut st.lists);
+        drop(st);
+        drop(lists);
+        freed
     }
 
     /// Bytes of idle buffers held now.
@@ -281,14 +294,21 @@ mod tests {
         );
         assert_eq!(POOL.idle_bytes(), 5 << 18, "the 1 MiB buffer was reused");
         drop(c);
-        // A fill that fails gives nothing; one too large for the pool is its own.
-        let e = POOL.fill(1 << 20, |_| Err("no"));
+        // A fill that fails gives its buffer back; one too large for the pool is its own.
+        let e = POOL.fill(1 << 20, |v| {
+            v.push(9);
+            Err("no")
+        });
         assert!(e.is_err());
+        assert_eq!(POOL.idle_bytes(), (5 << 18) + (1 << 20));
         let big = POOL.fill((64 << 20) + 1, |v| {
             v.push(1);
             Ok::<_, ()>(())
         });
         assert!(big.unwrap().pool.is_none());
+        assert_eq!(POOL.clear(), (5 << 18) + (1 << 20));
+        assert_eq!(POOL.idle_bytes(), 0);
+        assert_eq!(POOL.clear(), 0);
     }
 
     #[test]

@@ -343,12 +343,15 @@ fn soak_sync_service() {
     run_scans(&d, &io, &pool, 0..WARM_UP);
     // Settle: handler threads joined, nothing in flight.
     std::thread::sleep(Duration::from_millis(200));
+    // The heap compared without the buffers rayquet keeps idle for later scans.
+    rayquet::release_idle_buffers();
     let (threads0, heap0, rss0) = (common::threads(), common::heap::live(), common::rss());
 
     let started = Instant::now();
     let counts = run_scans(&d, &io, &pool, WARM_UP..WARM_UP + scans);
     let elapsed = started.elapsed();
     std::thread::sleep(Duration::from_millis(200));
+    rayquet::release_idle_buffers();
     let (threads1, heap1, rss1) = (common::threads(), common::heap::live(), common::rss());
 
     let mib = |b: f64| b / (1 << 20) as f64;
