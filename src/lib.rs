@@ -31,7 +31,7 @@
 //! ## Features
 //! - `cloud` (default): S3, GCS and Azure stores (`s3://`, `gs://`, `az://`). Local files and
 //!   memory always work.
-//! - `sql`: [`Expr::parse_sql`], filters written as SQL.
+//! - `sql`: `Expr::parse_sql`, filters written as SQL.
 //! - `serde`: tasks and filters serialize (to ship them to other processes).
 //!
 //! ## Layout
