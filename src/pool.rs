@@ -254,7 +254,6 @@ mod tests {
         assert_eq!(b.as_ref().as_ptr(), ptr);
         assert_eq!(b.as_ref().len(), (1 << 20) - 5);
         assert_eq!(b.with_spare().len(), 1 << 20, "the class's spare bytes");
-
         assert_eq!(POOL.idle_bytes(), 0);
         // Idle bytes stay within the cap: four 1 MiB buffers returned, three kept.
         let bufs: Vec<PoolBuf> = (0..4).map(|_| POOL.take(1 << 20, 0)).collect();
