@@ -1,4 +1,4 @@
-//! Proves the Delta test harness (`tests/common/delta_tables.rs`) against delta-kernel 0.29's
+//! Proves the Delta test harness (`rayquet_testkit::delta_tables`) against delta-kernel 0.29's
 //! default engine (`Scan::execute`, the reference every rayquet Delta test compares with):
 //!
 //! * every golden table the kernel compares reads as its `expected/` rows; every negative one

@@ -6,7 +6,7 @@
 //! rows, or the rows each data file holds as written (for `_file`/`_pos`). Where iceberg-rust's
 //! `to_arrow()` is right it must also agree with rayquet (rows and schema: names, types,
 //! nullability, `PARQUET:field_id` metadata); where it deviates from the spec
-//! (ICEBERG_NOTES.md §2) rayquet must give the spec's answer and the test asserts that
+//! (`docs/ICEBERG_NOTES.md` §2) rayquet must give the spec's answer and the test asserts that
 //! iceberg-rust's differs, so a fixed iceberg-rust shows up here.
 use rayquet_testkit as common;
 use rayquet_testkit::iceberg_tables;
@@ -114,7 +114,8 @@ fn ids_of(b: &RecordBatch, name: &str) -> Vec<i64> {
         .collect()
 }
 
-/// The snapshots of `fx` whose full scan iceberg-rust 0.10.1 gets wrong (ICEBERG_NOTES §2).
+/// The snapshots of `fx` whose full scan iceberg-rust 0.10.1 gets wrong
+/// (`docs/ICEBERG_NOTES.md` §2).
 fn deviating_snapshots(fx: &Fixture) -> Vec<i64> {
     match fx.name {
         // The constants-only file (S2) reads NULL partition columns.
@@ -267,7 +268,7 @@ fn empty_table_and_empty_snapshot() {
 #[test]
 fn planning_runs_on_rayquets_runtime_whatever_the_tables() {
     // A table loaded on a runtime that has since stopped: iceberg-rust plans nothing (a
-    // silently empty scan, ICEBERG_NOTES §4); rayquet plans on its own IO runtime.
+    // silently empty scan, docs/ICEBERG_NOTES.md §4); rayquet plans on its own IO runtime.
     let fx = primitives(2, 30, 10);
     let tmp = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(1)
@@ -757,7 +758,7 @@ fn case_insensitive_selection_and_predicates() {
         .case_sensitive(false)
         .filter(col("ID").lt(3)));
     assert_eq!(got.sorted(), rows(&want));
-    // iceberg-rust ignores case_sensitive for both (ICEBERG_NOTES §2).
+    // iceberg-rust ignores case_sensitive for both (docs/ICEBERG_NOTES.md §2).
     assert!(try_to_arrow(&fx.table, None, Some(&["ID"]), None, false).is_err());
     // Case-sensitive scans reject other spellings.
     assert!(try_rq(TableScan::new(fx.table.clone()).columns(["ID"])).is_err());

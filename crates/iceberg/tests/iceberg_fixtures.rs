@@ -1,4 +1,4 @@
-//! Iceberg fixtures written with iceberg-rust 0.10.1 (`tests/common/iceberg_tables.rs`),
+//! Iceberg fixtures written with iceberg-rust 0.10.1 (`rayquet_testkit::iceberg_tables`),
 //! checked against the reference reader (iceberg-rust's own `TableScan::to_arrow()`) and the
 //! Iceberg spec's answer each fixture records from its own generator.
 //!
@@ -6,7 +6,7 @@
 //! `iceberg_rust_deviates` and assert BOTH: the spec's answer (kept in `Fixture::expected`, what
 //! the rayquet reader must return) differs from iceberg-rust's output, and iceberg-rust's output
 //! is exactly the documented wrong answer. If iceberg-rust is fixed, these tests fail and the
-//! notes in `ICEBERG_NOTES.md` must be updated.
+//! notes in `docs/ICEBERG_NOTES.md` must be updated.
 use rayquet_testkit::iceberg_tables;
 
 use std::collections::{BTreeSet, HashMap, HashSet};

@@ -1,12 +1,9 @@
-//! Delta test tables and the reference reader, for test binaries gated with
-//! `#![cfg(feature = "delta")]`. Include it with
+//! Delta test tables and the reference reader, behind the testkit's `delta` feature (on by
+//! default); an integration test of any crate of the workspace uses it as
 //!
 //! ```ignore
-//! #[path = "common/delta_tables.rs"]
-//! mod delta_tables;
+//! use rayquet_testkit::delta_tables;
 //! ```
-//!
-//! It is self-contained (it does not need `mod common`).
 //!
 //! * **Golden tables** (`../shared/delta-golden/*.tar.zst`, written by Delta Lake's Spark
 //!   implementation, see `SOURCE.txt` there): [`unpack`], [`GOLDEN_TABLES`] classified the way

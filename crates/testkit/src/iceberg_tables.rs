@@ -1,12 +1,11 @@
 //! Iceberg test tables written with iceberg-rust 0.10.1 itself, and the reference reader
 //! (iceberg-rust's own `TableScan::to_arrow()`).
 //!
-//! Include it from an integration test that also declares `mod common;` at its root:
+//! Behind the testkit's `iceberg` feature (on by default); an integration test of any crate
+//! of the workspace uses it as
 //!
 //! ```ignore
-//! mod common;
-//! #[path = "common/iceberg_tables.rs"]
-//! mod iceberg_tables;
+//! use rayquet_testkit::iceberg_tables::*;
 //! ```
 //!
 //! Every fixture writes a complete table directory into its own `TempDir` through a

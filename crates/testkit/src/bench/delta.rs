@@ -1,4 +1,4 @@
-//! Delta workloads of `rayquet bench` (issue 11): D1, delta-kernel-rs PR #595's table (100
+//! Delta workloads of the workload benchmark (issue 11): D1, delta-kernel-rs PR #595's table (100
 //! files of about 1 MB) under the latency model, and D2, 8 files of large row groups read
 //! locally. The tables are written here with delta-kernel's own transaction API (create the
 //! table, then commits of 25 files with their statistics), deterministically, under the data

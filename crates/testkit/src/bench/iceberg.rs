@@ -1,4 +1,4 @@
-//! Iceberg workloads of `rayquet bench` (issue 10): a merge-on-read table of 32 data files
+//! Iceberg workloads of the workload benchmark (issue 10): a merge-on-read table of 32 data files
 //! (10% of rows position-deleted, 1% equality-deleted), written here, deterministically,
 //! under the data dir; read by iceberg-rust's `to_arrow()` (data-file concurrency 1, and its
 //! default), by the spawned-task variant of iceberg-rust PR #2342 (one tokio task per

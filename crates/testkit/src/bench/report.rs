@@ -1,5 +1,5 @@
-//! Medians, lower bounds, targets, and the three outputs of `rayquet bench`: a text table, JSON
-//! and an SVG chart.
+//! Medians, lower bounds, targets, and the three outputs of the workload benchmark
+//! (`cargo bench --bench workloads`): a text table, JSON and an SVG chart.
 //!
 //! The chart is a small hand-written SVG rather than `plotters`: plotters is not in the local
 //! crate cache and would add a sizeable build on a 2-core machine for a few bars of output.
