@@ -5,7 +5,8 @@
 //! every core.
 //!
 //! A small tokio runtime does only IO, prefetching the byte ranges of upcoming row groups into
-//! a bounded buffer; a rayon pool decodes those bytes with parquet's sync reader; the caller
+//! a bounded buffer; a rayon pool decodes those bytes (rayquet's own decoders for the common
+//! flat columns where a filter keeps scattered rows, parquet's reader for the rest); the caller
 //! pulls batches, in order by default.
 //!
 //! ```no_run
@@ -36,10 +37,12 @@
 //!
 //! ## Layout
 //! The pipeline, one folder a stage, each depending only on those before it: `input`
-//! (inputs → files and stores) → `io` (GETs, fetched bytes) → `footer` (metadata) → `plan`
-//! (mapping, pruning, slots) → `decode` (rayon) → `deliver` (the iterators); `drive` runs the
-//! async side of a scan over them, `flow` holds the control state they share (budget, events,
-//! part flow control), and `scan` builds it all. See `ARCHITECTURE.md`.
+//! (inputs → files and stores) → `io` (GETs, fetched bytes) → `validate` (sizes a file
+//! claims, checked before parquet allocates) → `footer` (metadata) → `plan` (mapping, pruning,
+//! slots) → `decode` (rayon) → `deliver` (the iterators); `drive` runs the async side of a scan
+//! over them, `flow` holds the control state they share (budget, events, part flow control),
+//! and `scan` builds it all. See `ARCHITECTURE.md` (the map) and `docs/design/` (how each
+//! stage works).
 #![deny(missing_docs)]
 
 mod builder;

@@ -14,7 +14,7 @@
 //! one slot and one footer read per scan. Connections are a fair (FIFO) tokio semaphore
 //! around every GET.
 //!
-//! A leaf: it imports nothing of the crate but the error type, so `flow` and `io` can use it.
+//! A leaf: it imports nothing of the crate, so `flow` and `io` can use it.
 //! Invariant: every byte granted is given back exactly once (slot reservations by the scan's
 //! budget, on delivery or when the scan ends; footer charges by their guard); a waiting
 //! request that is dropped (a cancelled scan) leaves the queue.

@@ -2,8 +2,9 @@
 //!
 //! - [`stage`]: the filter stage of late materialization (decode the filter's columns,
 //!   evaluate exactly, return the rows to deliver).
-//! - [`part`]: a part's decoder ([`PartDecoder`](part::PartDecoder)), parquet's sync reader over
-//!   the fetched bytes, parking when the consumer is behind.
+//! - [`part`]: a part's decoder ([`PartDecoder`](part::PartDecoder)) over the fetched bytes:
+//!   parquet's reader (through [`pages`]) or the [`direct`] reader, parking when the consumer
+//!   is behind.
 //! - [`assemble`]: a slot's part batches joined and mapped to the output batch.
 //! - [`dict_filter`]: the filter stage on dictionary indices when every filter column is
 //!   dictionary-encoded (each predicate evaluated once per dictionary entry).
@@ -14,11 +15,12 @@
 //! - [`flat`]: flat columns and their data pages split into levels and values, as both
 //!   readers above parse them.
 //! - [`positions`]: the row-index column.
-//! - [`pages`]: the reader both use: parquet's decoders over pages decompressed into pooled
-//!   buffers ([`crate::pool`]), snappy pages by [`snappy`].
+//! - [`pages`]: pages decompressed into pooled buffers ([`crate::pool`]; snappy pages by
+//!   [`snappy`]), decoded by parquet's decoders (parts, the filter stage's row path) or walked
+//!   by the direct reader.
 //!
-//! Imports `plan` (what a file's slots share), `io::chunk`, `validate` and `flow`; never the
-//! driver or the reader. Invariant: a rayon task never blocks: it decodes at most its
+//! Imports `footer` (`FileMeta`), `plan` (what a file's slots share), `io::chunk`, `validate`
+//! and `flow`; never the driver or the reader. Invariant: a rayon task never blocks: it decodes at most its
 //! allowance ahead of the consumer and then parks and returns.
 
 pub(crate) mod assemble;

@@ -8,7 +8,7 @@
 //! loaded while the current element is decoded, and every element is one or two 32-byte moves
 //! into the spare bytes after the current position, which [`decompress_into`]'s caller
 //! provides (pages ask the pool for [`DST_SLOP`] spare bytes). On TPC-H lineitem pages it decompresses
-//! 12-14% faster (BENCHMARKS.md, "Warm scans, fifth pass").
+//! 12-14% faster (BENCHMARKS.md, "Snappy decompression").
 //!
 //! Invariants: the result is exactly `snap`'s: the same bytes, and an error for exactly the
 //! streams `snap` rejects (tests below compare the two on valid, truncated and mutated

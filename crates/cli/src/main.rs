@@ -61,8 +61,9 @@ enum Command {
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
-/// The CPU features this binary was compiled to use (`.cargo/config.toml`: x86-64-v3) that
-/// this CPU lacks: running on would crash with an illegal instruction.
+/// The x86-64-v3 CPU features this binary was compiled to use (only when built with a
+/// `target-cpu` in `RUSTFLAGS`: the repository's builds are generic) that this CPU lacks:
+/// running on would crash with an illegal instruction.
 fn missing_cpu_features() -> Vec<&'static str> {
     #[allow(unused_mut)]
     let mut missing = Vec::new();
