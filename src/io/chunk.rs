@@ -1,5 +1,5 @@
-//! `SparseChunk`: the fetched byte ranges of one file, read by parquet's sync decoder as if
-//! they were the whole file.
+//! `SparseChunk`: the fetched byte ranges of one file, read by the decoders (parquet's reader,
+//! rayquet's own) as if they were the whole file.
 //!
 //! Invariants: pieces never overlap; a read inside one piece is a zero-copy `Bytes` slice; a
 //! read spanning adjacent pieces (a large range fetched as several parallel requests) is copied
