@@ -246,6 +246,9 @@ pub type BatchTransform = Arc<dyn Fn(RecordBatch) -> Result<RecordBatch> + Send 
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct FileTask {
     pub(crate) location: String,
+    /// The location is taken literally (`FileTask::literal`), not as a URL.
+    #[cfg_attr(feature = "serde", serde(default))]
+    pub(crate) literal: bool,
     #[cfg_attr(feature = "serde", serde(skip))]
     pub(crate) store: Option<(Arc<dyn ObjectStore>, Path)>,
     pub(crate) size: Option<u64>,
@@ -287,11 +290,24 @@ impl fmt::Debug for FileTask {
 
 impl FileTask {
     /// A task reading the object at `location`: a URL (`s3://`, `gs://`, `az://`, `file://`,
-    /// `memory://`...) or a local path. Stores are built from the environment and the scan's
+    /// `memory://`...; its path percent-decoded, as URLs are) or a local path (as it is). Stores are built from the environment and the scan's
     /// store options, or taken from [`crate::ScanBuilder::object_store`].
     pub fn new(location: impl Into<String>) -> Self {
         FileTask {
             location: location.into(),
+            ..Default::default()
+        }
+    }
+
+    /// A task reading the object at `location` taken literally, as Iceberg (and Hadoop) write
+    /// locations: after `scheme://authority/`, the rest is the object's key as it is, `%`
+    /// escapes included, and `file:/p`, `file:///p` or a plain path is that local path,
+    /// undecoded. (pyiceberg and Java write the partition value `a:b` into a directory named
+    /// `a%3Ab`: the key on the store holds `%3A`, which [`FileTask::new`] would decode.)
+    pub fn literal(location: impl Into<String>) -> Self {
+        FileTask {
+            location: location.into(),
+            literal: true,
             ..Default::default()
         }
     }

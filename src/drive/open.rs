@@ -53,7 +53,7 @@ pub(crate) async fn open(ctx: Arc<DriveCtx>, index: u64, task: FileTask) -> Resu
             .stores
             .lock()
             .expect("stores lock")
-            .file(&task.location, task.size)?,
+            .file(&task.location, task.size, task.literal)?,
     };
     let name = file.name.clone();
     let plain = matches!(ctx.mode, Mode::Plain(_));

@@ -73,6 +73,66 @@ impl Input {
             _ => Ok(Input::Local(std::path::PathBuf::from(s))),
         }
     }
+
+    /// `s` taken literally, as table formats write locations (Iceberg, Hadoop paths): after
+    /// `scheme://authority/` the rest is the object's key as it is, `%` escapes included
+    /// (pyiceberg and Java write a partition value `a:b` into a directory named `a%3Ab`, and
+    /// the object's key holds `%3A`). `file:/p`, `file:///p` and plain paths are local paths,
+    /// likewise undecoded. Returns the URL root (`scheme://authority`) and the key.
+    pub(crate) fn parse_literal(s: &str) -> Result<LiteralInput> {
+        let bad = |why: &str| {
+            Error::new(
+                ErrorKind::InvalidArgument,
+                format!("not a location: {why}"),
+            )
+            .with_path(s)
+        };
+        if s.is_empty() {
+            return Err(Error::new(ErrorKind::InvalidArgument, "empty path"));
+        }
+        // A scheme is a letter then letters, digits, `+`, `-`, `.`; one letter is a drive.
+        let scheme_len = s
+            .find(':')
+            .filter(|&i| {
+                i > 1
+                    && s.as_bytes()[0].is_ascii_alphabetic()
+                    && s[..i]
+                        .bytes()
+                        .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'+' | b'-' | b'.'))
+            });
+        let Some(n) = scheme_len else {
+            return Ok(LiteralInput::Local(std::path::PathBuf::from(s)));
+        };
+        let (scheme, rest) = (&s[..n], &s[n + 1..]);
+        if scheme.eq_ignore_ascii_case("file") {
+            // file:/p, file:///p, file://localhost/p.
+            let path = match rest.strip_prefix("//") {
+                Some(r) if r.starts_with('/') => r,
+                Some(r) => match r.strip_prefix("localhost") {
+                    Some(p) if p.starts_with('/') => p,
+                    _ => return Err(bad("a file location with a host")),
+                },
+                None => rest,
+            };
+            return Ok(LiteralInput::Local(std::path::PathBuf::from(path)));
+        }
+        let Some(rest) = rest.strip_prefix("//") else {
+            return Err(bad("expected scheme://authority/key"));
+        };
+        let (authority, key) = rest.split_once('/').unwrap_or((rest, ""));
+        let root = Url::parse(&format!("{scheme}://{authority}"))
+            .map_err(|e| bad(&e.to_string()))?;
+        let path = Path::parse(key).map_err(|e| bad(&e.to_string()))?;
+        Ok(LiteralInput::Key { root, path })
+    }
+}
+
+/// A location taken literally ([`Input::parse_literal`]).
+pub(crate) enum LiteralInput {
+    /// A local path.
+    Local(std::path::PathBuf),
+    /// A key in the store of a URL root.
+    Key { root: Url, path: Path },
 }
 
 /// Whether `p` names a Parquet object (`*.parquet`).
@@ -108,6 +168,52 @@ impl From<&str> for ObjectRef {
             path: Path::from(path),
             size: None,
             version: None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn key(s: &str) -> (String, String) {
+        match Input::parse_literal(s).unwrap() {
+            LiteralInput::Key { root, path } => (root.to_string(), path.to_string()),
+            LiteralInput::Local(p) => panic!("{s}: local {}", p.display()),
+        }
+    }
+
+    fn local(s: &str) -> String {
+        match Input::parse_literal(s).unwrap() {
+            LiteralInput::Local(p) => p.to_string_lossy().into_owned(),
+            LiteralInput::Key { .. } => panic!("{s}: not local"),
+        }
+    }
+
+    #[test]
+    fn literal_locations_keep_their_escapes() {
+        // pyiceberg / Java: the partition value `2024-01-01T10:00` in a directory `...%3A00`.
+        let (root, path) = key("s3://bucket/wh/t/data/ts=2024-01-01T10%3A00/f%20a.parquet");
+        assert_eq!(root, "s3://bucket");
+        assert_eq!(path, "wh/t/data/ts=2024-01-01T10%3A00/f%20a.parquet");
+        let (_, path) = key("gs://b/100%/x+y=é/part.parquet");
+        assert_eq!(path, "100%/x+y=é/part.parquet");
+        assert_eq!(local("file:///tmp/a%3Ab/f.parquet"), "/tmp/a%3Ab/f.parquet");
+        assert_eq!(local("file:/tmp/a%25/f.parquet"), "/tmp/a%25/f.parquet");
+        assert_eq!(local("file://localhost/tmp/x"), "/tmp/x");
+        assert_eq!(local("/tmp/a%3Ab"), "/tmp/a%3Ab");
+        assert_eq!(local("C:\\data\\x.parquet"), "C:\\data\\x.parquet");
+        assert!(Input::parse_literal("file://host/tmp/x").is_err());
+        assert!(Input::parse_literal("s3:bucket/x").is_err());
+        assert!(Input::parse_literal("s3://bucket/a//b").is_err());
+    }
+
+    #[test]
+    fn urls_decode_their_escapes() {
+        // The URL reading, for contrast: what `FileTask::new` and `Scan::new` do.
+        match Input::parse("file:///tmp/a%3Ab/f.parquet").unwrap() {
+            Input::Local(p) => assert_eq!(p.to_string_lossy(), "/tmp/a:b/f.parquet"),
+            _ => panic!("not local"),
         }
     }
 }

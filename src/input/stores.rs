@@ -14,7 +14,7 @@ use object_store::{ObjectStore, ObjectStoreScheme};
 use url::Url;
 
 use crate::error::{Error, ErrorKind, Result};
-use crate::input::location::{FileRef, Input};
+use crate::input::location::{FileRef, Input, LiteralInput};
 use crate::input::retry;
 use crate::metrics::Metrics;
 use crate::options::ScanOptions;
@@ -107,14 +107,31 @@ impl Stores {
     }
 
     /// The file at `location` (a URL or a local path), of `size` bytes when known. No IO: a
-    /// missing object is found by the first request.
-    pub fn file(&mut self, location: &str, size: Option<u64>) -> Result<FileRef> {
+    /// missing object is found by the first request. `literal`: the location is taken
+    /// literally, `%` escapes are part of the key ([`Input::parse_literal`]).
+    pub fn file(&mut self, location: &str, size: Option<u64>, literal: bool) -> Result<FileRef> {
         let name: Arc<str> = location.into();
-        let parsed = match Url::parse(location) {
-            // Any scheme here: the caller may have given a store for one object_store does
-            // not know.
-            Ok(url) if url.scheme().len() > 1 && url.scheme() != "file" => Input::Url(url),
-            _ => Input::parse(location)?,
+        let parsed = if literal {
+            match Input::parse_literal(location)? {
+                LiteralInput::Local(p) => Input::Local(p),
+                LiteralInput::Key { root, path } => {
+                    let store = self.store(&root)?;
+                    return Ok(FileRef {
+                        store,
+                        path,
+                        size,
+                        name,
+                        version: None,
+                    });
+                }
+            }
+        } else {
+            match Url::parse(location) {
+                // Any scheme here: the caller may have given a store for one object_store does
+                // not know.
+                Ok(url) if url.scheme().len() > 1 && url.scheme() != "file" => Input::Url(url),
+                _ => Input::parse(location)?,
+            }
         };
         match parsed {
             Input::Url(url) => {
@@ -150,23 +167,30 @@ impl Stores {
         }
     }
 
+    /// The store and the object's path of a URL (its path percent-decoded, as URLs are).
     pub(crate) fn get(&mut self, url: &Url) -> Result<(Arc<dyn ObjectStore>, Path)> {
+        let bad = |e: &dyn std::fmt::Display| {
+            Error::new(ErrorKind::InvalidArgument, e.to_string()).with_path(url.as_str())
+        };
+        let path = match ObjectStoreScheme::parse(url) {
+            Ok((_, p)) => Path::parse(p).map_err(|e| bad(&e))?,
+            // A scheme object_store does not know: only with the caller's store.
+            Err(_) => Path::from_url_path(url.path()).map_err(|e| bad(&e))?,
+        };
+        Ok((self.store(url)?, path))
+    }
+
+    /// The store of a URL's root (`scheme://authority`): the caller's, or one built once.
+    pub(crate) fn store(&mut self, url: &Url) -> Result<Arc<dyn ObjectStore>> {
         let options = &self.options;
         let bad = |e: &dyn std::fmt::Display| {
             Error::new(ErrorKind::InvalidArgument, e.to_string()).with_path(url.as_str())
         };
         let key = root_key(&format!("{}://{}", url.scheme(), url.authority()));
-        let parsed = ObjectStoreScheme::parse(url);
         if let Some(store) = self.cache.get(&key) {
-            let path = match &parsed {
-                Ok((_, p)) => Path::parse(p).map_err(|e| bad(&e))?,
-                // A scheme object_store does not know, with the caller's store.
-                Err(_) => Path::from_url_path(url.path()).map_err(|e| bad(&e))?,
-            };
-            return Ok((Arc::clone(store), path));
+            return Ok(Arc::clone(store));
         }
-        let (scheme, path) = parsed.map_err(|e| bad(&e))?;
-        let path = Path::parse(path).map_err(|e| bad(&e))?;
+        let (scheme, _) = ObjectStoreScheme::parse(url).map_err(|e| bad(&e))?;
         #[cfg(feature = "cloud")]
         let http = &self.http;
         let store: Arc<dyn ObjectStore> = match scheme {
@@ -206,7 +230,7 @@ impl Stores {
             }
         };
         self.cache.insert(key, Arc::clone(&store));
-        Ok((store, path))
+        Ok(store)
     }
 }
 
@@ -224,7 +248,15 @@ impl ScanOptions {
     /// Table readers use it to read metadata through the same stores as the data.
     pub fn store_for(&self, url: &str) -> Result<(Arc<dyn ObjectStore>, Path)> {
         let mut stores = Stores::new(self, None);
-        let f = stores.file(url, None)?;
+        let f = stores.file(url, None, false)?;
+        Ok((f.store, f.path))
+    }
+
+    /// As [`ScanOptions::store_for`], for a location taken literally (see
+    /// [`FileTask::literal`](crate::FileTask::literal)): `%` escapes are part of the key.
+    pub fn store_for_literal(&self, location: &str) -> Result<(Arc<dyn ObjectStore>, Path)> {
+        let mut stores = Stores::new(self, None);
+        let f = stores.file(location, None, true)?;
         Ok((f.store, f.path))
     }
 }

@@ -349,7 +349,7 @@ impl Context {
         };
         let columns: Vec<ColumnSource> =
             self.layout.read_ids.iter().map(|&id| source(id)).collect();
-        let mut task = FileTask::new(path.clone())
+        let mut task = FileTask::literal(path.clone())
             .size(t.size)
             .columns(columns)
             .strict_field_ids(true);

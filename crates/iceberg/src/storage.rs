@@ -179,7 +179,7 @@ impl ObjectStoreStorage {
         } else {
             self.scan.clone()
         };
-        let (store, p) = scan.store_for(path).map_err(to_iceberg)?;
+        let (store, p) = scan.store_for_literal(path).map_err(to_iceberg)?;
         let mut stores = self.stores.0.lock().expect("stores lock");
         let store = stores.entry(root).or_insert(store).clone();
         Ok((store, p))
