@@ -32,6 +32,12 @@ impl Expr {
     /// Evaluate on `batch`, whose columns must include those the filter reads: true, false or
     /// null per row (arrow's kernels, three-valued logic).
     pub fn evaluate(&self, batch: &RecordBatch) -> Result<BooleanArray> {
+        // A float column compared with zero: SQL's `-0.0 = 0.0` (see `zero.rs`).
+        if let Some(c) = self.leaf_column() {
+            if let Some(e) = self.signed_zero_leaf(column_of(batch, c)?.data_type()) {
+                return e.evaluate(batch);
+            }
+        }
         match self {
             Expr::Compare { column, op, value } => {
                 let (a, lit) = operands(batch, column, value)?;

@@ -21,6 +21,7 @@ mod eval;
 #[cfg(feature = "sql")]
 mod sql;
 mod value;
+mod zero;
 
 use std::fmt;
 
@@ -289,6 +290,17 @@ impl Expr {
     /// `NOT self` (named `negate` so as not to clash with `std::ops::Not`).
     pub fn negate(self) -> Expr {
         Expr::Not(Box::new(self))
+    }
+
+    /// The column of a leaf (a comparison, `IN`, `IS NULL`, `BETWEEN`); `None` otherwise.
+    pub(crate) fn leaf_column(&self) -> Option<&str> {
+        match self {
+            Expr::Compare { column, .. }
+            | Expr::InList { column, .. }
+            | Expr::IsNull { column, .. }
+            | Expr::Between { column, .. } => Some(column),
+            _ => None,
+        }
     }
 
     /// The columns the filter reads, each once, in order of first use.

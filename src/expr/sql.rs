@@ -144,15 +144,12 @@ fn literal(e: &ast::Expr) -> Result<Value> {
             op: UnaryOperator::Minus,
             expr,
         } => match (&**expr, literal(expr)?) {
-            // `-9223372036854775808` is an i64 although its digits alone are not.
-            (ast::Expr::Value(v), Value::Float(x)) => match &v.value {
-                ast::Value::Number(n, _) => Ok(format!("-{n}")
-                    .parse::<i64>()
-                    .map(Value::Int)
-                    .unwrap_or(Value::Float(-x))),
-                _ => Ok(Value::Float(-x)),
-            },
             (_, Value::Int(i)) => Ok(Value::Int(-i)),
+            // `-9223372036854775808` is i64::MIN; below it no integer type holds the value.
+            (_, Value::UInt(u)) => Ok(match 0i64.checked_sub_unsigned(u) {
+                Some(i) => Value::Int(i),
+                None => Value::Float(-(u as f64)),
+            }),
             (_, Value::Float(x)) => Ok(Value::Float(-x)),
             _ => Err(unsupported(e)),
         },
@@ -161,9 +158,12 @@ fn literal(e: &ast::Expr) -> Result<Value> {
             None => Err(unsupported(e)),
         },
         ast::Expr::Value(v) => match &v.value {
-            V::Number(n, _) => match n.parse::<i64>() {
-                Ok(i) => Ok(Value::Int(i)),
-                Err(_) => n
+            // Integers stay exact: i64, else u64 (an unsigned column's upper half), else the
+            // number is a float.
+            V::Number(n, _) => match (n.parse::<i64>(), n.parse::<u64>()) {
+                (Ok(i), _) => Ok(Value::Int(i)),
+                (_, Ok(u)) => Ok(Value::UInt(u)),
+                _ => n
                     .parse::<f64>()
                     .map(Value::Float)
                     .map_err(|_| bad(format!("bad number {n:?} in filter"))),
@@ -185,6 +185,32 @@ fn literal(e: &ast::Expr) -> Result<Value> {
 mod tests {
     use super::*;
     use crate::expr::col;
+
+    #[test]
+    fn integers_stay_exact_up_to_u64_max() {
+        let p = |s: &str| Expr::parse_sql(s).unwrap();
+        assert_eq!(p("u = 18446744073709551615"), col("u").eq(u64::MAX));
+        assert_eq!(
+            p("u > 9223372036854775808"),
+            col("u").gt(Value::UInt(1 << 63))
+        );
+        assert_eq!(p("u > 9223372036854775807"), col("u").gt(i64::MAX));
+        assert_eq!(p("u > -9223372036854775808"), col("u").gt(i64::MIN));
+        // Beyond u64: a float, as before.
+        assert_eq!(
+            p("u < 18446744073709551616"),
+            col("u").lt(18446744073709551616.0)
+        );
+        // The literal reaches a UInt64 column exactly, and no narrower one.
+        use arrow::datatypes::DataType;
+        let v = Value::UInt(u64::MAX);
+        let typed = v.to_typed(&DataType::UInt64, "u").unwrap();
+        assert_eq!(
+            typed.as_any().downcast_ref::<arrow::array::UInt64Array>().unwrap().value(0),
+            u64::MAX
+        );
+        assert!(v.to_typed(&DataType::Int64, "u").is_err());
+    }
 
     #[test]
     fn translates_the_supported_forms() {

@@ -7,7 +7,9 @@
 use std::fmt;
 use std::sync::Arc;
 
-use arrow::array::{Array, ArrayRef, BooleanArray, Float64Array, Int64Array, StringArray};
+use arrow::array::{
+    Array, ArrayRef, BooleanArray, Float64Array, Int64Array, StringArray, UInt64Array,
+};
 use arrow::compute::kernels::cmp;
 use arrow::compute::{cast_with_options, CastOptions};
 use arrow::datatypes::DataType;
@@ -22,6 +24,9 @@ pub enum Value {
     Bool(bool),
     /// An integer (converted to the column's integer, decimal, float or timestamp type).
     Int(i64),
+    /// An integer above `i64::MAX` (an unsigned 64-bit column's upper half); smaller
+    /// integers are [`Value::Int`].
+    UInt(u64),
     /// A floating point number (converted to a float or decimal column's type).
     Float(f64),
     /// A string (also the way to write dates, timestamps and exact decimals: `'2024-01-31'`).
@@ -33,6 +38,7 @@ impl fmt::Display for Value {
         match self {
             Value::Bool(b) => write!(f, "{}", if *b { "TRUE" } else { "FALSE" }),
             Value::Int(i) => write!(f, "{i}"),
+            Value::UInt(u) => write!(f, "{u}"),
             // SQL has no literal for these; a string converts to them on a float column.
             Value::Float(x) if x.is_nan() => write!(f, "'NaN'"),
             Value::Float(x) if x.is_infinite() => {
@@ -52,6 +58,15 @@ impl From<bool> for Value {
 impl From<i64> for Value {
     fn from(v: i64) -> Self {
         Value::Int(v)
+    }
+}
+/// `Value::Int` when it fits an `i64`, else `Value::UInt`.
+impl From<u64> for Value {
+    fn from(v: u64) -> Self {
+        match i64::try_from(v) {
+            Ok(i) => Value::Int(i),
+            Err(_) => Value::UInt(v),
+        }
     }
 }
 impl From<i32> for Value {
@@ -81,6 +96,7 @@ impl Value {
         match self {
             Value::Bool(b) => Arc::new(BooleanArray::from(vec![*b])),
             Value::Int(i) => Arc::new(Int64Array::from(vec![*i])),
+            Value::UInt(u) => Arc::new(UInt64Array::from(vec![*u])),
             Value::Float(x) => Arc::new(Float64Array::from(vec![*x])),
             Value::Str(s) => Arc::new(StringArray::from(vec![s.as_str()])),
         }
@@ -166,7 +182,7 @@ impl Value {
                 }
             }
             (Value::Str(_), _) => true,
-            (Value::Int(_) | Value::Bool(_), _) => {
+            (Value::Int(_) | Value::UInt(_) | Value::Bool(_), _) => {
                 match cast_with_options(typed, src.data_type(), &opts) {
                     Ok(back) => {
                         back.len() == 1 && !back.is_null(0) && cmp::eq(&back, src)?.value(0)

@@ -41,7 +41,7 @@ fn value(e: &DfExpr) -> Option<Value> {
         ScalarValue::UInt8(Some(x)) => Value::Int(i64::from(*x)),
         ScalarValue::UInt16(Some(x)) => Value::Int(i64::from(*x)),
         ScalarValue::UInt32(Some(x)) => Value::Int(i64::from(*x)),
-        ScalarValue::UInt64(Some(x)) => Value::Int(i64::try_from(*x).ok()?),
+        ScalarValue::UInt64(Some(x)) => Value::from(*x),
         ScalarValue::Float32(Some(x)) => Value::Float(f64::from(*x)),
         ScalarValue::Float64(Some(x)) => Value::Float(*x),
         ScalarValue::Utf8(Some(s))

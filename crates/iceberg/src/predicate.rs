@@ -301,11 +301,12 @@ fn value_datum(v: &Value, ty: &PrimitiveType) -> Option<Datum> {
         (Value::Str(s), P::Date) => Datum::date_from_str(s).ok()?,
         (Value::Str(s), P::Timestamp) => Datum::timestamp_from_str(s).ok()?,
         (Value::Str(s), P::Timestamptz) => Datum::timestamptz_from_str(s).ok()?,
-        (Value::Str(_) | Value::Int(_) | Value::Float(_), P::Decimal { .. }) => {
+        (Value::Str(_) | Value::Int(_) | Value::UInt(_) | Value::Float(_), P::Decimal { .. }) => {
             let text = match v {
                 Value::Str(s) => s.clone(),
                 Value::Int(i) => i.to_string(),
                 Value::Float(f) => format!("{f}"),
+                Value::UInt(u) => u.to_string(),
                 Value::Bool(_) => return None,
             };
             Datum::decimal_from_str(text)

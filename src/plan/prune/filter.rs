@@ -165,7 +165,10 @@ impl FileFilter {
             .filter(|c| descr.column(c.leaf).max_def_level() == 0)
             .map(|c| c.name.as_str())
             .collect();
-        let expr = fold(expr.clone().push_not(), &constants, &required)?;
+        // SQL's `-0.0 = 0.0` for float columns, before statistics or bloom filters see it.
+        let type_of = |c: &str| typed.iter().find(|(n, _)| n == c).map(|(_, t)| t.clone());
+        let expr = expr.clone().signed_zeros(&type_of);
+        let expr = fold(expr.push_not(), &constants, &required)?;
         // Only the columns the folded filter still reads.
         let still = expr.columns();
         columns.retain(|c| still.contains(&c.name.as_str()));

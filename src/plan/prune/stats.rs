@@ -274,13 +274,7 @@ pub(crate) fn judge(
 }
 
 pub(crate) fn leaf_column(e: &Expr) -> &str {
-    match e {
-        Expr::Compare { column, .. }
-        | Expr::InList { column, .. }
-        | Expr::IsNull { column, .. }
-        | Expr::Between { column, .. } => column,
-        _ => unreachable!("leaf predicates only"),
-    }
+    e.leaf_column().expect("leaf predicates only")
 }
 
 /// Verdicts per row group of `meta`'s file, from column chunk statistics.
