@@ -165,19 +165,32 @@ async fn metadata_file(location: &str, options: &ScanOptions) -> Result<String> 
     }
     let root = location.trim_end_matches('/');
     let dir = format!("{root}/metadata/");
-    let (store, prefix) = options.store_for(&dir)?;
+    let (store, prefix) = options.store_for_literal(&dir)?;
     use object_store::ObjectStoreExt;
-    // version-hint.text (Hadoop-style tables): the current version number.
+    // version-hint.text (Hadoop-style tables): the current version number, or an older one
+    // (a writer that failed to update it, or a copy): as Iceberg Java's HadoopTableOperations,
+    // read the newest of N, N+1, N+2... that exists.
     let hint = prefix.clone().join("version-hint.text");
     if let Ok(r) = store.get(&hint).await {
         if let Ok(b) = r.bytes().await {
             let v = String::from_utf8_lossy(&b).trim().to_string();
-            if !v.is_empty() {
-                let candidates = [format!("v{v}.metadata.json"), format!("{v}.metadata.json")];
-                for c in candidates {
-                    if store.head(&prefix.clone().join(c.as_str())).await.is_ok() {
-                        return Ok(format!("{dir}{c}"));
+            if let Ok(mut v) = v.parse::<u64>() {
+                let exists = |v: u64| {
+                    let (store, prefix) = (&store, &prefix);
+                    async move {
+                        for c in [format!("v{v}.metadata.json"), format!("{v}.metadata.json")] {
+                            if store.head(&prefix.clone().join(c.as_str())).await.is_ok() {
+                                return Some(c);
+                            }
+                        }
+                        None
                     }
+                };
+                if let Some(mut name) = exists(v).await {
+                    while let Some(next) = exists(v + 1).await {
+                        (v, name) = (v + 1, next);
+                    }
+                    return Ok(format!("{dir}{name}"));
                 }
             }
         }
@@ -230,6 +243,7 @@ pub struct TableScan {
     table: Table,
     snapshot: Option<i64>,
     reference: Option<String>,
+    as_of: Option<i64>,
     predicate: Option<Predicate>,
     case_sensitive: bool,
     options: ScanOptions,
@@ -259,6 +273,7 @@ impl TableScan {
             table,
             snapshot: None,
             reference: None,
+            as_of: None,
             predicate: None,
             case_sensitive: true,
             options: ScanOptions::default(),
@@ -272,9 +287,21 @@ impl TableScan {
     }
 
     /// Read the snapshot a branch or tag points to (takes precedence over
-    /// [`TableScan::snapshot_id`]).
+    /// [`TableScan::snapshot_id`] and [`TableScan::as_of_timestamp`]). A branch (`main`
+    /// included) is read in the table's current schema, a tag in its snapshot's schema, as
+    /// Iceberg Java does.
     pub fn reference(mut self, name: impl Into<String>) -> Self {
         self.reference = Some(name.into());
+        self
+    }
+
+    /// Read the snapshot that was current at this time (milliseconds since the Unix epoch):
+    /// the last entry of the table's snapshot log at or before it, in that snapshot's schema
+    /// (Iceberg Java's `SnapshotUtil.snapshotIdAsOfTime`, Spark's `TIMESTAMP AS OF`). A time
+    /// before the first snapshot is an error. Takes precedence over
+    /// [`TableScan::snapshot_id`].
+    pub fn as_of_timestamp(mut self, millis: i64) -> Self {
+        self.as_of = Some(millis);
         self
     }
 
@@ -294,27 +321,65 @@ impl TableScan {
         self
     }
 
-    /// The snapshot to read (`None`: the table has none, so the scan is empty) and its schema.
-    fn snapshot(&self) -> Result<(Option<i64>, Arc<Schema>)> {
+    /// The snapshot to read (`None`: the table has none, so the scan is empty), the schema
+    /// the scan reads it in, and the snapshot's own schema (which iceberg's planner binds
+    /// names in).
+    ///
+    /// The read schema follows Iceberg Java's `SnapshotUtil.schemaFor`: the table's current
+    /// schema for the current snapshot and for any branch (a rename or added column with no
+    /// write since shows); the snapshot's schema for a snapshot id, a timestamp or a tag.
+    fn snapshot(&self) -> Result<(Option<i64>, Arc<Schema>, Arc<Schema>)> {
         let md = self.table.metadata();
-        let snap = match (&self.reference, self.snapshot) {
-            (Some(r), _) => Some(md.snapshot_for_ref(r).ok_or_else(|| {
-                Error::new(
-                    ErrorKind::InvalidArgument,
-                    format!("the table has no branch or tag {r:?}"),
-                )
-            })?),
-            (None, Some(id)) => Some(md.snapshot_by_id(id).ok_or_else(|| {
-                Error::new(
-                    ErrorKind::InvalidArgument,
-                    format!("the table has no snapshot {id}"),
-                )
-            })?),
-            (None, None) => md.current_snapshot(),
+        let current = Arc::clone(md.current_schema());
+        let (snap, current_schema) = match (&self.reference, self.as_of, self.snapshot) {
+            (Some(r), _, _) => {
+                let snap = md.snapshot_for_ref(r).ok_or_else(|| {
+                    Error::new(
+                        ErrorKind::InvalidArgument,
+                        format!("the table has no branch or tag {r:?}"),
+                    )
+                })?;
+                (Some(snap), ref_is_branch(md, r))
+            }
+            (None, Some(ts), _) => {
+                let id = md
+                    .history()
+                    .iter()
+                    .filter(|l| l.timestamp_ms <= ts)
+                    .max_by_key(|l| l.timestamp_ms)
+                    .map(|l| l.snapshot_id)
+                    .ok_or_else(|| {
+                        Error::new(
+                            ErrorKind::InvalidArgument,
+                            format!("the table has no snapshot at or before {ts} ms"),
+                        )
+                    })?;
+                let snap = md.snapshot_by_id(id).ok_or_else(|| {
+                    Error::new(
+                        ErrorKind::CorruptTable,
+                        format!("the snapshot log names snapshot {id}, which the table lacks"),
+                    )
+                })?;
+                (Some(snap), false)
+            }
+            (None, None, Some(id)) => (
+                Some(md.snapshot_by_id(id).ok_or_else(|| {
+                    Error::new(
+                        ErrorKind::InvalidArgument,
+                        format!("the table has no snapshot {id}"),
+                    )
+                })?),
+                false,
+            ),
+            (None, None, None) => (md.current_snapshot(), true),
         };
         match snap {
-            Some(s) => Ok((Some(s.snapshot_id()), s.schema(md).map_err(ice)?)),
-            None => Ok((None, Arc::clone(md.current_schema()))),
+            Some(s) => {
+                let own = s.schema(md).map_err(ice)?;
+                let read = if current_schema { current } else { Arc::clone(&own) };
+                Ok((Some(s.snapshot_id()), read, own))
+            }
+            None => Ok((None, Arc::clone(&current), current)),
         }
     }
 
@@ -343,7 +408,7 @@ impl TableScan {
 
     /// The Arrow schema of the scan's batches.
     pub fn output_schema(&self) -> Result<SchemaRef> {
-        let (_, schema) = self.snapshot()?;
+        let (_, schema, _) = self.snapshot()?;
         output_schema(&schema, &self.field_ids(&schema)?)
     }
 
@@ -377,7 +442,7 @@ impl TableScan {
     /// columns and filter are in the plan). A process that reads units calls
     /// [`ScanPlan::scan`] with its own options (stores, credentials, pools).
     pub fn plan(mut self) -> Result<Planned> {
-        let (snapshot, schema) = self.snapshot()?;
+        let (snapshot, schema, snapshot_schema) = self.snapshot()?;
         let ids = self.field_ids(&schema)?;
         let mut options = std::mem::take(&mut self.options);
         options.take_columns();
@@ -403,26 +468,40 @@ impl TableScan {
         // predicate (iceberg-rust 0.10.1 compares the old type's bounds with the new type's
         // literal and wrongly skips those files).
         let promoted = promoted_ids(&self.table, &schema);
-        let plan_predicate = filter
-            .as_ref()
-            .map(|f| predicate::to_predicate(f, &schema, &promoted));
+        // iceberg's planner binds names in the snapshot's own schema, which may be older than
+        // the schema read (a rename, an added column): the filter and selection reach it by
+        // field id, spelled as the snapshot's schema spells them; a column the snapshot's
+        // schema lacks prunes nothing.
+        let plan_predicate = filter.as_ref().map(|f| {
+            let renamed = f.clone().try_map_columns(&mut |c| {
+                Ok::<_, std::convert::Infallible>(
+                    schema
+                        .field_by_name(&c)
+                        .and_then(|field| snapshot_schema.name_by_field_id(field.id))
+                        .map(str::to_string)
+                        .unwrap_or_else(|| "\u{1}absent from the snapshot".to_string()),
+                )
+            });
+            let renamed = renamed.unwrap_or_else(|never| match never {});
+            predicate::to_predicate(&renamed, &snapshot_schema, &promoted)
+        });
         let table = on_io_runtime(&self.table, &options)?;
-        let names: Vec<String> = layout
+        let (planner_ids, names): (Vec<i32>, Vec<String>) = layout
             .out_ids()
             .iter()
-            .map(|id| match *id {
-                RESERVED_FIELD_ID_FILE => RESERVED_COL_NAME_FILE.to_string(),
-                RESERVED_FIELD_ID_POS => RESERVED_COL_NAME_POS.to_string(),
-                id => schema.name_by_field_id(id).unwrap_or_default().to_string(),
+            .filter_map(|id| match *id {
+                RESERVED_FIELD_ID_FILE => Some((*id, RESERVED_COL_NAME_FILE.to_string())),
+                RESERVED_FIELD_ID_POS => Some((*id, RESERVED_COL_NAME_POS.to_string())),
+                id => Some((id, snapshot_schema.name_by_field_id(id)?.to_string())),
             })
-            .collect();
+            .unzip();
         let mapping = table
             .metadata()
             .properties()
             .get(iceberg::spec::DEFAULT_SCHEMA_NAME_MAPPING)
             .and_then(|json| serde_json::from_str::<iceberg::spec::NameMapping>(json).ok());
         let plan = ScanPlan::new(Arc::clone(&schema), ids.clone(), filter, mapping.as_ref());
-        let planner = plan::Units::new(Some(&table), ids);
+        let planner = plan::Units::new(Some(&table), planner_ids);
         let units = async move {
             let Some(snapshot) = snapshot else {
                 return Ok::<_, Error>(futures::stream::empty().boxed());
@@ -431,7 +510,7 @@ impl TableScan {
                 .scan()
                 .snapshot_id(snapshot)
                 .select(names)
-                .with_case_sensitive(case_sensitive);
+                .with_case_sensitive(true);
             if let Some(p) = plan_predicate {
                 b = b.with_filter(p);
             }
@@ -487,6 +566,24 @@ fn on_io_runtime(table: &Table, options: &ScanOptions) -> Result<Table> {
         b = b.metadata_location(loc);
     }
     b.build().map_err(ice)
+}
+
+/// Whether the ref `name` of the table is a branch (`main` always is). iceberg 0.10.1 keeps
+/// the refs' kinds private; its metadata serializes them (`refs.<name>.type`).
+fn ref_is_branch(md: &iceberg::spec::TableMetadata, name: &str) -> bool {
+    if name == iceberg::spec::MAIN_BRANCH {
+        return true;
+    }
+    serde_json::to_value(md)
+        .ok()
+        .and_then(|v| {
+            v.get("refs")?
+                .get(name)?
+                .get("type")?
+                .as_str()
+                .map(|t| t.eq_ignore_ascii_case("branch"))
+        })
+        .unwrap_or(false)
 }
 
 /// Field ids of `schema` (at any depth) whose primitive type differs in another schema of the
