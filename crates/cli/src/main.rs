@@ -18,6 +18,7 @@
 
 mod format;
 mod gen;
+mod out;
 mod scan;
 #[cfg(feature = "datafusion")]
 mod sql;

@@ -1,14 +1,12 @@
 //! `rayquet scan`: files, prefixes, an Iceberg or a Delta table, with the options every
 //! rayquet scan takes; reports rows, bytes, throughput and what pruning saved.
 
-use std::fs::File;
 use std::io;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use arrow::array::RecordBatch;
 use arrow::datatypes::SchemaRef;
-use arrow::ipc::writer::FileWriter;
 use clap::Args;
 use indicatif::ProgressBar;
 use rayquet::{FooterCache, Scan, ScanBuilder, ScanOptions, ScanReader};
@@ -18,6 +16,7 @@ use crate::format::{
     peak_rss, spinner, write_out,
 };
 use crate::gen::ensure_demo;
+use crate::out::ArrowOut;
 use crate::CliResult;
 
 #[derive(Debug, Args)]
@@ -134,7 +133,7 @@ struct Sink {
     bar: ProgressBar,
     rows: u64,
     batches: u64,
-    out: Option<(PathBuf, Option<FileWriter<io::BufWriter<File>>>)>,
+    out: Option<(PathBuf, Option<ArrowOut>)>,
 }
 
 impl Sink {
@@ -150,11 +149,7 @@ impl Sink {
     /// Open the output file (if any) for `schema`; later calls do nothing.
     fn open(&mut self, schema: &SchemaRef) -> CliResult<()> {
         if let Some((path, writer @ None)) = &mut self.out {
-            let file = File::create(&*path).map_err(|e| format!("{}: {e}", path.display()))?;
-            *writer = Some(
-                FileWriter::try_new_buffered(file, schema)
-                    .map_err(|e| format!("{}: {e}", path.display()))?,
-            );
+            *writer = Some(ArrowOut::create(path, schema)?);
         }
         Ok(())
     }
@@ -162,10 +157,8 @@ impl Sink {
     fn push(&mut self, batch: &RecordBatch, fetched: u64) -> CliResult<()> {
         self.rows += batch.num_rows() as u64;
         self.batches += 1;
-        if let Some((path, Some(writer))) = &mut self.out {
-            writer
-                .write(batch)
-                .map_err(|e| format!("{}: {e}", path.display()))?;
+        if let Some((_, Some(writer))) = &mut self.out {
+            writer.write(batch)?;
         }
         if !self.bar.is_hidden() {
             self.bar.set_message(format!(
@@ -180,11 +173,8 @@ impl Sink {
 
     fn finish(mut self) -> CliResult<()> {
         self.bar.finish_and_clear();
-        if let Some((path, Some(mut writer))) = self.out.take() {
-            writer
-                .finish()
-                .and_then(|_| writer.into_inner().map(drop))
-                .map_err(|e| format!("{}: {e}", path.display()))?;
+        if let Some((_, Some(writer))) = self.out.take() {
+            writer.finish()?;
         }
         Ok(())
     }

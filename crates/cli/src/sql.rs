@@ -246,17 +246,14 @@ fn json_rows(batches: &[RecordBatch]) -> CliResult<serde_json::Value> {
 }
 
 fn write_ipc(path: &PathBuf, batches: &[RecordBatch]) -> CliResult<()> {
-    use rayquet_datafusion::datafusion::arrow::ipc::writer::FileWriter;
     let Some(first) = batches.first() else {
         return Err("the query returned no batches: nothing to write to --out".into());
     };
-    let file = std::fs::File::create(path).map_err(|e| format!("{}: {e}", path.display()))?;
-    let mut writer = FileWriter::try_new(std::io::BufWriter::new(file), &first.schema())?;
+    let mut out = crate::out::ArrowOut::create(path, &first.schema())?;
     for b in batches {
-        writer.write(b)?;
+        out.write(b)?;
     }
-    writer.finish()?;
-    Ok(())
+    out.finish()
 }
 
 pub fn worker(args: WorkerArgs) -> CliResult<()> {
