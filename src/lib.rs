@@ -73,7 +73,7 @@ pub use deliver::{ScanReader, TaggedReader};
 pub use error::{Error, ErrorKind, Result};
 pub use expr::{col, Expr};
 pub use footer::read_metadata;
-pub use input::ObjectRef;
+pub use input::{Dataset, DatasetFile, ObjectRef, Partitioning};
 pub use limits::{SharedLimits, SharedLimitsSnapshot};
 pub use metrics::{Metrics, MetricsSnapshot};
 pub use options::ScanOptions;

@@ -35,10 +35,13 @@ pub struct Metrics {
     pub(crate) http_requests: AtomicU64,
     pub(crate) retries: AtomicU64,
     pub(crate) footer_cache_hits: AtomicU64,
+    pub(crate) files_pruned: AtomicU64,
 }
 
-/// A point-in-time copy of a scan's [`Metrics`].
+/// A point-in-time copy of a scan's [`Metrics`]. New counters may be added (it is
+/// `#[non_exhaustive]`): read its fields, don't build one.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct MetricsSnapshot {
     /// Files whose footer has been read.
     pub files: u64,
@@ -96,6 +99,9 @@ pub struct MetricsSnapshot {
     pub retries: u64,
     /// Files whose footer came from the scan's [`crate::FooterCache`] (no footer request).
     pub footer_cache_hits: u64,
+    /// Files never opened because their Hive partition values exclude every row of the
+    /// filter ([`crate::Partitioning`]).
+    pub files_pruned: u64,
 }
 
 impl Metrics {
@@ -126,6 +132,7 @@ impl Metrics {
             http_requests: self.http_requests.load(Relaxed),
             retries: self.retries.load(Relaxed),
             footer_cache_hits: self.footer_cache_hits.load(Relaxed),
+            files_pruned: self.files_pruned.load(Relaxed),
         }
     }
 

@@ -8,6 +8,7 @@
 
 use std::sync::{Arc, Mutex, OnceLock};
 
+use arrow::array::ArrayRef;
 use arrow::datatypes::SchemaRef;
 use futures::StreamExt;
 use object_store::ObjectStore;
@@ -24,6 +25,7 @@ use crate::flow::budget::Budget;
 use crate::flow::event::Outbox;
 use crate::flow::held::Decoding;
 use crate::flow::Flow;
+use crate::input::hive::{self, Partitioning};
 use crate::input::list::resolve;
 use crate::input::{FileRef, Input, ObjectRef, Stores};
 use crate::io::fetch::Fetcher;
@@ -65,6 +67,7 @@ pub struct Scan {
     source: Source,
     options: ScanOptions,
     transformed: Option<SchemaRef>,
+    partitioning: Partitioning,
 }
 
 impl std::fmt::Debug for Scan {
@@ -130,6 +133,7 @@ impl Scan {
             source,
             options: ScanOptions::default(),
             transformed: None,
+            partitioning: Partitioning::default(),
         }
     }
 
@@ -205,6 +209,16 @@ impl Scan {
         self
     }
 
+    /// Plain files only: how partition columns are found in the paths of the files listed
+    /// under a directory or prefix (default [`Partitioning::Infer`]: Hive-style `name=value`
+    /// directories become columns, last in the schema). A filter on partition columns skips
+    /// whole files before any of their bytes are read
+    /// ([`MetricsSnapshot::files_pruned`](crate::MetricsSnapshot::files_pruned)).
+    pub fn partitioning(mut self, partitioning: Partitioning) -> Self {
+        self.partitioning = partitioning;
+        self
+    }
+
     /// Resolve the inputs (plain files: list prefixes and read the first footer for the
     /// schema), and start fetching. Blocks the calling thread until the schema is known.
     pub fn build(self) -> Result<ScanReader> {
@@ -238,16 +252,25 @@ impl Scan {
         let pool = opts.get_decode_pool();
         let metrics = Arc::new(Metrics::default());
         let mut stores = Stores::new(&opts, Some(Arc::clone(&metrics)));
-        let (mode, files, tasks) = match source {
+        let (mode, files, tasks, hive) = match source {
             Source::Files(inputs) => {
                 let (resolved, back) = block_on_io(&io, async move {
                     let r = resolve(inputs, &mut stores).await;
                     Ok((r, stores))
                 })?;
                 stores = back;
-                (Mode::Plain(OnceLock::new()), resolved?, None)
+                let resolved = resolved?;
+                let rels: Vec<Option<String>> = resolved.iter().map(|l| l.under.clone()).collect();
+                let names: Vec<Arc<str>> = resolved.iter().map(|l| l.file.name.clone()).collect();
+                let hive = hive::discover(&self.partitioning, &rels, &names)?;
+                let files = resolved.into_iter().map(|l| l.file).collect();
+                let mode = Mode::Plain {
+                    first: OnceLock::new(),
+                    hive: hive.as_ref().map(|h| h.fields.clone()).unwrap_or_default(),
+                };
+                (mode, files, None, hive)
             }
-            Source::Tasks { schema, tasks } => (Mode::Tasks(schema), Vec::new(), Some(tasks)),
+            Source::Tasks { schema, tasks } => (Mode::Tasks(schema), Vec::new(), Some(tasks), None),
         };
         let flow = Arc::new(Flow {
             budget: Budget::new(
@@ -293,7 +316,9 @@ impl Scan {
                 (schema, driver)
             }
             None => {
-                let mut tasks = plain_tasks(&ctx.opts, files)?.into_iter();
+                let tasks = plain_tasks(&ctx.opts, files, hive)?;
+                let tasks = prune_partitions(&ctx, tasks)?;
+                let mut tasks = tasks.into_iter();
                 let first = tasks.next().expect("plain_tasks gives at least one");
                 let first = block_on_io(&io, open::open(Arc::clone(&ctx), 0, first))?;
                 let schema = Arc::clone(&first.schema);
@@ -351,8 +376,13 @@ fn names_file(key: &str, file: &FileRef) -> bool {
     key == &*file.name || key.trim_start_matches('/') == file.path.as_ref()
 }
 
-/// The tasks of a plain scan: one per file, with the caller's row selection for it.
-fn plain_tasks(opts: &ScanOptions, files: Vec<FileRef>) -> Result<Vec<FileTask>> {
+/// The tasks of a plain scan: one per file, with the caller's row selection for it and its
+/// partition values.
+fn plain_tasks(
+    opts: &ScanOptions,
+    files: Vec<FileRef>,
+    hive: Option<hive::Hive>,
+) -> Result<Vec<FileTask>> {
     let Some(first) = files.first() else {
         return Err(Error::new(ErrorKind::NotFound, "no files to scan"));
     };
@@ -369,9 +399,11 @@ fn plain_tasks(opts: &ScanOptions, files: Vec<FileRef>) -> Result<Vec<FileTask>>
             ));
         }
     }
+    let mut values = hive.map(|h| h.values.into_iter());
     Ok(files
         .into_iter()
         .map(|f| {
+            let partition = values.as_mut().and_then(|v| v.next());
             let selection = opts
                 .selections
                 .iter()
@@ -382,9 +414,55 @@ fn plain_tasks(opts: &ScanOptions, files: Vec<FileRef>) -> Result<Vec<FileTask>>
                 size: f.size,
                 version: f.version,
                 selection,
+                partition,
                 store: Some((f.store, f.path)),
                 ..Default::default()
             }
         })
         .collect())
+}
+
+/// A plain scan's tasks without the files whose partition values prove that the filter
+/// keeps none of their rows (no byte of them is read; counted in `files_pruned`). The first
+/// file stays when every file goes: its footer gives the scan's schema (and its row groups
+/// are pruned by the same filter).
+fn prune_partitions(ctx: &DriveCtx, tasks: Vec<FileTask>) -> Result<Vec<FileTask>> {
+    let (Some(filter), Mode::Plain { hive, .. }) = (&ctx.opts.filter, &ctx.mode) else {
+        return Ok(tasks);
+    };
+    if hive.is_empty() {
+        return Ok(tasks);
+    }
+    let total = tasks.len();
+    let mut first = None;
+    let mut kept = Vec::with_capacity(total);
+    for (i, t) in tasks.into_iter().enumerate() {
+        let values = t.partition.as_deref().unwrap_or_default();
+        let constants: Vec<(String, ArrayRef)> = hive
+            .iter()
+            .zip(values)
+            .map(|(f, v)| (f.name().clone(), Arc::clone(v)))
+            .collect();
+        let excluded = match crate::plan::prune::excluded_by_constants(filter, &constants) {
+            Ok(x) => x,
+            // A pruning hint (`Scan::prune`) that does not resolve prunes nothing.
+            Err(_) if !ctx.opts.filter_exact => false,
+            Err(e) => return Err(e.with_path(t.location.as_str())),
+        };
+        if excluded {
+            if i == 0 {
+                first = Some(t);
+            }
+        } else {
+            kept.push(t);
+        }
+    }
+    if kept.is_empty() {
+        kept.extend(first);
+    }
+    Metrics::add(
+        &ctx.decode.flow.metrics.files_pruned,
+        (total - kept.len()) as u64,
+    );
+    Ok(kept)
 }

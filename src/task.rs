@@ -272,6 +272,10 @@ pub struct FileTask {
     /// Plain scans: the caller's row selection (`Scan::select_rows`).
     #[cfg_attr(feature = "serde", serde(skip))]
     pub(crate) selection: Option<RowSelection>,
+    /// Plain scans: the file's Hive partition values (one-element arrays, in the order of
+    /// the scan's partition columns).
+    #[cfg_attr(feature = "serde", serde(skip))]
+    pub(crate) partition: Option<Arc<[ArrayRef]>>,
 }
 
 impl fmt::Debug for FileTask {

@@ -196,7 +196,7 @@ async fn drive(
     let opts = &ctx.opts;
     let threads = ctx.decode.pool.current_num_threads();
     let flow = &ctx.decode.flow;
-    let plain = matches!(ctx.mode, Mode::Plain(_));
+    let plain = matches!(ctx.mode, Mode::Plain { .. });
     let limit = opts.limit.map(|l| l as u64);
     let mut rows_planned = 0u64;
     let sh = Arc::clone(ctx);

@@ -49,14 +49,15 @@ pub(crate) async fn open(ctx: Arc<DriveCtx>, index: u64, task: FileTask) -> Resu
             name: task.location.as_str().into(),
             version: task.version.clone(),
         },
-        None => ctx
-            .stores
-            .lock()
-            .expect("stores lock")
-            .file(&task.location, task.size, task.literal)?,
+        None => {
+            ctx.stores
+                .lock()
+                .expect("stores lock")
+                .file(&task.location, task.size, task.literal)?
+        }
     };
     let name = file.name.clone();
-    let plain = matches!(ctx.mode, Mode::Plain(_));
+    let plain = matches!(ctx.mode, Mode::Plain { .. });
     let read = footer_plan(opts, plain, &task);
     let footer = footer::fetch::load(&ctx.fetcher, &ctx.decode.pool, opts, file, read);
     let loader = task.delete_loader.clone();

@@ -206,7 +206,11 @@ mod tests {
         let v = Value::UInt(u64::MAX);
         let typed = v.to_typed(&DataType::UInt64, "u").unwrap();
         assert_eq!(
-            typed.as_any().downcast_ref::<arrow::array::UInt64Array>().unwrap().value(0),
+            typed
+                .as_any()
+                .downcast_ref::<arrow::array::UInt64Array>()
+                .unwrap()
+                .value(0),
             u64::MAX
         );
         assert!(v.to_typed(&DataType::Int64, "u").is_err());

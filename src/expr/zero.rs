@@ -15,7 +15,10 @@ use arrow::datatypes::{DataType, Float16Type, Float32Type, Float64Type};
 use crate::expr::{CmpOp, Expr, Value};
 
 fn is_float(ty: &DataType) -> bool {
-    matches!(ty, DataType::Float16 | DataType::Float32 | DataType::Float64)
+    matches!(
+        ty,
+        DataType::Float16 | DataType::Float32 | DataType::Float64
+    )
 }
 
 /// The sign of `v` converted to the float type `ty` when it is a zero (`Some(true)`: -0.0).

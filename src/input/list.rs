@@ -16,6 +16,15 @@ use crate::input::location::{is_parquet, FileRef, Input};
 use crate::input::retry;
 use crate::input::stores::Stores;
 
+/// A file of a plain scan, and where listing found it.
+#[derive(Debug, Clone)]
+pub(crate) struct Listed {
+    pub file: FileRef,
+    /// The file's path below the directory or prefix it was listed under (`/`-separated,
+    /// its name last); `None` for a file named directly.
+    pub under: Option<String>,
+}
+
 /// List `prefix` in `store`, keep `*.parquet`, sort lexically. A listing that fails part way
 /// for a reason that may pass (a body cut off, a connection reset: object_store retries
 /// status codes, not a page whose body breaks) starts again, with backoff, within `retry`'s
@@ -26,7 +35,7 @@ async fn list_parquet(
     base: &str,
     name: impl Fn(&Path) -> String,
     retry: &retry::Http,
-) -> Result<Vec<FileRef>> {
+) -> Result<Vec<Listed>> {
     let list = || async {
         store
             .list(Some(prefix))
@@ -44,29 +53,46 @@ async fn list_parquet(
     }
     Ok(metas
         .into_iter()
-        .map(|m| FileRef {
-            version: Some(Version::from(&m)),
-            name: name(&m.location).into(),
-            store: Arc::clone(store),
-            path: m.location,
-            size: Some(m.size),
+        .map(|m| {
+            let under = m
+                .location
+                .prefix_match(prefix)
+                .map(|parts| parts.map(|p| p.as_ref().to_string()).collect::<Vec<_>>())
+                .map(|parts| parts.join("/"));
+            Listed {
+                under,
+                file: FileRef {
+                    version: Some(Version::from(&m)),
+                    name: name(&m.location).into(),
+                    store: Arc::clone(store),
+                    path: m.location,
+                    size: Some(m.size),
+                },
+            }
         })
         .collect())
 }
 
+/// A file named directly (not listed).
+fn named(file: FileRef) -> Listed {
+    Listed { file, under: None }
+}
+
 /// Resolve every input into files, in order. Prefixes are listed concurrently with nothing
 /// else: this runs once, in `build()`.
-pub(crate) async fn resolve(inputs: Vec<Input>, stores: &mut Stores) -> Result<Vec<FileRef>> {
+pub(crate) async fn resolve(inputs: Vec<Input>, stores: &mut Stores) -> Result<Vec<Listed>> {
     let mut files = Vec::new();
     for input in inputs {
         match input {
             Input::Objects { store, objects } => {
-                files.extend(objects.into_iter().map(|o| FileRef {
-                    name: o.path.to_string().into(),
-                    store: Arc::clone(&store),
-                    path: o.path,
-                    size: o.size,
-                    version: o.version,
+                files.extend(objects.into_iter().map(|o| {
+                    named(FileRef {
+                        name: o.path.to_string().into(),
+                        store: Arc::clone(&store),
+                        path: o.path,
+                        size: o.size,
+                        version: o.version,
+                    })
                 }));
             }
             Input::Local(p) => {
@@ -89,7 +115,7 @@ pub(crate) async fn resolve(inputs: Vec<Input>, stores: &mut Stores) -> Result<V
                     let name = |l: &Path| format!("/{l}");
                     files.extend(list_parquet(&store, &path, &shown, name, &stores.http).await?);
                 } else {
-                    files.push(FileRef {
+                    files.push(named(FileRef {
                         store,
                         path,
                         size: Some(meta.len()),
@@ -98,7 +124,7 @@ pub(crate) async fn resolve(inputs: Vec<Input>, stores: &mut Stores) -> Result<V
                             e_tag: None,
                             last_modified: meta.modified().ok(),
                         }),
-                    });
+                    }));
                 }
             }
             Input::Url(url) => {
@@ -109,22 +135,22 @@ pub(crate) async fn resolve(inputs: Vec<Input>, stores: &mut Stores) -> Result<V
                 if url.path().ends_with('/') || path.as_ref().is_empty() {
                     files.extend(list_parquet(&store, &path, shown, name, &stores.http).await?);
                 } else if is_parquet(&path) {
-                    files.push(FileRef {
+                    files.push(named(FileRef {
                         store,
                         name: name(&path).into(),
                         path,
                         size: None,
                         version: None,
-                    });
+                    }));
                 } else {
                     match store.head(&path).await {
-                        Ok(meta) => files.push(FileRef {
+                        Ok(meta) => files.push(named(FileRef {
                             version: Some(Version::from(&meta)),
                             store,
                             name: name(&path).into(),
                             path,
                             size: Some(meta.size),
-                        }),
+                        })),
                         Err(object_store::Error::NotFound { .. }) => files
                             .extend(list_parquet(&store, &path, shown, name, &stores.http).await?),
                         Err(e) => return Err(Error::from_store(e, shown)),
@@ -136,7 +162,120 @@ pub(crate) async fn resolve(inputs: Vec<Input>, stores: &mut Stores) -> Result<V
     Ok(files)
 }
 
+/// A dataset's files and Hive partition columns, as a plain scan of it would read them
+/// ([`ScanOptions::list_dataset`](crate::ScanOptions::list_dataset)).
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct Dataset {
+    /// The files, in the scan's order.
+    pub files: Vec<DatasetFile>,
+    /// The Hive partition columns (empty when there are none), nullable, in path order.
+    pub partition_fields: arrow::datatypes::Fields,
+}
+
+/// One file of a [`Dataset`].
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct DatasetFile {
+    /// Its URL (or absolute local path), which [`FileTask::new`](crate::FileTask::new) takes
+    /// back.
+    pub location: String,
+    /// Its size, when listing gave it.
+    pub size: Option<u64>,
+    /// Its partition values, one per partition column: a [`ColumnSource::Constant`] of the
+    /// value's text (which converts exactly to the column's type) or [`ColumnSource::Null`].
+    ///
+    /// [`ColumnSource::Constant`]: crate::ColumnSource::Constant
+    /// [`ColumnSource::Null`]: crate::ColumnSource::Null
+    pub partition: Vec<crate::ColumnSource>,
+    /// The same values typed (one-element arrays).
+    values: Option<Arc<[arrow::array::ArrayRef]>>,
+}
+
+impl Dataset {
+    /// Drop the files whose partition values prove that `filter` keeps none of their rows
+    /// (as a plain scan skips them before reading any byte); returns how many went.
+    pub fn retain_matching(&mut self, filter: &crate::Expr) -> Result<usize> {
+        if self.partition_fields.is_empty() {
+            return Ok(0);
+        }
+        let before = self.files.len();
+        let mut kept = Vec::with_capacity(before);
+        for f in self.files.drain(..) {
+            let constants: Vec<(String, arrow::array::ArrayRef)> = match &f.values {
+                Some(v) => self
+                    .partition_fields
+                    .iter()
+                    .zip(v.iter())
+                    .map(|(field, a)| (field.name().clone(), Arc::clone(a)))
+                    .collect(),
+                None => Vec::new(),
+            };
+            if !crate::plan::prune::excluded_by_constants(filter, &constants)
+                .map_err(|e| e.with_path(f.location.as_str()))?
+            {
+                kept.push(f);
+            }
+        }
+        self.files = kept;
+        Ok(before - self.files.len())
+    }
+}
+
 impl crate::ScanOptions {
+    /// The files of the dataset at `url_or_path` and its Hive partition columns, found as
+    /// [`Scan::partitioning`](crate::Scan::partitioning) finds them. Lists on the IO runtime
+    /// and waits; [`ScanOptions::list_dataset_async`](crate::ScanOptions::list_dataset_async)
+    /// from async code.
+    pub fn list_dataset(
+        &self,
+        url_or_path: &str,
+        partitioning: &crate::Partitioning,
+    ) -> Result<Dataset> {
+        let this = self.clone();
+        let url = url_or_path.to_string();
+        let partitioning = partitioning.clone();
+        self.wait(async move { this.list_dataset_async(&url, &partitioning).await })
+    }
+
+    /// [`ScanOptions::list_dataset`](crate::ScanOptions::list_dataset) as a future.
+    pub async fn list_dataset_async(
+        &self,
+        url_or_path: &str,
+        partitioning: &crate::Partitioning,
+    ) -> Result<Dataset> {
+        let input = Input::parse(url_or_path)?;
+        let mut stores = Stores::new(self, None);
+        let files = resolve(vec![input], &mut stores).await?;
+        let rels: Vec<Option<String>> = files.iter().map(|l| l.under.clone()).collect();
+        let names: Vec<Arc<str>> = files.iter().map(|l| l.file.name.clone()).collect();
+        let hive = crate::input::hive::discover(partitioning, &rels, &names)?;
+        let mut texts = hive.as_ref().map(|h| h.texts.clone().into_iter());
+        let mut values = hive.as_ref().map(|h| h.values.clone().into_iter());
+        let files = files
+            .into_iter()
+            .map(|l| DatasetFile {
+                values: values.as_mut().and_then(|v| v.next()),
+                location: l.file.name.to_string(),
+                size: l.file.size,
+                partition: texts
+                    .as_mut()
+                    .and_then(|t| t.next())
+                    .unwrap_or_default()
+                    .into_iter()
+                    .map(|v| match v {
+                        Some(text) => crate::ColumnSource::Constant(crate::expr::Value::Str(text)),
+                        None => crate::ColumnSource::Null,
+                    })
+                    .collect(),
+            })
+            .collect();
+        Ok(Dataset {
+            files,
+            partition_fields: hive.map(|h| h.fields).unwrap_or_default(),
+        })
+    }
+
     /// The files a scan of `url_or_path` with these options would read, in its order: the
     /// object itself, or every `*.parquet` object under a prefix or directory, each with its
     /// size when listing gave it. Locations are URLs (or absolute local paths) that
@@ -156,7 +295,7 @@ impl crate::ScanOptions {
         let files = resolve(vec![input], &mut stores).await?;
         Ok(files
             .into_iter()
-            .map(|f| (f.name.to_string(), f.size))
+            .map(|f| (f.file.name.to_string(), f.file.size))
             .collect())
     }
 }

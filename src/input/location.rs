@@ -81,25 +81,19 @@ impl Input {
     /// likewise undecoded. Returns the URL root (`scheme://authority`) and the key.
     pub(crate) fn parse_literal(s: &str) -> Result<LiteralInput> {
         let bad = |why: &str| {
-            Error::new(
-                ErrorKind::InvalidArgument,
-                format!("not a location: {why}"),
-            )
-            .with_path(s)
+            Error::new(ErrorKind::InvalidArgument, format!("not a location: {why}")).with_path(s)
         };
         if s.is_empty() {
             return Err(Error::new(ErrorKind::InvalidArgument, "empty path"));
         }
         // A scheme is a letter then letters, digits, `+`, `-`, `.`; one letter is a drive.
-        let scheme_len = s
-            .find(':')
-            .filter(|&i| {
-                i > 1
-                    && s.as_bytes()[0].is_ascii_alphabetic()
-                    && s[..i]
-                        .bytes()
-                        .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'+' | b'-' | b'.'))
-            });
+        let scheme_len = s.find(':').filter(|&i| {
+            i > 1
+                && s.as_bytes()[0].is_ascii_alphabetic()
+                && s[..i]
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'+' | b'-' | b'.'))
+        });
         let Some(n) = scheme_len else {
             return Ok(LiteralInput::Local(std::path::PathBuf::from(s)));
         };
@@ -120,8 +114,8 @@ impl Input {
             return Err(bad("expected scheme://authority/key"));
         };
         let (authority, key) = rest.split_once('/').unwrap_or((rest, ""));
-        let root = Url::parse(&format!("{scheme}://{authority}"))
-            .map_err(|e| bad(&e.to_string()))?;
+        let root =
+            Url::parse(&format!("{scheme}://{authority}")).map_err(|e| bad(&e.to_string()))?;
         let path = Path::parse(key).map_err(|e| bad(&e.to_string()))?;
         Ok(LiteralInput::Key { root, path })
     }

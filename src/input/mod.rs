@@ -5,11 +5,14 @@
 //!
 //! The first stage of the pipeline: it imports no other stage.
 
+pub(crate) mod hive;
 pub(crate) mod list;
 pub(crate) mod location;
 pub(crate) mod retry;
 pub(crate) mod stores;
 
+pub use hive::Partitioning;
+pub use list::{Dataset, DatasetFile};
 pub use location::ObjectRef;
 pub(crate) use location::{FileRef, Input};
 pub(crate) use stores::Stores;

@@ -17,7 +17,7 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::footer::FileMeta;
 use crate::metrics::Metrics;
 use crate::options::ScanOptions;
-use crate::plan::mapping::{Mapping, Rules};
+use crate::plan::mapping::{Build, Mapping, OutCol, Rules};
 use crate::plan::project::{check_schema, project, projected_schema};
 use crate::plan::prune::{bloom, stats, FileFilter, Verdict};
 use crate::plan::selection::{deletes_by_row_group, excluded, split_selection};
@@ -28,8 +28,13 @@ use crate::task::{BatchTransform, FileTask, RowFilter, TaskInfo};
 #[derive(Debug)]
 pub(crate) enum Mode {
     /// Plain files: the schema is the first file's (projected), and every other file must
-    /// match it exactly. Set when the first footer is read: (schema, first file's name).
-    Plain(OnceLock<(SchemaRef, Arc<str>)>),
+    /// match it exactly; then the Hive partition columns (see `input::hive`).
+    Plain {
+        /// Set when the first footer is read: (projected schema, first file's name).
+        first: OnceLock<(SchemaRef, Arc<str>)>,
+        /// The partition columns (none when the scan has none); each task carries its values.
+        hive: Fields,
+    },
     /// Tasks: the caller's schema, which every task maps its file to.
     Tasks(SchemaRef),
 }
@@ -66,6 +71,16 @@ impl std::fmt::Debug for FileRun {
     }
 }
 
+/// The file root a plain scan's column name selects: a top-level column, or the root of a
+/// dotted path (`a.b`: root `a`), as `project` resolves names.
+fn root_of(meta: &FileMeta, column: &str) -> Option<usize> {
+    let roots = meta.reader.parquet_schema().root_schema().get_fields();
+    roots.iter().position(|f| f.name() == column).or_else(|| {
+        let first = column.split('.').next()?;
+        roots.iter().position(|f| f.name() == first)
+    })
+}
+
 /// Bloom filter byte ranges to check, per row group.
 pub(crate) type Blooms = Vec<(usize, bloom::BloomRanges)>;
 
@@ -88,35 +103,109 @@ pub(crate) fn prepare(
     };
     // The output columns, and what the filter's column names refer to.
     let (mapping, schema, filter_mapping) = match mode {
-        Mode::Plain(first) => {
-            let proj = project(&meta, opts.columns.as_deref())?;
+        Mode::Plain { first, hive } => {
+            let values = task
+                .partition
+                .clone()
+                .unwrap_or_else(|| Arc::from(Vec::new()));
+            for f in hive {
+                if file_schema.field_with_name(f.name()).is_ok() {
+                    return Err(Error::new(
+                        ErrorKind::InvalidArgument,
+                        format!(
+                            "{:?} is both a Hive partition key (a directory name=value) and a                              column of the file (Partitioning::Off reads the file's column)",
+                            f.name()
+                        ),
+                    )
+                    .with_path(name));
+                }
+            }
+            let hive_index = |c: &str| hive.iter().position(|f| f.name() == c);
+            let file_columns: Option<Vec<String>> = opts.columns.as_ref().map(|cs| {
+                cs.iter()
+                    .filter(|c| hive_index(c).is_none())
+                    .cloned()
+                    .collect()
+            });
+            let proj = project(&meta, file_columns.as_deref())?;
             let (scan_schema, first_name) =
                 first.get_or_init(|| (proj.schema.clone(), name.into()));
             check_schema(scan_schema, first_name, &proj, name)?;
-            let mut fields: Vec<FieldRef> = proj.schema.fields().iter().cloned().collect();
+            // The output in the caller's order: file columns (each root once) and partition
+            // columns; by default the file's columns, then the partition columns.
+            let mut columns: Vec<(FieldRef, OutCol)> = Vec::new();
+            let file_col = |i: usize| {
+                let col = OutCol::File {
+                    root: proj.output[i],
+                    path: Vec::new(),
+                    build: Build::Same,
+                };
+                (Arc::clone(&proj.schema.fields()[i]), col)
+            };
+            let hive_col = |i: usize| (Arc::clone(&hive[i]), OutCol::Const(Arc::clone(&values[i])));
+            match &opts.columns {
+                None => {
+                    columns.extend((0..proj.output.len()).map(file_col));
+                    columns.extend((0..hive.len()).map(hive_col));
+                }
+                Some(names) => {
+                    let mut next_file = 0;
+                    let mut seen_hive = Vec::new();
+                    for c in names {
+                        match hive_index(c) {
+                            Some(i) if !seen_hive.contains(&i) => {
+                                seen_hive.push(i);
+                                columns.push(hive_col(i));
+                            }
+                            Some(_) => {}
+                            // Each file name adds its root once, in order (see `project`).
+                            None => {
+                                if let Some(r) = root_of(&meta, c) {
+                                    if next_file < proj.output.len() && proj.output[next_file] == r
+                                    {
+                                        columns.push(file_col(next_file));
+                                        next_file += 1;
+                                    }
+                                }
+                            }
+                        }
+                    }
+                }
+            }
             if let Some(ri) = &opts.row_index {
-                if proj.schema.field_with_name(ri).is_ok() {
+                if columns.iter().any(|(f, _)| f.name() == ri) {
                     return Err(Error::new(
                         ErrorKind::InvalidArgument,
                         format!("the row index column {ri:?} has the name of a column of the file"),
                     )
                     .with_path(name));
                 }
-                fields.push(Arc::new(Field::new(ri, DataType::Int64, false)));
+                columns.push((
+                    Arc::new(Field::new(ri, DataType::Int64, false)),
+                    OutCol::RowIndex,
+                ));
             }
+            let (fields, columns): (Vec<FieldRef>, Vec<OutCol>) = columns.into_iter().unzip();
             let schema = Arc::new(Schema::new_with_metadata(
                 fields,
                 proj.schema.metadata().clone(),
             ));
-            let mapping = Mapping::identity(
-                schema.fields().clone(),
-                &proj.output,
-                proj.roots.clone(),
-                opts.row_index.is_some(),
-            );
-            // Filters may name any column of the file, projected or not.
-            let all: Vec<usize> = (0..file_schema.fields().len()).collect();
-            let whole = Mapping::identity(file_schema.fields().clone(), &all, Vec::new(), false);
+            let mapping = Mapping::plain(schema.fields().clone(), columns, proj.roots.clone());
+            // Filters may name any column of the file, projected or not, and the partition
+            // columns (constants in this file).
+            let all = (0..file_schema.fields().len()).map(|root| OutCol::File {
+                root,
+                path: Vec::new(),
+                build: Build::Same,
+            });
+            let all_fields: Fields = file_schema
+                .fields()
+                .iter()
+                .chain(hive.iter())
+                .cloned()
+                .collect();
+            let consts = (0..hive.len()).map(|i| OutCol::Const(Arc::clone(&values[i])));
+            let whole = Mapping::plain(all_fields, all.chain(consts).collect(), Vec::new());
             (mapping, schema, Some(whole))
         }
         Mode::Tasks(schema) => {

@@ -423,25 +423,9 @@ impl Mapping {
         })
     }
 
-    /// The mapping of plain files: output column `i` is file root `output[i]` as parquet
-    /// reads it (`roots`: the leaves read per root), then, with `row_index`, the row index.
-    pub fn identity(
-        fields: Fields,
-        output: &[usize],
-        roots: Vec<(usize, Vec<usize>)>,
-        row_index: bool,
-    ) -> Mapping {
-        let mut columns: Vec<OutCol> = output
-            .iter()
-            .map(|&root| OutCol::File {
-                root,
-                path: Vec::new(),
-                build: Build::Same,
-            })
-            .collect();
-        if row_index {
-            columns.push(OutCol::RowIndex);
-        }
+    /// The mapping of plain files with these output `columns` (file roots as parquet reads
+    /// them, partition constants, the row index), reading the leaves `roots`.
+    pub fn plain(fields: Fields, columns: Vec<OutCol>, roots: Vec<(usize, Vec<usize>)>) -> Mapping {
         Mapping {
             fields,
             columns,

@@ -36,13 +36,20 @@ pub struct ScanArgs {
     #[arg(long, value_name = "N")]
     limit: Option<usize>,
     /// Deliver only rows matching this SQL expression, e.g. "l_quantity < 5 AND l_shipmode =
-    /// 'AIR'" (comparisons, IN, BETWEEN, IS [NOT] NULL, AND, OR, NOT). Row groups and pages
-    /// that cannot match are not fetched.
+    /// 'AIR'" (comparisons, IN, BETWEEN, IS [NOT] NULL, AND, OR, NOT), with SQL's NULL logic
+    /// (a row whose filter is NULL is dropped). Floats compare as in DuckDB and Spark: -0.0 =
+    /// 0.0, NaN = NaN and NaN is above every number. Row groups and pages that cannot match
+    /// are not fetched; nor are files whose Hive partition values cannot match.
     #[arg(long, value_name = "SQL", value_parser = parse_filter)]
     filter: Option<rayquet::Expr>,
     /// Add an Int64 column of this name holding each row's position in its file.
     #[arg(long, value_name = "NAME")]
     row_index: Option<String>,
+    /// Hive partitions of directories and prefixes (`year=2024/part-0.parquet`): `on` (the
+    /// default) adds a column per `name=value` directory level (Int32, Int64, Date32 or
+    /// Utf8, from the values); `off` reads the files as they are.
+    #[arg(long, value_name = "on|off", default_value = "on", value_parser = ["on", "off"])]
+    hive: String,
     /// Deliver batches as they are ready rather than in file and row-group order.
     #[arg(long)]
     unordered: bool,
@@ -122,6 +129,7 @@ struct Stats {
     /// CPU time of the whole process during the scan.
     cpu: Duration,
     row_groups_pruned: u64,
+    files_pruned: u64,
     pages_pruned: u64,
     rows_filtered: u64,
     dictionary_filtered: u64,
@@ -281,6 +289,9 @@ fn open_reader(paths: &[String], args: &ScanArgs, options: &ScanOptions) -> CliR
         return Ok(scan.build()?);
     }
     let mut scan = Scan::from_urls(paths.to_vec())?.with_options(options);
+    if args.hive == "off" {
+        scan = scan.partitioning(rayquet::Partitioning::Off);
+    }
     if let Some(name) = &args.row_index {
         scan = scan.row_index(name.clone());
     }
@@ -324,6 +335,7 @@ fn scan(
         elapsed,
         cpu,
         row_groups_pruned: m.row_groups_pruned,
+        files_pruned: m.files_pruned,
         pages_pruned: m.pages_pruned,
         rows_filtered: m.rows_filtered,
         dictionary_filtered: m.dictionary_filtered,
@@ -363,6 +375,7 @@ fn report(args: &ScanArgs, s: &Stats, times: &[(Duration, Duration)]) -> CliResu
             "columns": args.columns,
             "filter": args.filter.as_ref().map(|f| f.to_string()),
             "row_groups_pruned": s.row_groups_pruned,
+            "files_pruned": s.files_pruned,
             "pages_pruned": s.pages_pruned,
             "rows_filtered": s.rows_filtered,
             "dictionary_filtered": s.dictionary_filtered,
@@ -407,8 +420,9 @@ fn report(args: &ScanArgs, s: &Stats, times: &[(Duration, Duration)]) -> CliResu
     if let Some(filter) = &args.filter {
         text.push_str(&format!(
             "filter       {filter}\n\
-             pruned       {} row groups, {} pages; {} rows read and filtered out\n\
+             pruned       {} files, {} row groups, {} pages; {} rows read and filtered out\n\
              dictionary   {} row groups filtered on dictionary indices\n",
+            count(s.files_pruned),
             count(s.row_groups_pruned),
             count(s.pages_pruned),
             count(s.rows_filtered),

@@ -24,7 +24,7 @@ use datafusion::logical_expr::{Expr as DfExpr, TableProviderFilterPushDown};
 use datafusion::physical_plan::ExecutionPlan;
 use datafusion_distributed::WorkUnitFeed;
 use futures::StreamExt;
-use rayquet::{Expr, FileTask, ScanBuilder, ScanOptions};
+use rayquet::{ColumnSource, Expr, FileTask, Partitioning, ScanBuilder, ScanOptions};
 
 use crate::exec::{Plan, RayquetScanExec, ScanSpec};
 use crate::feed::{Planner, StartPlanning, UnitKind, Units};
@@ -128,8 +128,13 @@ impl RayquetTable {
     }
 
     fn parquet_inner(name: &str, url: &str, options: ScanOptions) -> rayquet::Result<Self> {
-        let files = options.list_files(url)?;
-        let Some((first, size)) = files.first() else {
+        let dataset = options.list_dataset(url, &Partitioning::Infer)?;
+        let Some(rayquet::DatasetFile {
+            location: first,
+            size,
+            ..
+        }) = dataset.files.first()
+        else {
             return Err(rayquet::Error::new(
                 rayquet::ErrorKind::NotFound,
                 "no *.parquet objects found",
@@ -146,6 +151,17 @@ impl RayquetTable {
             rayquet::Error::new(rayquet::ErrorKind::CorruptFooter, e.to_string())
                 .with_path(first.clone())
         })?;
+        // Hive partition columns (`year=2024/...` directories) come last, as a plain scan
+        // gives them.
+        let schema = Schema::new_with_metadata(
+            schema
+                .fields()
+                .iter()
+                .chain(dataset.partition_fields.iter())
+                .cloned()
+                .collect::<Vec<_>>(),
+            schema.metadata().clone(),
+        );
         Ok(RayquetTable {
             name: name.to_string(),
             source: Source::Parquet {
@@ -329,19 +345,40 @@ impl RayquetTable {
                     .collect::<std::result::Result<_, _>>()?;
                 let read = self.schema.project(&idx)?;
                 let url = url.clone();
+                let names: Vec<String> = read.fields().iter().map(|f| f.name().clone()).collect();
+                let prune = filter.clone();
                 let start: StartPlanning = Box::new(move || {
                     let list = options.clone();
                     on_io_runtime(
                         &options,
                         futures::stream::once(async move {
-                            let files = list.list_files_async(&url).await?;
-                            Ok(futures::stream::iter(files.into_iter().map(
-                                |(loc, size)| {
-                                    let task = FileTask::new(loc);
-                                    let task = match size {
-                                        Some(s) => task.size(s),
-                                        None => task,
-                                    };
+                            let mut dataset =
+                                list.list_dataset_async(&url, &Partitioning::Infer).await?;
+                            // Files whose partition values the filter excludes: not opened.
+                            if let Some(f) = &prune {
+                                dataset.retain_matching(f)?;
+                            }
+                            let keys: Vec<String> = dataset
+                                .partition_fields
+                                .iter()
+                                .map(|f| f.name().clone())
+                                .collect();
+                            Ok(futures::stream::iter(dataset.files.into_iter().map(
+                                move |file| {
+                                    let mut task = FileTask::new(file.location);
+                                    if let Some(s) = file.size {
+                                        task = task.size(s);
+                                    }
+                                    // Partition columns are the file's constants; the others
+                                    // its columns, by name.
+                                    if !keys.is_empty() {
+                                        task = task.columns(names.iter().map(|n| {
+                                            match keys.iter().position(|k| k == n) {
+                                                Some(i) => file.partition[i].clone(),
+                                                None => ColumnSource::file(),
+                                            }
+                                        }));
+                                    }
                                     Ok(UnitKind::Parquet(task))
                                 },
                             )))

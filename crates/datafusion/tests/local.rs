@@ -359,3 +359,77 @@ async fn a_remote_only_table_refuses_to_scan_here() {
         .unwrap_err();
     assert!(err.to_string().contains("must run on a worker"), "{err}");
 }
+
+/// A Hive-partitioned dataset (`year=.../cat=.../part-0.parquet`) as table `t`: the
+/// partition columns are the table's last columns, and SQL over them (filters included)
+/// matches DataFusion over the rows written, with each file's partition values added here.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hive_partition_columns_are_table_columns() {
+    use rayquet_datafusion::datafusion::arrow::array::{
+        ArrayRef, Int32Array, Int64Array, StringArray,
+    };
+    use rayquet_datafusion::datafusion::arrow::datatypes::{DataType, Field, Schema};
+    use rayquet_datafusion::datafusion::arrow::record_batch::RecordBatch;
+    let dir = tempfile::tempdir().unwrap();
+    let layout: [(i32, Option<&str>, &str, Vec<i64>); 4] = [
+        (2024, Some("a:b"), "year=2024/cat=a%3Ab", vec![1, 2, 3]),
+        (
+            2024,
+            None,
+            "year=2024/cat=__HIVE_DEFAULT_PARTITION__",
+            vec![4],
+        ),
+        (2025, Some("a:b"), "year=2025/cat=a%3Ab", vec![5, 6]),
+        (2025, Some("z"), "year=2025/cat=z", vec![7]),
+    ];
+    let schema = Arc::new(Schema::new(vec![
+        Field::new("v", DataType::Int64, false),
+        Field::new("year", DataType::Int32, true),
+        Field::new("cat", DataType::Utf8View, true),
+    ]));
+    let mut expected = Vec::new();
+    for (year, cat, dirs, v) in &layout {
+        let d = dir.path().join(dirs);
+        std::fs::create_dir_all(&d).unwrap();
+        let file =
+            RecordBatch::try_from_iter([("v", Arc::new(Int64Array::from(v.clone())) as ArrayRef)])
+                .unwrap();
+        std::fs::write(
+            d.join("part-0.parquet"),
+            rayquet_testkit::write_parquet(&[file], 1024),
+        )
+        .unwrap();
+        let n = v.len();
+        let cats: ArrayRef = Arc::new(StringArray::from(vec![*cat; n]));
+        expected.push(
+            RecordBatch::try_new(
+                Arc::clone(&schema),
+                vec![
+                    Arc::new(Int64Array::from(v.clone())),
+                    Arc::new(Int32Array::from(vec![*year; n])),
+                    rayquet_datafusion::datafusion::arrow::compute::cast(
+                        &cats,
+                        &DataType::Utf8View,
+                    )
+                    .unwrap(),
+                ],
+            )
+            .unwrap(),
+        );
+    }
+    let reference = reference("t", Arc::clone(&schema), expected);
+    let ctx = local_session();
+    let table = RayquetTable::parquet("t", dir.path().to_str().unwrap(), ScanOptions::new())
+        .expect("register the dataset");
+    ctx.register_table("t", Arc::new(table)).expect("register");
+    for sql in [
+        "SELECT * FROM t",
+        "SELECT year, cat, sum(v), count(*) FROM t GROUP BY 1, 2",
+        "SELECT v FROM t WHERE year = 2025",
+        "SELECT v, cat FROM t WHERE cat = 'a:b' AND v > 1",
+        "SELECT v FROM t WHERE cat IS NULL OR v = 7",
+        "SELECT cat, year FROM t WHERE year > 2030",
+    ] {
+        assert_same(&ctx, &reference, sql).await;
+    }
+}

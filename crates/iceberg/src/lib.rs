@@ -376,7 +376,11 @@ impl TableScan {
         match snap {
             Some(s) => {
                 let own = s.schema(md).map_err(ice)?;
-                let read = if current_schema { current } else { Arc::clone(&own) };
+                let read = if current_schema {
+                    current
+                } else {
+                    Arc::clone(&own)
+                };
                 Ok((Some(s.snapshot_id()), read, own))
             }
             None => Ok((None, Arc::clone(&current), current)),

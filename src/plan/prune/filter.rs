@@ -271,6 +271,22 @@ fn widening(from: &DataType, to: &DataType) -> bool {
 /// file by their value: TRUE, or FALSE for false and null alike (exact in negation normal
 /// form, where no `NOT` can turn a null into a match), and `IS [NOT] NULL` on the `required`
 /// columns (never null in this file) by FALSE (TRUE). Then simplify.
+/// Whether `filter` is false for every row whose columns `constants` have these values,
+/// whatever the other columns hold (a Hive partition's values, before its file is opened).
+pub(crate) fn excluded_by_constants(
+    filter: &Expr,
+    constants: &[(String, ArrayRef)],
+) -> Result<bool> {
+    let type_of = |c: &str| {
+        constants
+            .iter()
+            .find(|(n, _)| n == c)
+            .map(|(_, v)| v.data_type().clone())
+    };
+    let expr = filter.clone().signed_zeros(&type_of).push_not();
+    Ok(matches!(fold(expr, constants, &[])?, Expr::Literal(false)))
+}
+
 fn fold(e: Expr, constants: &[(String, ArrayRef)], required: &[&str]) -> Result<Expr> {
     Ok(match e {
         Expr::And(a, b) => match (
