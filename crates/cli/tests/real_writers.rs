@@ -53,8 +53,14 @@ fn suite_dir() -> PathBuf {
 /// The generated cases (made once per content of make.py and requirements.txt). A failure
 /// to make them fails every test of this file, with its message (made once).
 fn generated() -> &'static Path {
-    static DIR: OnceLock<Result<PathBuf, String>> = OnceLock::new();
+    generated_in().0.as_path()
+}
+
+/// [`generated`], and the time this process spent making (or finding) it.
+fn generated_in() -> &'static (PathBuf, Duration) {
+    static DIR: OnceLock<Result<(PathBuf, Duration), String>> = OnceLock::new();
     let made = DIR.get_or_init(|| {
+        let t = Instant::now();
         std::panic::catch_unwind(|| {
             let suite = suite_dir();
             let make = suite.join("make.py");
@@ -67,10 +73,11 @@ fn generated() -> &'static Path {
                 Ok(())
             })
         })
+        .map(|dir| (dir, t.elapsed()))
         .map_err(|p| rayquet_testkit::panic_message(p.as_ref()))
     });
     match made {
-        Ok(dir) => dir,
+        Ok(made) => made,
         Err(e) => panic!("{e}"),
     }
 }
@@ -559,9 +566,7 @@ fn judge(
 
 #[test]
 fn real_writers() {
-    let t = Instant::now();
-    let out = generated();
-    let generated_in = t.elapsed();
+    let (out, generated_in) = generated_in();
     let cases = load_cases(out);
     assert!(
         cases.len() > 100,
@@ -589,7 +594,7 @@ fn real_writers() {
         .collect();
     let (report, verdict) = judge(&results, &known_here, &all_names, partial);
     let report = format!(
-        "{report}generated in {generated_in:.1?} ({}), read in {:.1?}\n",
+        "{report}venv and cases made or found in {generated_in:.1?} ({}), read in {:.1?}\n",
         out.display(),
         t.elapsed()
     );

@@ -121,12 +121,14 @@ pub fn venv(requirements: &Path) -> PathBuf {
     let python = dir.join("bin").join("python");
     let ready = dir.join("rayquet-ready");
     if ready.is_file() {
+        touch(&ready);
         return python;
     }
     let _guard = lock(&dir.with_extension("lock"));
     if ready.is_file() {
         return python; // another process made it while we waited
     }
+    prune_venvs(dir.parent().expect("the venvs folder"), &dir);
     if dir.exists() {
         fs::remove_dir_all(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
     }
@@ -163,6 +165,35 @@ pub fn venv(requirements: &Path) -> PathBuf {
     f.write_all(&reqs).expect("write the venv's marker");
     eprintln!("venv ready in {:.1?}", started.elapsed());
     python
+}
+
+/// Mark a venv as used now (its marker's modification time).
+fn touch(marker: &Path) {
+    if let Ok(f) = File::options().append(true).open(marker) {
+        let _ = f.set_modified(std::time::SystemTime::now());
+    }
+}
+
+/// Remove the finished venvs (about 700 MB each) of other requirements that no test used for
+/// two weeks, but `keep`.
+fn prune_venvs(root: &Path, keep: &Path) {
+    const UNUSED: std::time::Duration = std::time::Duration::from_secs(14 * 24 * 3600);
+    let Ok(entries) = fs::read_dir(root) else {
+        return;
+    };
+    for e in entries.flatten() {
+        let p = e.path();
+        if p == keep || !p.is_dir() {
+            continue;
+        }
+        // Only finished venvs (one being made has no marker yet).
+        let used = fs::metadata(p.join("rayquet-ready")).and_then(|m| m.modified());
+        let stale = used.is_ok_and(|t| t.elapsed().unwrap_or_default() > UNUSED);
+        if stale {
+            let _ = fs::remove_dir_all(&p);
+            let _ = fs::remove_file(p.with_extension("lock"));
+        }
+    }
 }
 
 /// The output folder of a generator, made once per content of `inputs`:
