@@ -596,6 +596,19 @@ def evo_steps():
     }
 
 
+# Filters on the changed column, for the tables written after the change: (SQL, pyiceberg).
+EVO_FILTERS = {
+    "add_column": ("added IS NULL", "added is null"),
+    "rename": ("label = 'one' OR label = 'four'", "label = 'one' or label = 'four'"),
+    "promote_int_long": ("a > 5", "a > 5"),
+    "promote_float_double": ("f < 1.0", "f < 1.0"),
+    "widen_decimal": ("d > 1000", "d > 1000"),
+    "nested_add": ("s.x >= 1", "s.x >= 1"),
+    "rename_nested": ("s.xx = 4", "s.xx = 4"),
+    "combined": ("label IS NOT NULL AND a IS NULL", "label is not null and a is null"),
+}
+
+
 def to_table_schema(tbl, cols):
     """`cols` as an Arrow table in the table's current schema (types from pyiceberg)."""
     arrow_schema = tbl.schema().as_arrow()
@@ -626,6 +639,15 @@ def iceberg_schema_evolution():
                     ice_current(tbl),
                     why=f"{step}{', then an append' if write else ' and no write since'}: the current table reads in the table's current schema",
                 )
+                if write and fv == 2 and step in EVO_FILTERS:
+                    sql, rf = EVO_FILTERS[step]
+                    ice_case(
+                        name + "/filter",
+                        tbl,
+                        ice_current(tbl, rf),
+                        read={"filter": sql},
+                        why=f"{step}, then an append: filter on the changed column ({sql}), old files and new",
+                    )
                 ice_case(
                     name + "/first_snapshot",
                     tbl,
@@ -1240,6 +1262,7 @@ def delta_all():
         delta_case(name, p, delta_query(p), why=why, writer=qb)
         delta_case(name + "/filter", p, delta_query(p, '"Name With Space" = \'a\''), read={"filter": "\"Name With Space\" = 'a'"}, why="filter on a mapped column; " + why, writer=qb)
         delta_case(name + "/columns", p, delta_query(p).select(["st", "part col"]), read={"columns": ["st", "part col"]}, why="projection of mapped columns; " + why, writer=qb)
+        delta_case(name + "/filter_partition", p, delta_query(p, '"part col" = \'x\''), read={"filter": "\"part col\" = 'x'"}, why="filter on a mapped partition column; " + why, writer=qb)
 
     name = "delta/column_mapping_id"
     if wanted(name):
@@ -1390,6 +1413,15 @@ def pa_types_table(rows=300):
     return pa.table(cols)
 
 
+def unview(t):
+    """`t` with its (top-level) string and binary views as plain strings and binaries."""
+    for i, f in enumerate(t.schema):
+        to = {pa.string_view(): pa.string(), pa.binary_view(): pa.binary()}.get(f.type)
+        if to is not None:
+            t = t.set_column(i, pa.field(f.name, to), t.column(i).cast(to))
+    return t
+
+
 def pyarrow_files():
     types = pa_types_table()
     name = "parquet/pyarrow/types"
@@ -1398,6 +1430,23 @@ def pyarrow_files():
         f.parent.mkdir(parents=True, exist_ok=True)
         pq.write_table(types, f, row_group_size=128)
         pq_case(name, f, pq.read_table(f), why="every Arrow type pyarrow writes (ints of all widths, float16, decimal32/64/128/256, dates, times, timestamps with zones, durations, strings, binaries, uuid, json, lists, maps, structs, dictionaries, null), nulls in every column, 3 row groups")
+        for i, (sql, expr) in enumerate(
+            [
+                ("dec128 < 0", pc.field("dec128") < pa.scalar(Decimal(0), pa.decimal128(38, 10))),
+                ("dec32 >= 10.5", pc.field("dec32") >= pa.scalar(Decimal("10.5"), pa.decimal32(7, 2))),
+                ("ts_us_tz >= TIMESTAMP '1990-01-01 00:00:00+00:00'", pc.field("ts_us_tz") >= pa.scalar(dt.datetime(1990, 1, 1, tzinfo=dt.timezone.utc), pa.timestamp("us", tz="UTC"))),
+                ("ts_ns < TIMESTAMP '1960-01-01 00:00:00'", pc.field("ts_ns") < pa.scalar(dt.datetime(1960, 1, 1), pa.timestamp("ns"))),
+                ("date32 BETWEEN DATE '1700-01-01' AND DATE '2000-01-01'", (pc.field("date32") >= pa.scalar(dt.date(1700, 1, 1))) & (pc.field("date32") <= pa.scalar(dt.date(2000, 1, 1)))),
+                ("st.a > 250", pc.field(("st", "a")) > 250),
+                ("u32 > 3000000000", pc.field("u32") > pa.scalar(3000000000, pa.uint32())),
+                ("i8 < -100 OR b = true", (pc.field("i8") < -100) | (pc.field("b") == True)),  # noqa: E712
+                ("dict_s = 'd3'", pc.field("dict_s") == "d3"),
+                ("ls IN ('large1', 'large12')", pc.field("ls").isin(["large1", "large12"])),
+                ("f32 > 3.0", pc.field("f32") > pa.scalar(3.0, pa.float32())),
+                ("s IS NULL", pc.field("s").is_null()),
+            ]
+        ):
+            pq_case(f"{name}/filter{i}", f, unview(pq.read_table(f)).filter(expr), read={"filter": sql}, why=f"filter on the types file: {sql} (expected: pyarrow's read, filtered; view columns as plain strings/binaries: pyarrow cannot filter views)")
         pq_case(
             name + "/columns",
             f,
