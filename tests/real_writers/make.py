@@ -1015,6 +1015,14 @@ def iceberg_operations():
         )
     # gzip metadata (write.metadata.compression-codec=gzip): pyiceberg 0.12 ignores the property
     # (it compresses only when the path it is given ends in .gz.metadata.json): not covered.
+    name = "iceberg/v2/ops/empty"
+    if wanted(name):
+        tbl = ice_table("v2_empty", schema, spec)
+        ice_case(name + "/no_snapshot", tbl, ice_current(tbl), why="a table created and never written (no snapshot)")
+        tbl.append(rows([1, 2], ["a", None], [1.0, 2.0]))
+        tbl.delete("id > 0")
+        assert ice_current(tbl).num_rows == 0
+        ice_case(name + "/all_deleted", tbl, ice_current(tbl), why="every row deleted: a current snapshot with no data file")
     name = "iceberg/v2/ops/many_files"
     if wanted(name):
         tbl = ice_table("v2_many", schema, spec, properties={"write.target-file-size-bytes": "1"})
@@ -1307,6 +1315,17 @@ def delta_all():
             writer=f"{DELTALAKE} (expected: the rows written; deltalake's reader refuses the deletionVectors feature)",
         )
 
+    name = "delta/empty"
+    if wanted(name):
+        p = fresh(DELTA / "empty")
+        t = pa.table({"id": pa.array([], pa.int64()), "s": pa.array([], pa.string()), "p": pa.array([], pa.int32())})
+        DeltaTable.create(str(p), schema=t.schema, partition_by=["p"])
+        delta_case(name + "/created", p, delta_read(p), why="a table created with DeltaTable.create: a schema, no data file")
+        write_deltalake(str(p), pa.table({"id": pa.array([1, 2], pa.int64()), "s": ["a", "b"], "p": pa.array([1, 2], pa.int32())}), mode="append")
+        DeltaTable(str(p)).delete()
+        assert delta_read(p).num_rows == 0
+        delta_case(name + "/all_deleted", p, delta_read(p), why="every row deleted (delete without predicate)")
+
     name = "delta/optimize"
     if wanted(name):
         p = fresh(DELTA / "optimize")
@@ -1462,6 +1481,29 @@ def pyarrow_files():
             f = PQ / f"pyarrow_{codec}_v{page_version[0]}.parquet"
             pq.write_table(types, f, compression=codec, data_page_version=page_version, row_group_size=100, data_page_size=2048)
             pq_case(name, f, pq.read_table(f), why=f"codec {codec}, data page v{page_version[0]}, several pages per chunk")
+    for opt, kw, why in [
+        ("content_defined_chunking", {"use_content_defined_chunking": True}, "content-defined chunking: pages cut where the content says"),
+        ("decimal_as_integer", {"store_decimal_as_integer": True}, "store_decimal_as_integer: decimals of precision <= 18 as INT32/INT64"),
+        ("coerce_timestamps_ms", {"coerce_timestamps": "ms", "allow_truncated_timestamps": True}, "coerce_timestamps='ms': every timestamp stored in ms, the ARROW:schema hint keeping the original unit and zone"),
+        ("time_adjusted_to_utc", {"write_time_adjusted_to_utc": True}, "write_time_adjusted_to_utc: TIME columns with isAdjustedToUTC=true"),
+    ]:
+        name = f"parquet/pyarrow/option_{opt}"
+        if not wanted(name):
+            continue
+        f = PQ / f"pyarrow_option_{opt}.parquet"
+        pq.write_table(types, f, row_group_size=200, **kw)
+        pq_case(name, f, pq.read_table(f), why=why)
+    name = "parquet/pyarrow/empty"
+    if wanted(name):
+        f = PQ / "pyarrow_empty.parquet"
+        pq.write_table(types.slice(0, 0), f)
+        pq_case(name, f, pq.read_table(f), why="a file with no rows (one empty row group or none), every type")
+        f2 = PQ / "pyarrow_empty_groups.parquet"
+        with pq.ParquetWriter(f2, types.schema) as w:
+            w.write_table(types.slice(0, 0))
+            w.write_table(types.slice(0, 5))
+            w.write_table(types.slice(0, 0))
+        pq_case(name + "/empty_row_groups", f2, pq.read_table(f2), why="empty row groups around a non-empty one (ParquetWriter.write_table of 0 rows)")
     name = "parquet/pyarrow/no_arrow_schema"
     if wanted(name):
         f = PQ / "pyarrow_no_arrow_schema.parquet"
