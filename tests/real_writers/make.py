@@ -1023,6 +1023,40 @@ def iceberg_operations():
         tbl.delete("id > 0")
         assert ice_current(tbl).num_rows == 0
         ice_case(name + "/all_deleted", tbl, ice_current(tbl), why="every row deleted: a current snapshot with no data file")
+    name = "iceberg/v2/ops/metrics"
+    if wanted(name):
+        long_schema = Schema(
+            NestedField(1, "id", LongType(), required=False),
+            NestedField(2, "s", StringType(), required=False),
+            NestedField(3, "v", DoubleType(), required=False),
+        )
+        prefix = "a-shared-prefix-longer-than-16-chars-"
+        data = pa.table(
+            {
+                "id": pa.array(range(2000), pa.int64()),
+                "s": pa.array([f"{prefix}{i:05d}" if i % 50 else None for i in range(2000)]),
+                "v": pa.array([None if i % 7 == 0 else (i % 100) / 4 for i in range(2000)], pa.float64()),
+            }
+        )
+        for variant, props in [
+            ("truncated_bounds", {"write.parquet.row-group-limit": "300", "write.parquet.page-size-bytes": "1024", "write.parquet.compression-codec": "snappy"}),
+            ("no_metrics", {"write.metadata.metrics.default": "none", "write.parquet.row-group-limit": "300", "write.parquet.compression-codec": "gzip"}),
+            ("full_metrics", {"write.metadata.metrics.default": "full", "write.parquet.compression-codec": "uncompressed"}),
+        ]:
+            tbl = ice_table(f"v2_metrics_{variant}", long_schema, properties=props)
+            tbl.append(data.slice(0, 1000))
+            tbl.append(data.slice(1000))
+            why = f"table properties {props}: strings sharing a 37-character prefix (bounds truncated to 16 by default)"
+            ice_case(f"{name}/{variant}", tbl, ice_current(tbl), why=why)
+            for i, (sql, rf) in enumerate(
+                [
+                    (f"s = '{prefix}01234'", f"s = '{prefix}01234'"),
+                    (f"s > '{prefix}01990'", f"s > '{prefix}01990'"),
+                    ("id >= 999 AND id <= 1001", "id >= 999 and id <= 1001"),
+                    ("v IS NULL AND id < 30", "v is null and id < 30"),
+                ]
+            ):
+                ice_case(f"{name}/{variant}/filter{i}", tbl, ice_current(tbl, rf), read={"filter": sql}, why=f"{sql}; {why}")
     name = "iceberg/v2/ops/many_files"
     if wanted(name):
         tbl = ice_table("v2_many", schema, spec, properties={"write.target-file-size-bytes": "1"})
@@ -1267,7 +1301,10 @@ def delta_all():
             "expected = deltalake's QueryBuilder (its DataFusion reader)"
         )
         qb = f"{DELTALAKE} (expected: QueryBuilder 'select * from t')"
-        delta_case(name, p, delta_query(p), why=why, writer=qb)
+        DeltaTable(str(p)).create_checkpoint()  # at version 1
+        write_deltalake(str(p), t.slice(2, 1), mode="append")
+        delta_case(name, p, delta_query(p), why="after a checkpoint and an append; " + why, writer=qb)
+        delta_case(name + "/v1", p, delta_query(p, version=1), read={"version": 1}, why="the checkpointed version; " + why, writer=qb)
         delta_case(name + "/filter", p, delta_query(p, '"Name With Space" = \'a\''), read={"filter": "\"Name With Space\" = 'a'"}, why="filter on a mapped column; " + why, writer=qb)
         delta_case(name + "/columns", p, delta_query(p).select(["st", "part col"]), read={"columns": ["st", "part col"]}, why="projection of mapped columns; " + why, writer=qb)
         delta_case(name + "/filter_partition", p, delta_query(p, '"part col" = \'x\''), read={"filter": "\"part col\" = 'x'"}, why="filter on a mapped partition column; " + why, writer=qb)
@@ -1320,7 +1357,7 @@ def delta_all():
         p = fresh(DELTA / "empty")
         t = pa.table({"id": pa.array([], pa.int64()), "s": pa.array([], pa.string()), "p": pa.array([], pa.int32())})
         DeltaTable.create(str(p), schema=t.schema, partition_by=["p"])
-        delta_case(name + "/created", p, delta_read(p), why="a table created with DeltaTable.create: a schema, no data file")
+        delta_case(name + "/created", p, delta_read(p, version=0), read={"version": 0}, why="a table created with DeltaTable.create: a schema, no data file (version 0)")
         write_deltalake(str(p), pa.table({"id": pa.array([1, 2], pa.int64()), "s": ["a", "b"], "p": pa.array([1, 2], pa.int32())}), mode="append")
         DeltaTable(str(p)).delete()
         assert delta_read(p).num_rows == 0
