@@ -5,6 +5,8 @@
 //!   (this module), and a hang- and panic-proof way to run a scan ([`run_with_timeout`]);
 //! - [`suite`]: the conformance suite every input kind runs;
 //! - [`latency`]: an object store that behaves like a remote one;
+//! - [`python`]: a venv with pinned Python packages (the real writers' suite), and a cache for
+//!   generated test data;
 //! - [`s3`] (feature `cloud`): a moto S3 server on loopback;
 //! - [`iceberg_tables`] / [`delta_tables`] (features `iceberg` / `delta`): test tables
 //!   written by the formats' own writers, and their own readers as references;
@@ -21,6 +23,7 @@ pub mod heap;
 #[cfg(feature = "iceberg")]
 pub mod iceberg_tables;
 pub mod latency;
+pub mod python;
 #[cfg(feature = "cloud")]
 pub mod s3;
 pub mod suite;
