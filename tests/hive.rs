@@ -280,7 +280,7 @@ fn off_and_given_schemas() {
 }
 
 #[test]
-fn inconsistent_layouts_are_refused_naming_the_file() {
+fn inconsistent_layouts_are_refused_and_keys_in_files_read_once() {
     let dir = tempfile::tempdir().unwrap();
     write(
         dir.path(),
@@ -298,26 +298,34 @@ fn inconsistent_layouts_are_refused_naming_the_file() {
     let e = read(Scan::new(dir.path().to_str().unwrap()).unwrap()).unwrap_err();
     assert_eq!(e.kind(), ErrorKind::InvalidArgument);
     assert!(e.path().is_some_and(|p| p.contains("b=1")), "{e}");
-    // A partition key that is also a column of the files.
+    // A partition key that is also a column of the files (polars writes both): the file's
+    // column, once, with the file's values and type.
     let dir = tempfile::tempdir().unwrap();
     write(
         dir.path(),
-        &[File {
-            dirs: "v=1",
-            v: vec![1],
-        }],
+        &[
+            File {
+                dirs: "v=1",
+                v: vec![1, 1],
+            },
+            File {
+                dirs: "v=7",
+                v: vec![7],
+            },
+        ],
     );
-    let e = read(Scan::new(dir.path().to_str().unwrap()).unwrap()).unwrap_err();
-    assert_eq!(e.kind(), ErrorKind::InvalidArgument);
-    assert!(e.to_string().contains("partition key"), "{e}");
-    // Off: the file's own column.
-    let (_, batch, _) = read(
+    let (schema, batch, _) = read(Scan::new(dir.path().to_str().unwrap()).unwrap()).unwrap();
+    assert_eq!(schema.fields().len(), 1);
+    assert_eq!(schema.field(0).data_type(), &DataType::Int64);
+    assert_eq!(sorted(&batch), ["1", "1", "7"]);
+    // Its path values still skip files.
+    let (_, batch, m) = read(
         Scan::new(dir.path().to_str().unwrap())
             .unwrap()
-            .partitioning(Partitioning::Off),
+            .filter(col("v").eq(7)),
     )
     .unwrap();
-    assert_eq!(batch.num_rows(), 1);
+    assert_eq!((batch.num_rows(), m.files_pruned), (1, 1));
 }
 
 #[test]

@@ -108,19 +108,13 @@ pub(crate) fn prepare(
                 .partition
                 .clone()
                 .unwrap_or_else(|| Arc::from(Vec::new()));
-            for f in hive {
-                if file_schema.field_with_name(f.name()).is_ok() {
-                    return Err(Error::new(
-                        ErrorKind::InvalidArgument,
-                        format!(
-                            "{:?} is both a Hive partition key (a directory name=value) and a                              column of the file (Partitioning::Off reads the file's column)",
-                            f.name()
-                        ),
-                    )
-                    .with_path(name));
-                }
-            }
-            let hive_index = |c: &str| hive.iter().position(|f| f.name() == c);
+            // A key the file also holds as a column (polars writes both): the file's column
+            // is read, the key adds nothing (its path value only skips files, see
+            // `scan::prune_partitions`).
+            let live: Vec<usize> = (0..hive.len())
+                .filter(|&i| file_schema.field_with_name(hive[i].name()).is_err())
+                .collect();
+            let hive_index = |c: &str| live.iter().copied().find(|&i| hive[i].name() == c);
             let file_columns: Option<Vec<String>> = opts.columns.as_ref().map(|cs| {
                 cs.iter()
                     .filter(|c| hive_index(c).is_none())
@@ -146,7 +140,7 @@ pub(crate) fn prepare(
             match &opts.columns {
                 None => {
                     columns.extend((0..proj.output.len()).map(file_col));
-                    columns.extend((0..hive.len()).map(hive_col));
+                    columns.extend(live.iter().map(|&i| hive_col(i)));
                 }
                 Some(names) => {
                     let mut next_file = 0;
@@ -201,10 +195,10 @@ pub(crate) fn prepare(
             let all_fields: Fields = file_schema
                 .fields()
                 .iter()
-                .chain(hive.iter())
+                .chain(live.iter().map(|&i| &hive[i]))
                 .cloned()
                 .collect();
-            let consts = (0..hive.len()).map(|i| OutCol::Const(Arc::clone(&values[i])));
+            let consts = live.iter().map(|&i| OutCol::Const(Arc::clone(&values[i])));
             let whole = Mapping::plain(all_fields, all.chain(consts).collect(), Vec::new());
             (mapping, schema, Some(whole))
         }

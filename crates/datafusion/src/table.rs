@@ -34,7 +34,11 @@ use crate::filter;
 #[derive(Clone)]
 enum Source {
     /// Every `*.parquet` object under a path, prefix or URL (or one file).
-    Parquet { url: String },
+    Parquet {
+        url: String,
+        /// Its Hive partition columns (last in the schema), each file's constants.
+        hive: Vec<String>,
+    },
     /// An Iceberg table, at a snapshot (or its current one).
     Iceberg {
         table: iceberg::table::Table,
@@ -77,7 +81,7 @@ pub struct RayquetTable {
 impl fmt::Debug for RayquetTable {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let kind = match &self.source {
-            Source::Parquet { url } => format!("parquet {url}"),
+            Source::Parquet { url, .. } => format!("parquet {url}"),
             Source::Iceberg { table, snapshot } => {
                 format!("iceberg {} @ {snapshot:?}", table.identifier())
             }
@@ -153,11 +157,23 @@ impl RayquetTable {
         })?;
         // Hive partition columns (`year=2024/...` directories) come last, as a plain scan
         // gives them.
+        let hive: Vec<String> = dataset
+            .partition_fields
+            .iter()
+            .filter(|f| schema.field_with_name(f.name()).is_err())
+            .map(|f| f.name().clone())
+            .collect();
         let schema = Schema::new_with_metadata(
             schema
                 .fields()
                 .iter()
-                .chain(dataset.partition_fields.iter())
+                // A key the files also hold as a column: the files' column (as a plain scan).
+                .chain(
+                    dataset
+                        .partition_fields
+                        .iter()
+                        .filter(|f| schema.field_with_name(f.name()).is_err()),
+                )
                 .cloned()
                 .collect::<Vec<_>>(),
             schema.metadata().clone(),
@@ -166,6 +182,7 @@ impl RayquetTable {
             name: name.to_string(),
             source: Source::Parquet {
                 url: url.to_string(),
+                hive,
             },
             schema: Arc::new(with_views(&schema)),
             options,
@@ -338,7 +355,7 @@ impl RayquetTable {
     ) -> Result<(Plan, StartPlanning)> {
         let options = self.options.clone();
         match &self.source {
-            Source::Parquet { url } => {
+            Source::Parquet { url, hive } => {
                 let idx: Vec<usize> = read
                     .iter()
                     .map(|c| self.schema.index_of(c))
@@ -347,6 +364,7 @@ impl RayquetTable {
                 let url = url.clone();
                 let names: Vec<String> = read.fields().iter().map(|f| f.name().clone()).collect();
                 let prune = filter.clone();
+                let partition_cols = hive.clone();
                 let start: StartPlanning = Box::new(move || {
                     let list = options.clone();
                     on_io_runtime(
@@ -358,10 +376,14 @@ impl RayquetTable {
                             if let Some(f) = &prune {
                                 dataset.retain_matching(f)?;
                             }
-                            let keys: Vec<String> = dataset
+                            // Keys the table has as partition columns (a key the files
+                            // also hold is read from the files, by name).
+                            let keys: Vec<Option<String>> = dataset
                                 .partition_fields
                                 .iter()
-                                .map(|f| f.name().clone())
+                                .map(|f| {
+                                    Some(f.name().clone()).filter(|n| partition_cols.contains(n))
+                                })
                                 .collect();
                             Ok(futures::stream::iter(dataset.files.into_iter().map(
                                 move |file| {
@@ -371,9 +393,9 @@ impl RayquetTable {
                                     }
                                     // Partition columns are the file's constants; the others
                                     // its columns, by name.
-                                    if !keys.is_empty() {
+                                    if keys.iter().any(Option::is_some) {
                                         task = task.columns(names.iter().map(|n| {
-                                            match keys.iter().position(|k| k == n) {
+                                            match keys.iter().position(|k| k.as_ref() == Some(n)) {
                                                 Some(i) => file.partition[i].clone(),
                                                 None => ColumnSource::file(),
                                             }
