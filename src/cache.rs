@@ -94,6 +94,8 @@ pub(crate) struct CachedFooter {
     pub data_end: u64,
     /// `reader` holds the page index (or the file has none that parses).
     pub indexed: bool,
+    /// Its columns read as bytes (`FileMeta::raw`).
+    pub raw: Vec<(usize, crate::footer::Raw)>,
 }
 
 struct Lru {

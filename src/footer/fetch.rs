@@ -162,6 +162,7 @@ pub(crate) async fn load(
                 cached: SparseChunk::new(size),
                 data_end: hit.data_end,
                 views,
+                raw: hit.raw,
             };
             (meta, hit.indexed)
         }
@@ -214,6 +215,7 @@ pub(crate) async fn load(
                 reader: meta.reader.clone(),
                 data_end: meta.data_end,
                 indexed,
+                raw: meta.raw.clone(),
             };
             cache.insert(key, footer);
         }

@@ -12,12 +12,14 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 use parquet::arrow::arrow_reader::{ArrowReaderMetadata, ArrowReaderOptions};
-use parquet::file::metadata::ParquetMetaDataReader;
+use parquet::file::metadata::{ParquetMetaData, ParquetMetaDataReader};
+use parquet::schema::types::SchemaDescPtr;
 
 use crate::error::{Error, ErrorKind, Result};
 use crate::footer::fetch::FOOTER_TAIL;
 use crate::input::FileRef;
 use crate::io::chunk::SparseChunk;
+use crate::validate::ipc::Hint;
 
 /// A file's parsed footer, ready to plan and decode from. Shared by every unit of the file.
 #[derive(Debug)]
@@ -32,18 +34,31 @@ pub(crate) struct FileMeta {
     pub data_end: u64,
     /// Strings and binaries decode to Arrow's view types.
     pub views: bool,
+    /// Top-level columns parquet's reader gives as their bytes, which the mapping converts:
+    /// (root index, what they are). See [`intervals_as_bytes`] and [`Hint::Ignore`].
+    pub raw: Vec<(usize, Raw)>,
+}
+
+/// A column read as its fixed-length bytes because parquet's reader cannot give its values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Raw {
+    /// Parquet INTERVAL (`FixedSizeBinary(12)`), read as `Interval(MonthDayNano)`.
+    Interval,
+    /// A 128-bit integer (polars' Int128: `FixedSizeBinary(16)`, little-endian, its
+    /// `ARROW:schema` hint saying Int128), read as `Decimal128(38, 0)`.
+    Int128,
 }
 
 /// The Arrow view of a file's metadata; with `views`, string and binary columns (top-level,
-/// and inside structs) decode to `Utf8View`/`BinaryView`.
+/// and inside structs) decode to `Utf8View`/`BinaryView`. A top-level timestamp whose
+/// `ARROW:schema` hint names a time zone keeps that zone even when the writer stored another
+/// unit than the hint's (pyarrow's `coerce_timestamps`): parquet 58 takes the hint's zone
+/// only when the units agree, and would read `America/New_York` as `UTC`.
 fn arrow_metadata(
-    md: Arc<parquet::file::metadata::ParquetMetaData>,
+    md: Arc<ParquetMetaData>,
     views: bool,
 ) -> parquet::errors::Result<ArrowReaderMetadata> {
     let plain = ArrowReaderMetadata::try_new(Arc::clone(&md), ArrowReaderOptions::new())?;
-    if !views {
-        return Ok(plain);
-    }
     use arrow::datatypes::{DataType, Field};
     fn view(f: &Field) -> Field {
         let t = match f.data_type() {
@@ -54,9 +69,37 @@ fn arrow_metadata(
         };
         f.clone().with_data_type(t)
     }
+    let embedded = crate::validate::ipc::embedded_schema(&md);
+    let zone = |f: &Field| -> Field {
+        let (DataType::Timestamp(unit, Some(_)), Some(e)) = (
+            f.data_type(),
+            embedded
+                .as_ref()
+                .and_then(|e| e.field_with_name(f.name()).ok()),
+        ) else {
+            return f.clone();
+        };
+        match e.data_type() {
+            DataType::Timestamp(hint_unit, Some(tz)) if hint_unit != unit => f
+                .clone()
+                .with_data_type(DataType::Timestamp(*unit, Some(Arc::clone(tz)))),
+            _ => f.clone(),
+        }
+    };
     let schema = plain.schema();
     let hinted = arrow::datatypes::Schema::new_with_metadata(
-        schema.fields().iter().map(|f| view(f)).collect::<Vec<_>>(),
+        schema
+            .fields()
+            .iter()
+            .map(|f| {
+                let f = zone(f);
+                if views {
+                    view(&f)
+                } else {
+                    f
+                }
+            })
+            .collect::<Vec<_>>(),
         schema.metadata().clone(),
     );
     if &hinted == schema.as_ref() {
@@ -74,6 +117,7 @@ pub(crate) fn decode_footer(
     views: bool,
 ) -> Result<FileMeta> {
     let name = file.name.clone();
+    let name_of_file = name.clone();
     check_metadata(&metadata, &name)?;
     let md =
         ParquetMetaDataReader::decode_metadata(&metadata).map_err(|e| Error::footer(e, &name))?;
@@ -89,9 +133,58 @@ pub(crate) fn decode_footer(
         )
         .with_path(&*name));
     }
-    crate::validate::ipc::arrow_schema(&md).map_err(|e| {
+    let hint = crate::validate::ipc::arrow_schema(&md).map_err(|e| {
         Error::new(ErrorKind::CorruptFooter, format!("invalid metadata: {e}")).with_path(&*name)
     })?;
+    let mut raw = Vec::new();
+    let md = match hint {
+        Hint::Use => md,
+        // Read in the Parquet schema's types, as if the writer had left no hint.
+        Hint::Ignore { int128 } => {
+            let descr = md.file_metadata().schema_descr();
+            let roots = descr.root_schema().get_fields();
+            for name in &int128 {
+                let root = roots.iter().position(|f| {
+                    f.name() == name
+                        && f.is_primitive()
+                        && f.get_physical_type() == parquet::basic::Type::FIXED_LEN_BYTE_ARRAY
+                        && f.get_basic_info().logical_type_ref().is_none()
+                        && matches!(
+                            f.as_ref(),
+                            parquet::schema::types::Type::PrimitiveType {
+                                type_length: 16,
+                                ..
+                            }
+                        )
+                });
+                match root {
+                    Some(r) => raw.push((r, Raw::Int128)),
+                    None => {
+                        return Err(Error::new(
+                            ErrorKind::Unsupported,
+                            format!(
+                                "column {name:?} is a 128-bit integer (its ARROW:schema hint) not \
+                                 stored as 16 plain bytes at the top level: Arrow has no 128-bit \
+                                 integer type"
+                            ),
+                        )
+                        .with_path(&*name_of_file))
+                    }
+                }
+            }
+            with_file_metadata(md, |fm, schema| {
+                let kv: Option<Vec<_>> = fm.key_value_metadata().map(|kv| {
+                    kv.iter()
+                        .filter(|kv| kv.key != "ARROW:schema")
+                        .cloned()
+                        .collect()
+                });
+                (kv, schema)
+            })
+        }
+    };
+    let (md, intervals) = intervals_as_bytes(md).map_err(|e| e.with_path(&*name))?;
+    raw.extend(intervals.into_iter().map(|r| (r, Raw::Interval)));
     let reader = arrow_metadata(Arc::new(md), views).map_err(|e| Error::footer(e, &name))?;
     let data_end = size - FOOTER_TAIL - metadata.len() as u64;
     let mut cached = SparseChunk::new(size);
@@ -105,7 +198,102 @@ pub(crate) fn decode_footer(
         cached,
         data_end,
         views,
+        raw,
     })
+}
+
+/// `md` with its key-value metadata and schema replaced by what `f` makes of its file
+/// metadata and schema; row groups and page indexes kept.
+fn with_file_metadata(
+    md: ParquetMetaData,
+    f: impl FnOnce(
+        &parquet::file::metadata::FileMetaData,
+        SchemaDescPtr,
+    ) -> (
+        Option<Vec<parquet::file::metadata::KeyValue>>,
+        SchemaDescPtr,
+    ),
+) -> ParquetMetaData {
+    use parquet::file::metadata::{FileMetaData, ParquetMetaDataBuilder};
+    let fm = md.file_metadata();
+    let (kv, schema) = f(fm, fm.schema_descr_ptr());
+    let file = FileMetaData::new(
+        fm.version(),
+        fm.num_rows(),
+        fm.created_by().map(str::to_string),
+        kv,
+        schema,
+        fm.column_orders().cloned(),
+    );
+    let mut b = ParquetMetaDataBuilder::new_from_metadata(md);
+    let row_groups = b.take_row_groups();
+    let (ci, oi) = (b.take_column_index(), b.take_offset_index());
+    ParquetMetaDataBuilder::new(file)
+        .set_row_groups(row_groups)
+        .set_column_index(ci)
+        .set_offset_index(oi)
+        .build()
+}
+
+/// Parquet's INTERVAL (a FIXED_LEN_BYTE_ARRAY(12) of months, days and milliseconds, each a
+/// little-endian u32): parquet 58's reader decodes it as `Interval(DayTime)` and drops the
+/// months. Here its leaves lose their INTERVAL annotation, so parquet gives the 12 bytes as
+/// they are, and the roots of the top-level ones are returned for the mapping to convert.
+/// An INTERVAL inside a struct, list or map is refused (`Unsupported`) rather than read
+/// without its months.
+fn intervals_as_bytes(md: ParquetMetaData) -> Result<(ParquetMetaData, Vec<usize>)> {
+    use parquet::basic::ConvertedType;
+    use parquet::schema::types::{SchemaDescriptor, Type, TypePtr};
+    let descr = md.file_metadata().schema_descr();
+    let leaves: Vec<usize> = (0..descr.num_columns())
+        .filter(|&i| descr.column(i).converted_type() == ConvertedType::INTERVAL)
+        .collect();
+    if leaves.is_empty() {
+        return Ok((md, Vec::new()));
+    }
+    if let Some(&nested) = leaves
+        .iter()
+        .find(|&&i| descr.column(i).path().parts().len() > 1)
+    {
+        return Err(Error::new(
+            ErrorKind::Unsupported,
+            format!(
+                "the INTERVAL column {} is inside a struct, list or map: rayquet reads                  top-level INTERVAL columns only",
+                descr.column(nested).path()
+            ),
+        ));
+    }
+    let bad =
+        |e: parquet::errors::ParquetError| Error::new(ErrorKind::CorruptFooter, e.to_string());
+    let root = descr.root_schema();
+    let fields = root
+        .get_fields()
+        .iter()
+        .map(|f| -> Result<TypePtr> {
+            let info = f.get_basic_info();
+            if !f.is_primitive() || info.converted_type() != ConvertedType::INTERVAL {
+                return Ok(Arc::clone(f));
+            }
+            let mut b = Type::primitive_type_builder(f.name(), f.get_physical_type())
+                .with_repetition(info.repetition())
+                .with_length(12);
+            if info.has_id() {
+                b = b.with_id(Some(info.id()));
+            }
+            Ok(Arc::new(b.build().map_err(bad)?))
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let roots: Vec<usize> = leaves
+        .iter()
+        .map(|&i| descr.get_column_root_idx(i))
+        .collect();
+    let group = Type::group_type_builder(root.name())
+        .with_fields(fields)
+        .build()
+        .map_err(bad)?;
+    let schema = Arc::new(SchemaDescriptor::new(Arc::new(group)));
+    let md = with_file_metadata(md, |fm, _| (fm.key_value_metadata().cloned(), schema));
+    Ok((md, roots))
 }
 
 /// Check the counts and lengths the thrift `metadata` of file `name` claims before parquet

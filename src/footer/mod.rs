@@ -8,4 +8,4 @@ pub(crate) mod fetch;
 pub(crate) mod meta;
 
 pub use fetch::read_metadata;
-pub(crate) use meta::FileMeta;
+pub(crate) use meta::{FileMeta, Raw};

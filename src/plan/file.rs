@@ -14,7 +14,7 @@ use arrow::datatypes::{DataType, Field, FieldRef, Fields, Schema, SchemaRef};
 use roaring::RoaringTreemap;
 
 use crate::error::{Error, ErrorKind, Result};
-use crate::footer::FileMeta;
+use crate::footer::{FileMeta, Raw};
 use crate::metrics::Metrics;
 use crate::options::ScanOptions;
 use crate::plan::mapping::{Build, Mapping, OutCol, Rules};
@@ -129,12 +129,28 @@ pub(crate) fn prepare(
             // columns; by default the file's columns, then the partition columns.
             let mut columns: Vec<(FieldRef, OutCol)> = Vec::new();
             let file_col = |i: usize| {
-                let col = OutCol::File {
-                    root: proj.output[i],
-                    path: Vec::new(),
-                    build: Build::Same,
+                let root = proj.output[i];
+                let field = Arc::clone(&proj.schema.fields()[i]);
+                // Columns decoded as their bytes (INTERVAL, Int128: see `footer::meta`).
+                let (field, build) = match meta.raw.iter().find(|(r, _)| *r == root) {
+                    Some((_, Raw::Interval)) => (
+                        Arc::new(Field::clone(&field).with_data_type(DataType::Interval(
+                            arrow::datatypes::IntervalUnit::MonthDayNano,
+                        ))),
+                        Build::Interval,
+                    ),
+                    Some((_, Raw::Int128)) => (
+                        Arc::new(Field::clone(&field).with_data_type(DataType::Decimal128(38, 0))),
+                        Build::Int128,
+                    ),
+                    None => (field, Build::Same),
                 };
-                (Arc::clone(&proj.schema.fields()[i]), col)
+                let col = OutCol::File {
+                    root,
+                    path: Vec::new(),
+                    build,
+                };
+                (field, col)
             };
             let hive_col = |i: usize| (Arc::clone(&hive[i]), OutCol::Const(Arc::clone(&values[i])));
             match &opts.columns {

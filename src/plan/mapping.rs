@@ -132,6 +132,11 @@ pub(crate) enum Build {
     },
     /// Take child `child` of a struct (with the struct's nulls), then build it.
     Extract { child: usize, then: Box<Build> },
+    /// Parquet INTERVAL, decoded as its 12 bytes (`FixedSizeBinary(12)`: months, days and
+    /// milliseconds, little-endian u32s), as `Interval(MonthDayNano)`.
+    Interval,
+    /// A 128-bit integer decoded as its 16 little-endian bytes, as `Decimal128(38, 0)`.
+    Int128,
 }
 
 fn cast_options() -> CastOptions<'static> {
@@ -155,6 +160,63 @@ fn list<O: arrow::array::OffsetSizeTrait>(
         values,
         l.nulls().cloned(),
     )?))
+}
+
+/// Parquet INTERVAL values (`FixedSizeBinary(12)`) as Arrow's `Interval(MonthDayNano)`.
+fn interval_month_day_nano(
+    a: &ArrayRef,
+) -> std::result::Result<arrow::array::IntervalMonthDayNanoArray, arrow::error::ArrowError> {
+    use arrow::datatypes::IntervalMonthDayNano;
+    let b = a
+        .as_any()
+        .downcast_ref::<arrow::array::FixedSizeBinaryArray>()
+        .filter(|b| b.value_length() == 12)
+        .ok_or_else(|| {
+            arrow::error::ArrowError::InvalidArgumentError(format!(
+                "an INTERVAL column decoded as {}, not FixedSizeBinary(12)",
+                a.data_type()
+            ))
+        })?;
+    let u32_at = |v: &[u8], i: usize| u32::from_le_bytes([v[i], v[i + 1], v[i + 2], v[i + 3]]);
+    let values: Vec<IntervalMonthDayNano> = (0..b.len())
+        .map(|i| {
+            let v = b.value(i);
+            IntervalMonthDayNano::new(
+                u32_at(v, 0) as i32,
+                u32_at(v, 4) as i32,
+                i64::from(u32_at(v, 8)) * 1_000_000,
+            )
+        })
+        .collect();
+    Ok(arrow::array::IntervalMonthDayNanoArray::new(
+        values.into(),
+        b.nulls().cloned(),
+    ))
+}
+
+/// 128-bit little-endian integers (`FixedSizeBinary(16)`) as `Decimal128(38, 0)`.
+fn int128_decimal(
+    a: &ArrayRef,
+) -> std::result::Result<arrow::array::Decimal128Array, arrow::error::ArrowError> {
+    let b = a
+        .as_any()
+        .downcast_ref::<arrow::array::FixedSizeBinaryArray>()
+        .filter(|b| b.value_length() == 16)
+        .ok_or_else(|| {
+            arrow::error::ArrowError::InvalidArgumentError(format!(
+                "a 128-bit integer column decoded as {}, not FixedSizeBinary(16)",
+                a.data_type()
+            ))
+        })?;
+    let values: Vec<i128> = (0..b.len())
+        .map(|i| {
+            let mut le = [0u8; 16];
+            le.copy_from_slice(b.value(i));
+            i128::from_le_bytes(le)
+        })
+        .collect();
+    arrow::array::Decimal128Array::new(values.into(), b.nulls().cloned())
+        .with_precision_and_scale(38, 0)
 }
 
 impl Build {
@@ -200,6 +262,8 @@ impl Build {
                     *sorted,
                 )?)
             }
+            Build::Interval => Arc::new(interval_month_day_nano(a)?),
+            Build::Int128 => Arc::new(int128_decimal(a)?),
             Build::Extract { child, then } => {
                 let s = a.as_struct();
                 let c = s.column(*child);

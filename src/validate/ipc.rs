@@ -9,7 +9,9 @@
 //! which reports it as an error itself.
 //!
 //! Invariant: a file this refuses is one parquet cannot open at all (the conversion panics),
-//! so no readable file is refused.
+//! so no readable file is refused. A hint of a type the Arrow format has no place for but a
+//! real writer uses (polars' 128-bit integers) is not an error: the file is read without its
+//! hint ([`Hint::Ignore`]), in the types of its Parquet schema.
 
 use arrow::ipc::{Field, Type};
 use base64::Engine;
@@ -20,9 +22,37 @@ use crate::validate::thrift::R;
 /// The key of the Arrow schema in a Parquet file's key-value metadata.
 const ARROW_SCHEMA_KEY: &str = "ARROW:schema";
 
+/// What to do with a file's `ARROW:schema` hint.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Hint {
+    /// None, or one parquet converts.
+    Use,
+    /// One that names a type Arrow cannot represent, which a real writer produces: read the
+    /// file without it. The top-level fields it calls 128-bit integers (polars' Int128,
+    /// stored as 16 little-endian bytes) are listed.
+    Ignore { int128: Vec<String> },
+}
+
+/// The `ARROW:schema` hint of `md` decoded, when it has one that converts (call after
+/// [`arrow_schema`] said [`Hint::Use`]: the conversion cannot panic then).
+pub(crate) fn embedded_schema(md: &ParquetMetaData) -> Option<arrow::datatypes::Schema> {
+    let encoded = md
+        .file_metadata()
+        .key_value_metadata()?
+        .iter()
+        .rev()
+        .find(|kv| kv.key == ARROW_SCHEMA_KEY && kv.value.is_some())?
+        .value
+        .as_deref()?;
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(encoded)
+        .ok()?;
+    arrow::ipc::convert::try_schema_from_ipc_buffer(&bytes).ok()
+}
+
 /// Check the `ARROW:schema` hint of `md` (the last entry with that key, as parquet takes it):
 /// `Err` says why arrow-ipc's conversion would panic on it.
-pub(crate) fn arrow_schema(md: &ParquetMetaData) -> R<()> {
+pub(crate) fn arrow_schema(md: &ParquetMetaData) -> R<Hint> {
     let Some(encoded) = md
         .file_metadata()
         .key_value_metadata()
@@ -33,11 +63,11 @@ pub(crate) fn arrow_schema(md: &ParquetMetaData) -> R<()> {
         })
         .and_then(|kv| kv.value.as_deref())
     else {
-        return Ok(());
+        return Ok(Hint::Use);
     };
     // As parquet decodes it; what fails here fails there with an error, not a panic.
     let Ok(bytes) = base64::engine::general_purpose::STANDARD.decode(encoded) else {
-        return Ok(());
+        return Ok(Hint::Use);
     };
     let slice = if bytes.len() > 8 && bytes[0..4] == [255u8; 4] {
         &bytes[8..]
@@ -45,14 +75,26 @@ pub(crate) fn arrow_schema(md: &ParquetMetaData) -> R<()> {
         &bytes[..]
     };
     let Ok(message) = arrow::ipc::root_as_message(slice) else {
-        return Ok(());
+        return Ok(Hint::Use);
     };
     let Some(schema) = message.header_as_schema() else {
-        return Ok(());
+        return Ok(Hint::Use);
     };
     let fields = schema
         .fields()
         .ok_or("the ARROW:schema hint has no field list")?;
+    // polars writes its Int128 columns' hint as a 128-bit integer, which Arrow lacks: the
+    // Parquet schema (a 16-byte decimal of scale 0) reads them.
+    if fields.iter().any(|f| wide_integer(f).is_some()) {
+        let int128 = fields
+            .iter()
+            .filter(|f| {
+                f.type_type() == Type::Int && f.type_as_int().is_some_and(|i| i.bitWidth() == 128)
+            })
+            .filter_map(|f| f.name().map(str::to_string))
+            .collect();
+        return Ok(Hint::Ignore { int128 });
+    }
     let big_endian = schema.endianness() == arrow::ipc::Endianness::Big;
     for field in fields.iter() {
         if big_endian && field.type_type() == Type::Decimal {
@@ -63,7 +105,15 @@ pub(crate) fn arrow_schema(md: &ParquetMetaData) -> R<()> {
         }
         check_field(field, true).map_err(|e| format!("the ARROW:schema hint: {e}"))?;
     }
-    Ok(())
+    Ok(Hint::Use)
+}
+
+/// The name of the first field at or under `field` that is a 128-bit integer.
+fn wide_integer(field: Field<'_>) -> Option<String> {
+    if field.type_type() == Type::Int && field.type_as_int().is_some_and(|i| i.bitWidth() == 128) {
+        return Some(field.name().unwrap_or_default().to_string());
+    }
+    field.children()?.iter().find_map(wide_integer)
 }
 
 /// One field (and its children), as `get_data_type` converts it (`dictionary`: its dictionary

@@ -185,10 +185,47 @@ pub(crate) fn units(m: &ScanMetadata) -> DeltaResult<Vec<FileUnit>> {
                 path: f.path,
                 size: f.size.max(0) as u64,
                 deletion_vector: dv,
-                transform: f.transform.map(|t| t.as_ref().clone()),
+                transform: f
+                    .transform
+                    .map(|t| empty_values_as_null(t.as_ref().clone())),
             }
         })
         .collect())
+}
+
+/// The kernel's transform with every empty string (or empty binary) it inserts as a literal
+/// made null: the Delta protocol reads an empty partition value as null for every type
+/// ("An empty string for any type translates to a null partition value"; deltalake does);
+/// delta_kernel 0.29 keeps `""` for string and binary columns, as Spark does. The literals a
+/// transform inserts are partition values (and constants of row tracking, never empty).
+fn empty_values_as_null(e: Expression) -> Expression {
+    use delta_kernel::expressions::Scalar;
+    let fix =
+        |e: &delta_kernel::expressions::ExpressionRef| -> delta_kernel::expressions::ExpressionRef {
+            match e.as_ref() {
+                Expression::Literal(Scalar::String(s)) if s.is_empty() => {
+                    Arc::new(Expression::Literal(Scalar::Null(DataType::STRING)))
+                }
+                Expression::Literal(Scalar::Binary(b)) if b.is_empty() => {
+                    Arc::new(Expression::Literal(Scalar::Null(DataType::BINARY)))
+                }
+                _ => Arc::clone(e),
+            }
+        };
+    match e {
+        Expression::StructPatch(mut p) => {
+            for patch in p.field_patches.values_mut() {
+                patch.insertions = patch.insertions.iter().map(fix).collect();
+            }
+            p.prepended_fields = p.prepended_fields.iter().map(fix).collect();
+            p.appended_fields = p.appended_fields.iter().map(fix).collect();
+            Expression::StructPatch(p)
+        }
+        Expression::Struct(fields, keep) => {
+            Expression::Struct(fields.iter().map(fix).collect(), keep)
+        }
+        other => other,
+    }
 }
 
 /// Reads each selected scan file's path and deletion vector descriptor (which the kernel's
