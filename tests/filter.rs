@@ -91,7 +91,16 @@ enum Kind {
 fn cmp_sc(a: &Sc, b: &Sc) -> Ordering {
     match (a, b) {
         (Sc::Int(x), Sc::Int(y)) => x.cmp(y),
-        (Sc::F(x), Sc::F(y)) => x.total_cmp(y),
+        // SQL's order of floats (DuckDB, Spark): -0.0 equals 0.0, every NaN equals every NaN
+        // and is above every number; IEEE's total order otherwise.
+        (Sc::F(x), Sc::F(y)) => {
+            let sql = |v: f64| match v {
+                v if v == 0.0 => 0.0,
+                v if v.is_nan() => f64::NAN,
+                v => v,
+            };
+            sql(*x).total_cmp(&sql(*y))
+        }
         (Sc::Str(x), Sc::Str(y)) => x.as_bytes().cmp(y.as_bytes()),
         (Sc::Bool(x), Sc::Bool(y)) => x.cmp(y),
         _ => panic!("reference: comparing {a:?} with {b:?}"),

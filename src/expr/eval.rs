@@ -48,10 +48,10 @@ impl Expr {
                 values,
                 negated,
             } => {
-                let a = column_of(batch, column)?;
+                let a = compared(batch, column)?;
                 let mut acc: Option<BooleanArray> = None;
                 for v in values {
-                    let lit = v.to_typed(a.data_type(), column)?;
+                    let lit = canonical_nans(v.to_typed(a.data_type(), column)?);
                     let hit = cmp::eq(&a, &arrow::array::Scalar::new(lit))?;
                     acc = Some(match acc {
                         None => hit,
@@ -79,7 +79,7 @@ impl Expr {
                 high,
                 negated,
             } => {
-                let a = column_of(batch, column)?;
+                let a = compared(batch, column)?;
                 let lo = v_scalar(low, &a, column)?;
                 let hi = v_scalar(high, &a, column)?;
                 let inside = and_kleene(&cmp::gt_eq(&a, &lo)?, &cmp::lt_eq(&a, &hi)?)?;
@@ -94,15 +94,61 @@ impl Expr {
 }
 
 fn v_scalar(v: &Value, a: &ArrayRef, column: &str) -> Result<arrow::array::Scalar<ArrayRef>> {
-    Ok(arrow::array::Scalar::new(
+    Ok(arrow::array::Scalar::new(canonical_nans(
         v.to_typed(a.data_type(), column)?,
-    ))
+    )))
 }
 
 fn operands(batch: &RecordBatch, column: &str, value: &Value) -> Result<(ArrayRef, ArrayRef)> {
-    let a = column_of(batch, column)?;
-    let lit = value.to_typed(a.data_type(), column)?;
+    let a = compared(batch, column)?;
+    let lit = canonical_nans(value.to_typed(a.data_type(), column)?);
     Ok((a, lit))
+}
+
+/// The column `name` of `batch` as comparisons see it: floats in SQL's order, where every NaN
+/// is the same NaN, above every number. Arrow's kernels order floats by IEEE's total order, by
+/// their bits: a NaN with its sign bit set (what x86 computes for 0/0) sorts below every
+/// number, and NaNs of other payloads differ. Every NaN is made the one canonical (positive)
+/// NaN first, in the column here and in the literal ([`canonical_nans`]); `zero.rs` does
+/// -0.0.
+fn compared(batch: &RecordBatch, name: &str) -> Result<ArrayRef> {
+    Ok(canonical_nans(column_of(batch, name)?))
+}
+
+/// `a` with every NaN replaced by the canonical NaN of its type (unchanged, not copied, when
+/// it holds none other).
+pub(crate) fn canonical_nans(a: ArrayRef) -> ArrayRef {
+    use arrow::array::{AsArray, PrimitiveArray};
+    use arrow::datatypes::{ArrowPrimitiveType, DataType, Float16Type, Float32Type, Float64Type};
+    fn fix<T: ArrowPrimitiveType>(
+        a: ArrayRef,
+        other_nan: impl Fn(T::Native) -> bool,
+        nan: T::Native,
+    ) -> ArrayRef {
+        let p = a.as_primitive::<T>();
+        if !p.values().iter().any(|v| other_nan(*v)) {
+            return a;
+        }
+        let out: PrimitiveArray<T> = p.unary(|v| if other_nan(v) { nan } else { v });
+        Arc::new(out.with_data_type(a.data_type().clone()))
+    }
+    type H = <Float16Type as ArrowPrimitiveType>::Native;
+    match a.data_type() {
+        DataType::Float64 => fix::<Float64Type>(
+            a,
+            |v| v.is_nan() && v.to_bits() != f64::NAN.to_bits(),
+            f64::NAN,
+        ),
+        DataType::Float32 => fix::<Float32Type>(
+            a,
+            |v| v.is_nan() && v.to_bits() != f32::NAN.to_bits(),
+            f32::NAN,
+        ),
+        DataType::Float16 => {
+            fix::<Float16Type>(a, |v| v.is_nan() && v.to_bits() != H::NAN.to_bits(), H::NAN)
+        }
+        _ => a,
+    }
 }
 
 /// The column `name` of `batch`: a top-level column, or a dotted path into structs, with the
