@@ -82,6 +82,7 @@
 
 mod deletes;
 mod integrity;
+pub mod normalize;
 mod plan;
 pub mod predicate;
 pub mod storage;
