@@ -30,21 +30,23 @@ use serde_json::{Map, Value};
 /// replaced, by schema id and field id.
 pub const TYPES_PROPERTY: &str = "rayquet.v3-types";
 
+/// The table property in which the normalised table metadata records the initial defaults
+/// iceberg-rust's parser would drop (JSON single-value form), by schema id and field id.
+pub const DEFAULTS_PROPERTY: &str = "rayquet.initial-defaults";
+
 /// The replacement of every type iceberg-rust cannot parse.
 const PLACEHOLDER: &str = "binary";
 
 /// Whether `ty` (a primitive type name in schema JSON) is one iceberg-rust 0.10.1 lacks.
 fn foreign(ty: &str) -> bool {
-    ty == "unknown"
-        || ty == "variant"
-        || ty.starts_with("geometry")
-        || ty.starts_with("geography")
+    ty == "unknown" || ty == "variant" || ty.starts_with("geometry") || ty.starts_with("geography")
 }
 
 /// Whether `bytes` may need a rewrite (cheap: no parsing).
 fn suspect(bytes: &[u8]) -> bool {
-    const NEEDLES: [&[u8]; 5] = [
+    const NEEDLES: [&[u8]; 6] = [
         b"\"void\"",
+        b"\"initial-default\"",
         b"\"unknown\"",
         b"\"variant\"",
         b"\"geometry",
@@ -56,8 +58,47 @@ fn suspect(bytes: &[u8]) -> bool {
 }
 
 /// Replace the foreign types of a schema (JSON) by the placeholder; `found` gets them by
-/// field id.
-fn schema_types(schema: &mut Value, found: &mut BTreeMap<i64, String>) {
+/// field id. `dropped` gets the initial defaults iceberg-rust would drop (it parses a
+/// default it cannot read, such as a `timestamp_ns` one, as no default at all).
+fn schema_types(
+    schema: &mut Value,
+    found: &mut BTreeMap<i64, String>,
+    dropped: &mut BTreeMap<i64, Value>,
+) {
+    schema_types_only(schema, found);
+    dropped_defaults(schema, dropped);
+}
+
+/// The initial defaults (by field id) of a schema (JSON, after [`schema_types_only`]) that
+/// iceberg-rust's parser drops.
+fn dropped_defaults(t: &Value, out: &mut BTreeMap<i64, Value>) {
+    match t {
+        Value::Object(o) => {
+            if let (Some(id), Some(d), Some(ty)) = (
+                o.get("id").and_then(Value::as_i64),
+                o.get("initial-default"),
+                o.get("type"),
+            ) {
+                if !d.is_null() {
+                    let parsed = serde_json::from_value::<iceberg::spec::Type>(ty.clone())
+                        .ok()
+                        .and_then(|ty| iceberg::spec::Literal::try_from_json(d.clone(), &ty).ok())
+                        .flatten();
+                    if parsed.is_none() {
+                        out.insert(id, d.clone());
+                    }
+                }
+            }
+            for v in o.values() {
+                dropped_defaults(v, out);
+            }
+        }
+        Value::Array(a) => a.iter().for_each(|v| dropped_defaults(v, out)),
+        _ => {}
+    }
+}
+
+fn schema_types_only(schema: &mut Value, found: &mut BTreeMap<i64, String>) {
     fn ty(t: &mut Value, id: Option<i64>, found: &mut BTreeMap<i64, String>) -> bool {
         match t {
             Value::String(s) if foreign(s) => {
@@ -121,7 +162,12 @@ fn schema_names(schema: &Value, out: &mut HashSet<String>) {
         let Value::Object(o) = t else { return };
         match o.get("type").and_then(Value::as_str) {
             Some("struct") => {
-                for f in o.get("fields").and_then(Value::as_array).into_iter().flatten() {
+                for f in o
+                    .get("fields")
+                    .and_then(Value::as_array)
+                    .into_iter()
+                    .flatten()
+                {
                     let Some(name) = f.get("name").and_then(Value::as_str) else {
                         continue;
                     };
@@ -203,6 +249,7 @@ pub(crate) fn table_metadata(bytes: &[u8]) -> Option<Vec<u8>> {
     let mut changed = false;
     // v3 types, per schema.
     let mut types: BTreeMap<String, BTreeMap<i64, String>> = BTreeMap::new();
+    let mut defaults: BTreeMap<String, BTreeMap<i64, Value>> = BTreeMap::new();
     let mut names = HashSet::new();
     let mut single = obj.remove("schema");
     let mut schemas: Vec<&mut Value> = Vec::new();
@@ -217,11 +264,15 @@ pub(crate) fn table_metadata(bytes: &[u8]) -> Option<Vec<u8>> {
             .get("schema-id")
             .and_then(Value::as_i64)
             .unwrap_or_default();
-        let mut found = BTreeMap::new();
-        schema_types(s, &mut found);
+        let (mut found, mut dropped) = (BTreeMap::new(), BTreeMap::new());
+        schema_types(s, &mut found, &mut dropped);
         if !found.is_empty() {
             changed = true;
             types.entry(id.to_string()).or_default().extend(found);
+        }
+        if !dropped.is_empty() {
+            changed = true;
+            defaults.entry(id.to_string()).or_default().extend(dropped);
         }
         schema_names(s, &mut names);
     }
@@ -242,41 +293,70 @@ pub(crate) fn table_metadata(bytes: &[u8]) -> Option<Vec<u8>> {
     if !changed {
         return None;
     }
-    if !types.is_empty() {
-        let props = obj
-            .entry("properties")
-            .or_insert_with(|| Value::Object(Map::new()));
-        if let Value::Object(p) = props {
+    let props = obj
+        .entry("properties")
+        .or_insert_with(|| Value::Object(Map::new()));
+    if let Value::Object(p) = props {
+        if !types.is_empty() {
             let v = serde_json::to_string(&types).ok()?;
             p.insert(TYPES_PROPERTY.into(), Value::String(v));
+        }
+        if !defaults.is_empty() {
+            let v = serde_json::to_string(&defaults).ok()?;
+            p.insert(DEFAULTS_PROPERTY.into(), Value::String(v));
         }
     }
     serde_json::to_vec(&md).ok()
 }
 
-/// The foreign types recorded in a normalised table's properties: field id → type, for one
-/// schema.
+/// What the normalised metadata recorded of one schema ([`TYPES_PROPERTY`],
+/// [`DEFAULTS_PROPERTY`]): the real type of each field whose v3 type iceberg-rust lacks, and
+/// the initial defaults its parser drops, by field id.
 #[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct V3Types(pub BTreeMap<i32, String>);
+pub struct V3Types {
+    types: BTreeMap<i32, String>,
+    #[serde(default)]
+    defaults: BTreeMap<i32, Value>,
+}
 
 impl V3Types {
-    /// The types replaced in schema `schema_id` of a table with these properties.
+    /// What was recorded for schema `schema_id` of a table with these properties.
     pub fn of(properties: &HashMap<String, String>, schema_id: i32) -> V3Types {
-        let all: BTreeMap<String, BTreeMap<i32, String>> = properties
-            .get(TYPES_PROPERTY)
-            .and_then(|v| serde_json::from_str(v).ok())
-            .unwrap_or_default();
-        V3Types(all.get(&schema_id.to_string()).cloned().unwrap_or_default())
+        fn get<T: serde::de::DeserializeOwned>(
+            properties: &HashMap<String, String>,
+            key: &str,
+            schema_id: i32,
+        ) -> BTreeMap<i32, T> {
+            let mut all: BTreeMap<String, BTreeMap<i32, T>> = properties
+                .get(key)
+                .and_then(|v| serde_json::from_str(v).ok())
+                .unwrap_or_default();
+            all.remove(&schema_id.to_string()).unwrap_or_default()
+        }
+        V3Types {
+            types: get(properties, TYPES_PROPERTY, schema_id),
+            defaults: get(properties, DEFAULTS_PROPERTY, schema_id),
+        }
     }
 
     /// The real type of field `id`, when it was replaced.
     pub fn get(&self, id: i32) -> Option<&str> {
-        self.0.get(&id).map(String::as_str)
+        self.types.get(&id).map(String::as_str)
     }
 
     /// Whether field `id` is of type `unknown` (always null).
     pub fn is_unknown(&self, id: i32) -> bool {
         self.get(id) == Some("unknown")
+    }
+
+    /// Whether no type was replaced.
+    pub fn no_types(&self) -> bool {
+        self.types.is_empty()
+    }
+
+    /// The initial default of field `id` that iceberg-rust dropped (JSON single-value form).
+    pub fn dropped_default(&self, id: i32) -> Option<&Value> {
+        self.defaults.get(&id)
     }
 }
 
@@ -384,7 +464,7 @@ pub(crate) fn manifest(bytes: &[u8]) -> Option<Vec<u8>> {
     let mut schema: Value = serde_json::from_slice(schema_bytes).ok()?;
     let mut spec: Value = serde_json::from_slice(spec_bytes).ok()?;
     let mut found = BTreeMap::new();
-    schema_types(&mut schema, &mut found);
+    schema_types_only(&mut schema, &mut found);
     let mut names = HashSet::new();
     schema_names(&schema, &mut names);
     let renamed = match &mut spec {
@@ -450,7 +530,10 @@ mod tests {
                  "initial-default": null},
                 {"id": 4, "name": "l", "type": {"type": "list", "element-id": 5,
                   "element": "geometry(srid:4326)", "element-required": false},
-                 "required": false}
+                 "required": false},
+                {"id": 6, "name": "ns", "type": "timestamp_ns", "required": false,
+                 "initial-default": "2017-11-16T22:31:08.123456789"},
+                {"id": 7, "name": "i", "type": "int", "required": false, "initial-default": 3}
             ]}],
             "partition-specs": [{"spec-id": 0, "fields": [
                 {"source-id": 1, "field-id": 1000, "transform": "void", "name": "cat"},
@@ -470,6 +553,12 @@ mod tests {
         assert_eq!(spec[1]["name"], "cat");
         let props: HashMap<String, String> =
             serde_json::from_value(out["properties"].clone()).unwrap();
+        let dropped = V3Types::of(&props, 1);
+        assert_eq!(
+            dropped.dropped_default(6),
+            Some(&Value::from("2017-11-16T22:31:08.123456789"))
+        );
+        assert_eq!(dropped.dropped_default(7), None, "iceberg-rust parses it");
         let t = V3Types::of(&props, 1);
         assert_eq!(t.get(2), Some("variant"));
         assert!(t.is_unknown(3));

@@ -20,6 +20,8 @@ pub mod delta_tables;
 pub mod heap;
 #[cfg(feature = "iceberg")]
 pub mod iceberg_tables;
+#[cfg(feature = "iceberg")]
+pub mod iceberg_v3;
 pub mod latency;
 #[cfg(feature = "cloud")]
 pub mod s3;
