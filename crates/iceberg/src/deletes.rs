@@ -39,7 +39,7 @@ use rayquet::task::{
 };
 use rayquet::{Error, ErrorKind, Result};
 
-use crate::dv::{DeletionVector, Vectors};
+use crate::dv::{DeletionVector, Registry, Vectors};
 
 type Load<T> = Shared<BoxFuture<'static, Result<Arc<T>>>>;
 
@@ -74,9 +74,9 @@ fn corrupt(path: &str, what: &str, e: impl std::fmt::Display) -> Error {
 }
 
 impl DeleteFiles {
-    pub fn new(file_io: FileIO) -> Self {
+    pub fn new(file_io: FileIO, vectors: Registry) -> Self {
         DeleteFiles {
-            vectors: Vectors::new(file_io.clone()),
+            vectors: Vectors::new(file_io.clone(), vectors),
             file_io,
             positions: Mutex::default(),
             equalities: Mutex::default(),

@@ -14,11 +14,14 @@
 //! u32 BE   CRC-32 of magic + vector
 //! ```
 //!
-//! [`Vectors`] loads them for one scan: a task registers the vector it will need when it is
-//! created ([`Vectors::want`]); the first task of a Puffin file to load asks for every vector
-//! of that file registered so far, read as a few coalesced byte ranges (one request for the
-//! usual layout) and parsed on the decode pool; tasks share the results. So each Puffin file
-//! is read about once per scan, and only the blobs the scan needs.
+//! [`Vectors`] loads them for one scan: the vectors the scan will need are registered
+//! ([`Registry::want`]): by a local scan without a filter, every live vector of the snapshot
+//! once the delete manifests are read (every data file is read, so every vector is needed);
+//! otherwise (a filter may prune data files; a worker sees only its units) each task's when
+//! the task is made. The first task of a Puffin file to load asks for every vector of that
+//! file registered so far, read as coalesced byte ranges (one request for the usual layout)
+//! and parsed on the decode pool; tasks share the results. So a Puffin file is read once per
+//! unfiltered local scan, never a blob twice, and only blobs the scan registered.
 //!
 //! Invariant: a vector is used only when its length prefix, magic, CRC, Roaring structure,
 //! cardinality (the manifest's record count) and bounds (positions below the data file's row
@@ -154,27 +157,37 @@ struct PuffinFile {
     loads: HashMap<(u64, u64), Load>,
 }
 
-/// The deletion vectors of one scan (see the module docs).
-pub(crate) struct Vectors {
-    file_io: FileIO,
-    files: Mutex<HashMap<String, PuffinFile>>,
-}
+/// The vectors of a scan's Puffin files: wanted (registered by the planner or as tasks are
+/// made) and loading or loaded. Shared by the planning side of a local scan and its reading
+/// side ([`Vectors`]).
+#[derive(Default, Clone)]
+pub(crate) struct Registry(Arc<Mutex<HashMap<String, PuffinFile>>>);
 
-impl Vectors {
-    pub fn new(file_io: FileIO) -> Self {
-        Vectors {
-            file_io,
-            files: Mutex::default(),
-        }
-    }
-
-    /// A task will need `dv`: read it with the other vectors of its Puffin file.
+impl Registry {
+    /// The scan will need `dv`: read it with the other vectors of its Puffin file.
     pub fn want(&self, dv: &DeletionVector) {
-        let mut files = self.files.lock().expect("vectors lock");
+        let mut files = self.0.lock().expect("vectors lock");
         let f = files.entry(dv.path.clone()).or_default();
         if !f.loads.contains_key(&dv.key()) {
             f.wanted.insert((dv.offset, dv.length, dv.cardinality));
         }
+    }
+}
+
+/// The deletion vectors of one scan (see the module docs).
+pub(crate) struct Vectors {
+    file_io: FileIO,
+    files: Registry,
+}
+
+impl Vectors {
+    pub fn new(file_io: FileIO, files: Registry) -> Self {
+        Vectors { file_io, files }
+    }
+
+    /// A task will need `dv`: read it with the other vectors of its Puffin file.
+    pub fn want(&self, dv: &DeletionVector) {
+        self.files.want(dv);
     }
 
     /// The positions `dv` deletes, checked against a data file of `rows` rows (when known).
@@ -185,7 +198,7 @@ impl Vectors {
         ctx: &LoadContext,
     ) -> BoxFuture<'static, Result<Arc<RoaringTreemap>>> {
         let load = {
-            let mut files = self.files.lock().expect("vectors lock");
+            let mut files = self.files.0.lock().expect("vectors lock");
             let f = files.entry(dv.path.clone()).or_default();
             match f.loads.get(&dv.key()) {
                 Some(l) => l.clone(),

@@ -72,9 +72,37 @@
 //! partition and metrics pruning of manifests and files. Each delete file is read once per
 //! scan, however many data files it applies to; a data file, delete file or manifest that is
 //! missing or cannot be read fails the scan with an error naming it (rows of a data file are
-//! never delivered without its deletes). Not supported: ORC/Avro data files, deletion vectors
-//! (format v3 Puffin), predicates with binary/fixed/uuid literals, initial defaults of nested
-//! fields (they read NULL).
+//! never delivered without its deletes).
+//!
+//! # Format versions
+//!
+//! Formats v1, v2 and v3 are read. Metadata iceberg-rust 0.10.1 refuses although valid
+//! writers produce it is rewritten before it parses it ([`normalize`]): a v1 table's `void`
+//! partition field named like a column (partition evolution), and the v3 types it lacks.
+//! Format v3:
+//!
+//! * **Deletion vectors** (Puffin `deletion-vector-v1` blobs) delete rows like position
+//!   deletes; a vector replaces the position-delete files of its data file (the spec). Each
+//!   Puffin file is read about once per scan (the blobs its tasks need, coalesced), and
+//!   shared; a damaged vector (length, magic, CRC, Roaring structure, cardinality, bounds) is
+//!   `ErrorKind::CorruptTable` naming the Puffin file. They are found in the snapshot's delete
+//!   manifests (iceberg-rust's `FileScanTask` lacks their offsets), so `FileScanTask`s
+//!   planned elsewhere ([`scan_tasks`]) with a Puffin file attached are `Unsupported`.
+//! * **Row lineage**: `_row_id` (the value the file stores, else the data file's first row
+//!   id, explicit or inherited as the spec says, plus `_pos`; null when the table does not
+//!   know it) and `_last_updated_sequence_number` (stored, else the file's data sequence
+//!   number) are selectable like `_pos`: nullable `Int64`, reserved field ids. Selecting them
+//!   on a v1/v2 table is `InvalidArgument`; filtering on them is `Unsupported`.
+//! * **Initial defaults** of top-level columns (nanosecond timestamps included, which
+//!   iceberg-rust's parser drops); `write-default` is for writers and ignored. A default
+//!   rayquet cannot apply (binary, fixed, uuid, nested fields) is `Unsupported` when the
+//!   column is read.
+//! * **Types**: `timestamp_ns`/`timestamptz_ns` (nanosecond Arrow timestamps); `unknown` reads
+//!   as an all-null `Null` column; `variant`, `geometry` and `geography` columns are
+//!   `Unsupported` (naming the column and a data file) when a scan reads them, selected or
+//!   in a filter; other columns of such tables read.
+//!
+//! Not supported: ORC/Avro data files, predicates with binary/fixed/uuid literals.
 //!
 //! Metadata, manifests and delete files go through [`storage`], an object_store-backed
 //! FileIO configured like the data stores, when rayquet loads the table ([`load_table`]); a
@@ -239,7 +267,8 @@ async fn metadata_file(location: &str, options: &ScanOptions) -> Result<String> 
 ///
 /// [`ScanBuilder::columns`] selects top-level columns, in order (a column may be named twice;
 /// `_file` and `_pos` are the metadata columns: the data file's path and the row's position in
-/// it, counting every row of the file, deleted ones included). [`ScanBuilder::filter`] names
+/// it, counting every row of the file, deleted ones included; `_row_id` and
+/// `_last_updated_sequence_number` are format v3's row lineage). [`ScanBuilder::filter`] names
 /// columns of the table (dotted paths into structs), selected or not; it is also handed to
 /// iceberg's planner to skip files.
 ///
@@ -439,13 +468,14 @@ impl TableScan {
             plan,
             units,
             mut options,
+            vectors,
         } = self.plan()?;
         // The table's FileIO properties (its catalog's endpoint, region, credentials) for the
         // data files too.
         for (k, v) in props {
             options = options.store_option(k, v);
         }
-        plan.scan_with(plan::UnitSource::Stream(units), options, file_io)
+        plan.scan_with(plan::UnitSource::Stream(units), options, file_io, vectors)
     }
 
     /// Plan the scan for reading elsewhere: the [`ScanPlan`] its tasks share and the stream of
@@ -532,6 +562,10 @@ impl TableScan {
         let plan = ScanPlan::new(Arc::clone(&schema), ids.clone(), filter, mapping.as_ref())
             .with_types(types);
         let planner = plan::Units::new(Some(&table), planner_ids);
+        // Without a filter every data file is read, so every deletion vector is needed: they
+        // are registered as soon as they are known, and each Puffin file is read once.
+        let vectors = dv::Registry::default();
+        let register = plan.filter_is_none().then(|| vectors.clone());
         let units = async move {
             let Some(snapshot) = snapshot else {
                 return Ok::<_, Error>(futures::stream::empty().boxed());
@@ -546,6 +580,9 @@ impl TableScan {
             }
             let scan = b.build().map_err(ice)?;
             let index = FileIndex::load(&table, snapshot, lineage).await?;
+            if let Some(r) = register {
+                index.vectors.values().for_each(|v| r.want(v));
+            }
             let planner = Arc::new(planner.with_index(Arc::new(index)));
             let stream = scan.plan_files().await.map_err(ice)?;
             Ok(stream.map(move |t| planner.unit(t.map_err(ice)?)).boxed())
@@ -554,6 +591,7 @@ impl TableScan {
             plan,
             units: futures::stream::once(units).try_flatten().boxed(),
             options,
+            vectors,
         })
     }
 }
@@ -567,6 +605,8 @@ pub struct Planned {
     pub units: futures::stream::BoxStream<'static, Result<TaskUnit>>,
     /// The scan's options, without the columns and filter (they are in the plan).
     pub options: ScanOptions,
+    /// The deletion vectors a local read of these units will need.
+    vectors: dv::Registry,
 }
 
 impl std::fmt::Debug for Planned {
@@ -948,6 +988,9 @@ fn unknown_as_null(f: &arrow::datatypes::FieldRef, types: &V3Types) -> arrow::da
     Arc::new(f.as_ref().clone().with_data_type(ty))
 }
 
+/// A data file's first row id (when the table knows it) and data sequence number.
+pub(crate) type Lineage = (Option<i64>, Option<i64>);
+
 /// What a snapshot's manifests say that iceberg-rust's `FileScanTask` does not carry: the
 /// partition spec of each data file (tables with several specs), row lineage (first row id,
 /// inherited as the spec says, and data sequence number: scans selecting it), and deletion
@@ -957,7 +1000,7 @@ pub(crate) struct FileIndex {
     /// Partition spec id by data file path (`None`: the table has one spec).
     pub spec_of: Option<HashMap<String, i32>>,
     /// First row id (when known) and data sequence number by data file path.
-    pub lineage: Option<HashMap<String, (Option<i64>, Option<i64>)>>,
+    pub lineage: Option<HashMap<String, Lineage>>,
     /// Deletion vectors by the data file they apply to.
     pub vectors: HashMap<String, DeletionVector>,
     /// The Puffin files of those vectors (iceberg-rust attaches them as position deletes).

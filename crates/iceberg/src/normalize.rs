@@ -392,8 +392,11 @@ fn write_long(out: &mut Vec<u8>, v: i64) {
     }
 }
 
+/// An Avro container header's entries (key, value), in order.
+type Entries = Vec<(String, Vec<u8>)>;
+
 /// An Avro container's header entries, in order, and where its sync marker starts.
-fn header(b: &[u8]) -> Option<(Vec<(String, Vec<u8>)>, usize)> {
+fn header(b: &[u8]) -> Option<(Entries, usize)> {
     if b.len() < 4 || &b[..4] != b"Obj\x01" {
         return None;
     }

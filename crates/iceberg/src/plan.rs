@@ -32,7 +32,7 @@ use rayquet::{Error, ErrorKind, Result, Scan, ScanBuilder, ScanOptions};
 use serde::{Deserialize, Serialize};
 
 use crate::deletes::{DeleteFiles, EqualityDeletes, TaskDeletes};
-use crate::dv::DeletionVector;
+use crate::dv::{DeletionVector, Registry};
 use crate::normalize::V3Types;
 use crate::{is_lineage, predicate, storage, FileIndex, Layout};
 
@@ -105,6 +105,10 @@ impl ScanPlan {
         }
     }
 
+    pub(crate) fn filter_is_none(&self) -> bool {
+        self.filter.is_none()
+    }
+
     pub(crate) fn with_types(mut self, types: V3Types) -> Self {
         self.types = types;
         self
@@ -125,7 +129,8 @@ impl ScanPlan {
     {
         let factory = storage::ObjectStoreStorageFactory::new(&options);
         let file_io = FileIOBuilder::new(Arc::new(factory)).build();
-        self.scan_with(UnitSource::Stream(units.boxed()), options, file_io)
+        let vectors = Registry::default();
+        self.scan_with(UnitSource::Stream(units.boxed()), options, file_io, vectors)
     }
 
     /// [`ScanPlan::scan`] with the FileIO that reads delete files.
@@ -134,8 +139,9 @@ impl ScanPlan {
         units: UnitSource,
         options: ScanOptions,
         file_io: FileIO,
+        vectors: Registry,
     ) -> Result<Scan> {
-        let context = Arc::new(Context::new(self, file_io)?);
+        let context = Arc::new(Context::new(self, file_io, vectors)?);
         let (read, out) = (
             Arc::clone(&context.layout.read),
             Arc::clone(&context.layout.out),
@@ -361,7 +367,7 @@ struct Context {
 }
 
 impl Context {
-    fn new(plan: &ScanPlan, file_io: FileIO) -> Result<Self> {
+    fn new(plan: &ScanPlan, file_io: FileIO, vectors: Registry) -> Result<Self> {
         let layout = Layout::new(
             &plan.schema,
             plan.ids.clone(),
@@ -418,7 +424,7 @@ impl Context {
             schema: Arc::clone(&plan.schema),
             project: layout.projection(),
             layout,
-            deletes: Arc::new(DeleteFiles::new(file_io)),
+            deletes: Arc::new(DeleteFiles::new(file_io, vectors)),
             name_mapping: Arc::new(plan.name_mapping.clone().unwrap_or_default()),
             no_mapping: Arc::default(),
         })
@@ -588,6 +594,14 @@ where
         .map(|p| predicate::bound_to_expr(p, &schema))
         .transpose()?;
     let ids = first.project_field_ids.clone();
+    if ids.iter().any(|id| is_lineage(*id)) {
+        // Their first row ids and sequence numbers are in the manifests, not in the tasks.
+        return Err(Error::new(
+            ErrorKind::InvalidArgument,
+            "row lineage (_row_id, _last_updated_sequence_number) is read by \
+             rayquet_iceberg::TableScan, not from FileScanTasks planned elsewhere",
+        ));
+    }
     let plan = ScanPlan::new(schema, ids.clone(), filter, first.name_mapping.as_deref());
     let file_io = match table {
         Some(t) => t.file_io().clone(),
@@ -610,5 +624,10 @@ where
             options = options.store_option(k, v);
         }
     }
-    plan.scan_with(UnitSource::Iter(Box::new(tasks)), options, file_io)
+    plan.scan_with(
+        UnitSource::Iter(Box::new(tasks)),
+        options,
+        file_io,
+        Registry::default(),
+    )
 }

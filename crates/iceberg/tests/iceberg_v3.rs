@@ -447,8 +447,7 @@ fn v1_table_after_partition_evolution() {
     let e = match plain {
         Err(e) => e,
         Ok(t) => try_plan_tasks(&t.into_table(), None, None, None, true)
-            .err()
-            .expect("iceberg-rust refuses it"),
+            .expect_err("iceberg-rust refuses it"),
     };
     assert!(e.to_string().contains("conflicts with schema field"), "{e}");
     let t = table(&fx);
@@ -471,4 +470,115 @@ fn v1_table_after_partition_evolution() {
         .map(|f| (f.path.clone(), f.snapshot_id))
         .collect();
     assert_eq!(old.len(), 3);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Each Puffin file read once per scan
+// ---------------------------------------------------------------------------------------------
+
+mod counting {
+    use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+    use std::sync::Arc;
+
+    use async_trait::async_trait;
+    use futures::stream::BoxStream;
+    use object_store::path::Path;
+    use object_store::*;
+
+    /// A store that counts the GET requests of `.puffin` objects.
+    #[derive(Debug)]
+    pub struct Counting {
+        pub inner: Arc<dyn ObjectStore>,
+        pub puffin_gets: AtomicU64,
+    }
+
+    impl std::fmt::Display for Counting {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            write!(f, "Counting({})", self.inner)
+        }
+    }
+
+    #[async_trait]
+    impl ObjectStore for Counting {
+        async fn put_opts(&self, l: &Path, p: PutPayload, o: PutOptions) -> Result<PutResult> {
+            self.inner.put_opts(l, p, o).await
+        }
+        async fn put_multipart_opts(
+            &self,
+            l: &Path,
+            o: PutMultipartOptions,
+        ) -> Result<Box<dyn MultipartUpload>> {
+            self.inner.put_multipart_opts(l, o).await
+        }
+        async fn get_opts(&self, location: &Path, options: GetOptions) -> Result<GetResult> {
+            if location.as_ref().ends_with(".puffin") && !options.head {
+                self.puffin_gets.fetch_add(1, Relaxed);
+            }
+            self.inner.get_opts(location, options).await
+        }
+        async fn get_ranges(
+            &self,
+            location: &Path,
+            ranges: &[std::ops::Range<u64>],
+        ) -> Result<Vec<bytes::Bytes>> {
+            if location.as_ref().ends_with(".puffin") {
+                self.puffin_gets.fetch_add(ranges.len() as u64, Relaxed);
+            }
+            self.inner.get_ranges(location, ranges).await
+        }
+        fn delete_stream(
+            &self,
+            locations: BoxStream<'static, Result<Path>>,
+        ) -> BoxStream<'static, Result<Path>> {
+            self.inner.delete_stream(locations)
+        }
+        fn list(&self, prefix: Option<&Path>) -> BoxStream<'static, Result<ObjectMeta>> {
+            self.inner.list(prefix)
+        }
+        async fn list_with_delimiter(&self, prefix: Option<&Path>) -> Result<ListResult> {
+            self.inner.list_with_delimiter(prefix).await
+        }
+        async fn copy_opts(&self, from: &Path, to: &Path, o: CopyOptions) -> Result<()> {
+            self.inner.copy_opts(from, to, o).await
+        }
+    }
+}
+
+#[test]
+fn each_puffin_file_is_read_once_per_scan() {
+    let fx = v3_deletes(40, Damage::None);
+    let store = Arc::new(counting::Counting {
+        inner: Arc::new(object_store::local::LocalFileSystem::new()),
+        puffin_gets: Default::default(),
+    });
+    let options = ScanOptions::new().object_store("file://", store.clone());
+    let t = load_table(&fx.table_location, &options).expect("load_table");
+    for round in 1..=2 {
+        let got = rows(
+            TableScan::new(t.clone())
+                .with_options(options.clone())
+                .columns(["id", "s"]),
+        );
+        assert_eq!(got, only(&expected_lineage(&fx, 3), 2));
+        // Three vectors of one Puffin file: one coalesced read per scan.
+        assert_eq!(
+            store.puffin_gets.load(std::sync::atomic::Ordering::Relaxed),
+            round,
+            "Puffin reads after {round} scans"
+        );
+    }
+    // A filtered scan (data files may be pruned) registers vectors as its tasks are made:
+    // never a blob read twice.
+    let got = rows(
+        TableScan::new(t.clone())
+            .with_options(options.clone())
+            .columns(["id", "s"])
+            .filter(col("id").gt_eq(0)),
+    );
+    assert_eq!(got, only(&expected_lineage(&fx, 3), 2));
+    let reads = store.puffin_gets.load(std::sync::atomic::Ordering::Relaxed) - 2;
+    assert!(
+        (1..=3).contains(&reads),
+        "{reads} Puffin reads for 3 vectors"
+    );
 }

@@ -379,11 +379,14 @@ pub fn v3_deletes(n: usize, damage: Damage) -> Fixture {
     h.finish()
 }
 
+/// A delete file, its rows, and (a deletion vector) its offset and length in its Puffin file.
+type Delete = (DataFile, RecordBatch, Option<(u64, u64)>);
+
 /// Commit delete files (and data files) as one v3 snapshot; records the deletes
 /// (`vector`: a deletion vector's offset and length in its Puffin file).
 fn commit_deletes_v3(
     h: &mut Harness,
-    deletes: Vec<(DataFile, RecordBatch, Option<(u64, u64)>)>,
+    deletes: Vec<Delete>,
     data: Vec<(DataFile, RecordBatch)>,
 ) -> i64 {
     let files: Vec<DataFile> = deletes.iter().map(|(f, _, _)| f.clone()).collect();
