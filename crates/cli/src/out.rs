@@ -59,8 +59,7 @@ impl ArrowOut {
         let Some(w) = self.writer.as_mut() else {
             return Err(format!("{}: already finished", self.path.display()).into());
         };
-        w.write(&batch)
-            .map_err(|e| format!("{}: {e}", self.path.display()))?;
+        w.write(&batch).map_err(|e| format!("{}: {e}", self.path.display()))?;
         Ok(())
     }
 

@@ -168,6 +168,7 @@ pub fn dv_blob(positions: &[u64]) -> Vec<u8> {
 /// How a deletion vector fixture is damaged (the first vector of its Puffin file).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Damage {
+    /// Every vector is sound.
     None,
     /// The manifest entry's record count is not the vector's cardinality.
     Cardinality,
