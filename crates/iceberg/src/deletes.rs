@@ -39,6 +39,8 @@ use rayquet::task::{
 };
 use rayquet::{Error, ErrorKind, Result};
 
+use crate::dv::{DeletionVector, Registry, Vectors};
+
 type Load<T> = Shared<BoxFuture<'static, Result<Arc<T>>>>;
 
 /// Deleted positions by data file path, from one position-delete file.
@@ -50,6 +52,8 @@ type EqKey = (String, Vec<i32>);
 /// The delete files of one scan, each loaded once.
 pub(crate) struct DeleteFiles {
     file_io: FileIO,
+    /// Deletion vectors (format v3), each Puffin file read about once.
+    pub vectors: Vectors,
     positions: Mutex<HashMap<String, Load<Positions>>>,
     equalities: Mutex<HashMap<EqKey, Load<KeySet>>>,
 }
@@ -70,8 +74,9 @@ fn corrupt(path: &str, what: &str, e: impl std::fmt::Display) -> Error {
 }
 
 impl DeleteFiles {
-    pub fn new(file_io: FileIO) -> Self {
+    pub fn new(file_io: FileIO, vectors: Registry) -> Self {
         DeleteFiles {
+            vectors: Vectors::new(file_io.clone(), vectors),
             file_io,
             positions: Mutex::default(),
             equalities: Mutex::default(),
@@ -143,6 +148,17 @@ fn find_column(schema: &arrow::datatypes::Schema, id: i32, name: &str) -> Option
 
 fn read_positions(bytes: Bytes, path: &str) -> Result<Positions> {
     let bad = |e: &dyn std::fmt::Display| corrupt(path, "position", e);
+    if bytes.starts_with(b"PFA1") {
+        // A deletion vector's Puffin file in a task planned without its manifest entry (its
+        // offset and length are not in a FileScanTask).
+        return Err(Error::new(
+            ErrorKind::Unsupported,
+            "a Puffin file (Iceberg v3 deletion vectors) attached as a position-delete file: \
+             deletion vectors are read by rayquet_iceberg::TableScan, which reads their \
+             manifest entries, not from FileScanTasks planned elsewhere",
+        )
+        .with_path(path));
+    }
     let builder = ParquetRecordBatchReaderBuilder::try_new(bytes).map_err(|e| bad(&e))?;
     let schema = Arc::clone(builder.schema());
     let file_col = find_column(&schema, RESERVED_FIELD_ID_DELETE_FILE_PATH, "file_path")
@@ -479,7 +495,10 @@ impl RowFilter for EqualityDeletes {
 pub(crate) struct TaskDeletes {
     pub files: Arc<DeleteFiles>,
     pub data_file: String,
+    /// The data file's rows, when known (bounds of its deletion vector).
+    pub rows: Option<u64>,
     pub positions: Vec<String>,
+    pub vector: Option<DeletionVector>,
     pub equality: Option<Arc<EqualityDeletes>>,
 }
 
@@ -488,6 +507,7 @@ impl std::fmt::Debug for TaskDeletes {
         f.debug_struct("TaskDeletes")
             .field("data_file", &self.data_file)
             .field("positions", &self.positions)
+            .field("vector", &self.vector)
             .finish()
     }
 }
@@ -510,9 +530,16 @@ impl DeleteLoader for TaskDeletes {
                 .collect(),
             None => Vec::new(),
         };
+        let vector = self
+            .vector
+            .as_ref()
+            .map(|dv| self.files.vectors.load(dv, self.rows, &ctx));
         let (data_file, equality) = (self.data_file.clone(), self.equality.clone());
         async move {
-            let mut out = RoaringTreemap::new();
+            let mut out = match vector {
+                Some(v) => v.await?.as_ref().clone(),
+                None => RoaringTreemap::new(),
+            };
             for p in futures::future::try_join_all(positions).await? {
                 if let Some(set) = p.get(&data_file) {
                     out |= set;

@@ -15,7 +15,8 @@
 //! 2. **Manifest list**: every manifest is listed once; each one's entry counts (added,
 //!    existing, deleted files and rows, when given) are remembered for step 3.
 //! 3. **Manifest**: its entries, counted by status, equal the counts its list gave; a live
-//!    (added or existing) data file appears once.
+//!    (added or existing) file appears once (a deletion vector: its Puffin file and offset,
+//!    several vectors sharing one Puffin file).
 //!
 //! And a plan that lists one data file twice (not as disjoint byte-range splits) is refused
 //! ([`PlanFiles`]).
@@ -305,8 +306,17 @@ impl Checker {
                         counted.rows[status] = counted.rows[status].map(|n| n + rows);
                         let path = string(file.and_then(|f| field(f, "file_path")))
                             .ok_or("a manifest entry without a file path")?;
-                        if status != 2 && !live.insert(path.to_string()) {
-                            return Err(format!("the live file {path} is listed twice"));
+                        // Deletion vectors (v3) share a Puffin file: each is the file and
+                        // its blob's offset.
+                        let offset = number(file.and_then(|f| field(f, "content_offset")));
+                        if status != 2 && !live.insert((path.to_string(), offset)) {
+                            return Err(match offset {
+                                Some(o) => format!(
+                                    "the live deletion vector at offset {o} of {path} is \
+                                     listed twice"
+                                ),
+                                None => format!("the live file {path} is listed twice"),
+                            });
                         }
                     }
                     Kind::Other => {}

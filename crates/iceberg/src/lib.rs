@@ -72,20 +72,53 @@
 //! partition and metrics pruning of manifests and files. Each delete file is read once per
 //! scan, however many data files it applies to; a data file, delete file or manifest that is
 //! missing or cannot be read fails the scan with an error naming it (rows of a data file are
-//! never delivered without its deletes). Not supported: ORC/Avro data files, deletion vectors
-//! (format v3 Puffin), predicates with binary/fixed/uuid literals, initial defaults of nested
-//! fields (they read NULL).
+//! never delivered without its deletes).
+//!
+//! # Format versions
+//!
+//! Formats v1, v2 and v3 are read. Metadata iceberg-rust 0.10.1 refuses although valid
+//! writers produce it is rewritten before it parses it ([`normalize`]): a v1 table's `void`
+//! partition field named like a column (partition evolution), and the v3 types it lacks.
+//! Format v3:
+//!
+//! * **Deletion vectors** (Puffin `deletion-vector-v1` blobs) delete rows like position
+//!   deletes; a vector replaces the position-delete files of its data file (the spec). Each
+//!   Puffin file is read about once per scan (the blobs its tasks need, coalesced), and
+//!   shared; a damaged vector (length, magic, CRC, Roaring structure, cardinality, bounds) is
+//!   `ErrorKind::CorruptTable` naming the Puffin file. They are found in the snapshot's delete
+//!   manifests (iceberg-rust's `FileScanTask` lacks their offsets), so `FileScanTask`s
+//!   planned elsewhere ([`scan_tasks`]) with a Puffin file attached are `Unsupported`.
+//! * **Row lineage**: `_row_id` (the value the file stores, else the data file's first row
+//!   id, explicit or inherited as the spec says, plus `_pos`; null when the table does not
+//!   know it) and `_last_updated_sequence_number` (stored, else the file's data sequence
+//!   number) are selectable like `_pos`: nullable `Int64`, reserved field ids. Selecting them
+//!   on a v1/v2 table is `InvalidArgument`; filtering on them is `Unsupported`.
+//! * **Initial defaults** of top-level columns (nanosecond timestamps included, which
+//!   iceberg-rust's parser drops); `write-default` is for writers and ignored. A default
+//!   rayquet cannot apply (binary, fixed, uuid, nested fields) is `Unsupported` when the
+//!   column is read.
+//! * **Types**: `timestamp_ns`/`timestamptz_ns` (nanosecond Arrow timestamps); `unknown` reads
+//!   as an all-null `Null` column; `variant`, `geometry` and `geography` columns are
+//!   `Unsupported` (naming the column and a data file) when a scan reads them, selected or
+//!   in a filter; other columns of such tables read.
+//!
+//! Not supported: ORC/Avro data files, predicates with binary/fixed/uuid literals.
 //!
 //! Metadata, manifests and delete files go through [`storage`], an object_store-backed
 //! FileIO configured like the data stores, when rayquet loads the table ([`load_table`]); a
 //! `Table` from another catalog keeps its own FileIO for them.
 
 mod deletes;
+mod dv;
 mod integrity;
+pub mod normalize;
 mod plan;
 pub mod predicate;
 pub mod storage;
 
+pub use dv::DeletionVector;
+
+pub use normalize::V3Types;
 pub use plan::{scan_tasks, ScanPlan, TaskUnit};
 
 use std::collections::{HashMap, HashSet};
@@ -94,8 +127,10 @@ use std::sync::Arc;
 use arrow::datatypes::{Field, Schema as ArrowSchema, SchemaRef};
 use futures::{StreamExt, TryStreamExt};
 use iceberg::metadata_columns::{
-    file_field, RESERVED_COL_NAME_FILE, RESERVED_COL_NAME_POS, RESERVED_FIELD_ID_FILE,
-    RESERVED_FIELD_ID_POS,
+    file_field, RESERVED_COL_NAME_FILE, RESERVED_COL_NAME_LAST_UPDATED_SEQUENCE_NUMBER,
+    RESERVED_COL_NAME_POS, RESERVED_COL_NAME_ROW_ID, RESERVED_FIELD_ID_FILE,
+    RESERVED_FIELD_ID_LAST_UPDATED_SEQUENCE_NUMBER, RESERVED_FIELD_ID_POS,
+    RESERVED_FIELD_ID_ROW_ID,
 };
 use iceberg::spec::{Schema, Type};
 use iceberg::table::{StaticTable, Table};
@@ -232,7 +267,8 @@ async fn metadata_file(location: &str, options: &ScanOptions) -> Result<String> 
 ///
 /// [`ScanBuilder::columns`] selects top-level columns, in order (a column may be named twice;
 /// `_file` and `_pos` are the metadata columns: the data file's path and the row's position in
-/// it, counting every row of the file, deleted ones included). [`ScanBuilder::filter`] names
+/// it, counting every row of the file, deleted ones included; `_row_id` and
+/// `_last_updated_sequence_number` are format v3's row lineage). [`ScanBuilder::filter`] names
 /// columns of the table (dotted paths into structs), selected or not; it is also handed to
 /// iceberg's planner to skip files.
 ///
@@ -397,7 +433,7 @@ impl TableScan {
                 let (name, top) = resolve_column(schema, c, self.case_sensitive)?;
                 let top_name = match schema.as_struct().field_by_id(top) {
                     Some(f) => f.name.as_str(),
-                    None => name.as_str(), // _file, _pos
+                    None => name.as_str(), // _file, _pos, row lineage
                 };
                 if name != top_name {
                     return Err(Error::new(
@@ -413,7 +449,8 @@ impl TableScan {
     /// The Arrow schema of the scan's batches.
     pub fn output_schema(&self) -> Result<SchemaRef> {
         let (_, schema, _) = self.snapshot()?;
-        output_schema(&schema, &self.field_ids(&schema)?)
+        let types = V3Types::of(self.table.metadata().properties(), schema.schema_id());
+        output_schema_with(&schema, &self.field_ids(&schema)?, &types)
     }
 
     /// Plan the scan (iceberg plans on the scan's IO runtime; its tasks stream in as they
@@ -431,13 +468,14 @@ impl TableScan {
             plan,
             units,
             mut options,
+            vectors,
         } = self.plan()?;
         // The table's FileIO properties (its catalog's endpoint, region, credentials) for the
         // data files too.
         for (k, v) in props {
             options = options.store_option(k, v);
         }
-        plan.scan_with(plan::UnitSource::Stream(units), options, file_io)
+        plan.scan_with(plan::UnitSource::Stream(units), options, file_io, vectors)
     }
 
     /// Plan the scan for reading elsewhere: the [`ScanPlan`] its tasks share and the stream of
@@ -466,8 +504,23 @@ impl TableScan {
                 })
             })
             .transpose()?;
+        let md = self.table.metadata();
+        let types = V3Types::of(md.properties(), schema.schema_id());
+        let v3 = md.format_version() >= iceberg::spec::FormatVersion::V3;
+        let lineage = ids.iter().any(|id| is_lineage(*id));
+        if lineage && !v3 {
+            return Err(Error::new(
+                ErrorKind::InvalidArgument,
+                format!(
+                    "{RESERVED_COL_NAME_ROW_ID} and {RESERVED_COL_NAME_LAST_UPDATED_SEQUENCE_NUMBER} \
+                     (row lineage) exist in Iceberg format v3 tables only; this table is format \
+                     {}",
+                    md.format_version()
+                ),
+            ));
+        }
         // Checks the projection and filter now (unknown columns, bad literals).
-        let layout = Layout::new(&schema, ids.clone(), filter.as_ref())?;
+        let layout = Layout::new(&schema, ids.clone(), filter.as_ref(), &types)?;
         // The planner only skips files: columns whose type was promoted are left out of its
         // predicate (iceberg-rust 0.10.1 compares the old type's bounds with the new type's
         // literal and wrongly skips those files).
@@ -496,6 +549,8 @@ impl TableScan {
             .filter_map(|id| match *id {
                 RESERVED_FIELD_ID_FILE => Some((*id, RESERVED_COL_NAME_FILE.to_string())),
                 RESERVED_FIELD_ID_POS => Some((*id, RESERVED_COL_NAME_POS.to_string())),
+                // Row lineage is rayquet's (iceberg-rust 0.10.1 has no reader for it).
+                id if is_lineage(id) => None,
                 id => Some((id, snapshot_schema.name_by_field_id(id)?.to_string())),
             })
             .unzip();
@@ -504,8 +559,13 @@ impl TableScan {
             .properties()
             .get(iceberg::spec::DEFAULT_SCHEMA_NAME_MAPPING)
             .and_then(|json| serde_json::from_str::<iceberg::spec::NameMapping>(json).ok());
-        let plan = ScanPlan::new(Arc::clone(&schema), ids.clone(), filter, mapping.as_ref());
+        let plan = ScanPlan::new(Arc::clone(&schema), ids.clone(), filter, mapping.as_ref())
+            .with_types(types);
         let planner = plan::Units::new(Some(&table), planner_ids);
+        // Without a filter every data file is read, so every deletion vector is needed: they
+        // are registered as soon as they are known, and each Puffin file is read once.
+        let vectors = dv::Registry::default();
+        let register = plan.filter_is_none().then(|| vectors.clone());
         let units = async move {
             let Some(snapshot) = snapshot else {
                 return Ok::<_, Error>(futures::stream::empty().boxed());
@@ -519,8 +579,11 @@ impl TableScan {
                 b = b.with_filter(p);
             }
             let scan = b.build().map_err(ice)?;
-            let specs = spec_of_files(&table, snapshot).await?;
-            let planner = Arc::new(planner.with_spec_of(specs));
+            let index = FileIndex::load(&table, snapshot, lineage).await?;
+            if let Some(r) = register {
+                index.vectors.values().for_each(|v| r.want(v));
+            }
+            let planner = Arc::new(planner.with_index(Arc::new(index)));
             let stream = scan.plan_files().await.map_err(ice)?;
             Ok(stream.map(move |t| planner.unit(t.map_err(ice)?)).boxed())
         };
@@ -528,6 +591,7 @@ impl TableScan {
             plan,
             units: futures::stream::once(units).try_flatten().boxed(),
             options,
+            vectors,
         })
     }
 }
@@ -541,6 +605,8 @@ pub struct Planned {
     pub units: futures::stream::BoxStream<'static, Result<TaskUnit>>,
     /// The scan's options, without the columns and filter (they are in the plan).
     pub options: ScanOptions,
+    /// The deletion vectors a local read of these units will need.
+    vectors: dv::Registry,
 }
 
 impl std::fmt::Debug for Planned {
@@ -626,6 +692,18 @@ fn resolve_column(schema: &Schema, name: &str, case_sensitive: bool) -> Result<(
     if eq(name, RESERVED_COL_NAME_POS) {
         return Ok((RESERVED_COL_NAME_POS.to_string(), RESERVED_FIELD_ID_POS));
     }
+    if eq(name, RESERVED_COL_NAME_ROW_ID) {
+        return Ok((
+            RESERVED_COL_NAME_ROW_ID.to_string(),
+            RESERVED_FIELD_ID_ROW_ID,
+        ));
+    }
+    if eq(name, RESERVED_COL_NAME_LAST_UPDATED_SEQUENCE_NUMBER) {
+        return Ok((
+            RESERVED_COL_NAME_LAST_UPDATED_SEQUENCE_NUMBER.to_string(),
+            RESERVED_FIELD_ID_LAST_UPDATED_SEQUENCE_NUMBER,
+        ));
+    }
     let top = schema.as_struct().fields();
     if let Some(f) = top.iter().find(|f| f.name == name) {
         return Ok((f.name.clone(), f.id));
@@ -662,8 +740,14 @@ fn resolve_column(schema: &Schema, name: &str, case_sensitive: bool) -> Result<(
     ))
 }
 
+/// Whether `id` is a row lineage column's (`_row_id`, `_last_updated_sequence_number`).
+pub(crate) fn is_lineage(id: i32) -> bool {
+    id == RESERVED_FIELD_ID_ROW_ID || id == RESERVED_FIELD_ID_LAST_UPDATED_SEQUENCE_NUMBER
+}
+
 /// The columns a scan reads: the output's, then the top-level columns only its filter
-/// needs (dropped again by a transform once the filter ran).
+/// needs (dropped again by a transform once the filter ran), then the row position when
+/// `_row_id` needs it.
 pub(crate) struct Layout {
     /// Field ids read, in order: the output's, then the filter's.
     read_ids: Vec<i32>,
@@ -671,19 +755,35 @@ pub(crate) struct Layout {
     n_out: usize,
     read: SchemaRef,
     out: SchemaRef,
+    /// Output columns of row lineage (index, field id): read as the file stores them (by
+    /// their reserved field ids), completed per task ([`Layout::transform`]).
+    lineage: Vec<(usize, i32)>,
+    /// The read column holding the row's position (for `_row_id`).
+    pos: Option<usize>,
 }
 
 impl Layout {
-    pub(crate) fn new(schema: &Schema, ids: Vec<i32>, filter: Option<&Expr>) -> Result<Layout> {
-        let out = output_schema(schema, &ids)?;
+    pub(crate) fn new(
+        schema: &Schema,
+        ids: Vec<i32>,
+        filter: Option<&Expr>,
+        types: &V3Types,
+    ) -> Result<Layout> {
+        let out = output_schema_with(schema, &ids, types)?;
         let n_out = ids.len();
         let mut read_ids = ids;
         if let Some(f) = filter {
             for c in f.columns() {
+                let (_, top) = resolve_column(schema, c, true)?;
+                if is_lineage(top) {
+                    return Err(Error::new(
+                        ErrorKind::Unsupported,
+                        format!("filters on the row lineage column {c} are not supported"),
+                    ));
+                }
                 if out.fields().iter().any(|o| o.name() == c) {
                     continue;
                 }
-                let (_, top) = resolve_column(schema, c, true)?;
                 if !read_ids.contains(&top) {
                     read_ids.push(top);
                 }
@@ -695,16 +795,32 @@ impl Layout {
                 read_ids.push(f.id);
             }
         }
+        let lineage: Vec<(usize, i32)> = read_ids[..n_out]
+            .iter()
+            .enumerate()
+            .filter(|(_, id)| is_lineage(**id))
+            .map(|(i, id)| (i, *id))
+            .collect();
+        if lineage
+            .iter()
+            .any(|(_, id)| *id == RESERVED_FIELD_ID_ROW_ID)
+            && !read_ids.contains(&RESERVED_FIELD_ID_POS)
+        {
+            read_ids.push(RESERVED_FIELD_ID_POS);
+        }
+        let pos = read_ids.iter().position(|id| *id == RESERVED_FIELD_ID_POS);
         let read = if read_ids.len() == n_out {
             Arc::clone(&out)
         } else {
-            output_schema(schema, &read_ids)?
+            output_schema_with(schema, &read_ids, types)?
         };
         Ok(Layout {
             read_ids,
             n_out,
             read,
             out,
+            lineage,
+            pos,
         })
     }
 
@@ -729,11 +845,76 @@ impl Layout {
             .map_err(|e| Error::new(ErrorKind::SchemaMismatch, e.to_string()))
         }))
     }
+
+    /// The transform of one data file's batches: row lineage completed with the file's first
+    /// row id and data sequence number (the spec: a value the file stores wins, a null is
+    /// inherited), then the output's columns.
+    fn transform(
+        &self,
+        first_row_id: Option<i64>,
+        sequence_number: Option<i64>,
+    ) -> Option<rayquet::task::BatchTransform> {
+        if self.lineage.is_empty() {
+            return self.projection();
+        }
+        let (out, n, pos) = (Arc::clone(&self.out), self.n_out, self.pos);
+        let lineage = self.lineage.clone();
+        Some(Arc::new(move |b: arrow::array::RecordBatch| {
+            use arrow::array::{Array, AsArray, Int64Array};
+            use arrow::datatypes::Int64Type;
+            let mut columns = b.columns()[..n].to_vec();
+            for &(i, id) in &lineage {
+                let stored = columns[i].as_primitive::<Int64Type>();
+                if stored.null_count() == 0 {
+                    continue;
+                }
+                let filled: Int64Array = if id == RESERVED_FIELD_ID_ROW_ID {
+                    let pos = b
+                        .column(pos.expect("a position column"))
+                        .as_primitive::<Int64Type>();
+                    (0..b.num_rows())
+                        .map(|r| match stored.is_valid(r) {
+                            true => Some(stored.value(r)),
+                            false => first_row_id.map(|f| f + pos.value(r)),
+                        })
+                        .collect()
+                } else {
+                    (0..b.num_rows())
+                        .map(|r| match stored.is_valid(r) {
+                            true => Some(stored.value(r)),
+                            false => sequence_number,
+                        })
+                        .collect()
+                };
+                columns[i] = Arc::new(filled);
+            }
+            let options =
+                arrow::array::RecordBatchOptions::new().with_row_count(Some(b.num_rows()));
+            arrow::array::RecordBatch::try_new_with_options(Arc::clone(&out), columns, &options)
+                .map_err(|e| Error::new(ErrorKind::SchemaMismatch, e.to_string()))
+        }))
+    }
 }
 
 /// The Arrow schema of a scan projecting `ids` of `schema`, as iceberg's `to_arrow()` gives
 /// it.
 pub fn output_schema(schema: &Schema, ids: &[i32]) -> Result<SchemaRef> {
+    output_schema_with(schema, ids, &V3Types::default())
+}
+
+/// A metadata column's field: its name, an Arrow type, nullability and field id.
+fn metadata_field(name: &str, ty: arrow::datatypes::DataType, nullable: bool, id: i32) -> Field {
+    Field::new(name, ty, nullable)
+        .with_metadata(HashMap::from([(FIELD_ID_KEY.to_string(), id.to_string())]))
+}
+
+/// [`output_schema`] of a table whose schema had v3 types replaced ([`V3Types`]): `unknown`
+/// fields are `Null` (at any depth).
+pub(crate) fn output_schema_with(
+    schema: &Schema,
+    ids: &[i32],
+    types: &V3Types,
+) -> Result<SchemaRef> {
     let arrow = iceberg::arrow::schema_to_arrow_schema(schema).map_err(ice)?;
     let fields = ids
         .iter()
@@ -742,29 +923,33 @@ pub fn output_schema(schema: &Schema, ids: &[i32]) -> Result<SchemaRef> {
                 let f = file_field();
                 let ty =
                     iceberg::arrow::datum_to_arrow_type_with_ree(&iceberg::spec::Datum::string(""));
-                Ok(Arc::new(
-                    Field::new(&f.name, ty, !f.required).with_metadata(HashMap::from([(
-                        FIELD_ID_KEY.to_string(),
-                        f.id.to_string(),
-                    )])),
-                ))
+                Ok(Arc::new(metadata_field(&f.name, ty, !f.required, f.id)))
             }
-            RESERVED_FIELD_ID_POS => Ok(Arc::new(
-                Field::new(
-                    RESERVED_COL_NAME_POS,
-                    arrow::datatypes::DataType::Int64,
-                    false,
-                )
-                .with_metadata(HashMap::from([(
-                    FIELD_ID_KEY.to_string(),
-                    RESERVED_FIELD_ID_POS.to_string(),
-                )])),
-            )),
+            RESERVED_FIELD_ID_POS => Ok(Arc::new(metadata_field(
+                RESERVED_COL_NAME_POS,
+                arrow::datatypes::DataType::Int64,
+                false,
+                RESERVED_FIELD_ID_POS,
+            ))),
+            // Nullable, as Iceberg Java has them: a row of a file whose first row id is
+            // unknown (written before the table moved to v3) has no `_row_id`.
+            RESERVED_FIELD_ID_ROW_ID => Ok(Arc::new(metadata_field(
+                RESERVED_COL_NAME_ROW_ID,
+                arrow::datatypes::DataType::Int64,
+                true,
+                RESERVED_FIELD_ID_ROW_ID,
+            ))),
+            RESERVED_FIELD_ID_LAST_UPDATED_SEQUENCE_NUMBER => Ok(Arc::new(metadata_field(
+                RESERVED_COL_NAME_LAST_UPDATED_SEQUENCE_NUMBER,
+                arrow::datatypes::DataType::Int64,
+                true,
+                RESERVED_FIELD_ID_LAST_UPDATED_SEQUENCE_NUMBER,
+            ))),
             id => arrow
                 .fields()
                 .iter()
                 .find(|f| f.metadata().get(FIELD_ID_KEY).and_then(|v| v.parse().ok()) == Some(id))
-                .cloned()
+                .map(|f| unknown_as_null(f, types))
                 .ok_or_else(|| {
                     Error::new(
                         ErrorKind::InvalidArgument,
@@ -776,27 +961,147 @@ pub fn output_schema(schema: &Schema, ids: &[i32]) -> Result<SchemaRef> {
     Ok(Arc::new(ArrowSchema::new(fields)))
 }
 
-/// The partition spec id of every data file of `snapshot`, when the table has more than one
-/// spec (with one, every file has it).
-async fn spec_of_files(table: &Table, snapshot: i64) -> Result<Option<Arc<HashMap<String, i32>>>> {
-    let md = table.metadata();
-    if md.partition_specs_iter().len() <= 1 {
-        return Ok(None);
+/// `f` with its `unknown` fields (by field id, at any depth) typed `Null`.
+fn unknown_as_null(f: &arrow::datatypes::FieldRef, types: &V3Types) -> arrow::datatypes::FieldRef {
+    use arrow::datatypes::DataType;
+    if types.no_types() {
+        return Arc::clone(f);
     }
-    let snap = md
-        .snapshot_by_id(snapshot)
-        .ok_or_else(|| Error::new(ErrorKind::InvalidArgument, "no such snapshot"))?;
-    let list = table.manifest_list_reader(snap).load().await.map_err(ice)?;
-    let mut out = HashMap::new();
-    let manifests = list
-        .entries()
-        .iter()
-        .filter(|m| m.content == iceberg::spec::ManifestContentType::Data);
-    for m in manifests {
-        let manifest = m.load_manifest(table.file_io()).await.map_err(ice)?;
-        for e in manifest.entries() {
-            out.insert(e.file_path().to_string(), m.partition_spec_id);
+    let id = f.metadata().get(FIELD_ID_KEY).and_then(|v| v.parse().ok());
+    if id.is_some_and(|id| types.is_unknown(id)) {
+        return Arc::new(
+            f.as_ref()
+                .clone()
+                .with_data_type(DataType::Null)
+                .with_nullable(true),
+        );
+    }
+    let ty = match f.data_type() {
+        DataType::Struct(children) => {
+            DataType::Struct(children.iter().map(|c| unknown_as_null(c, types)).collect())
         }
+        DataType::List(e) => DataType::List(unknown_as_null(e, types)),
+        DataType::LargeList(e) => DataType::LargeList(unknown_as_null(e, types)),
+        DataType::Map(e, sorted) => DataType::Map(unknown_as_null(e, types), *sorted),
+        _ => return Arc::clone(f),
+    };
+    Arc::new(f.as_ref().clone().with_data_type(ty))
+}
+
+/// A data file's first row id (when the table knows it) and data sequence number.
+pub(crate) type Lineage = (Option<i64>, Option<i64>);
+
+/// What a snapshot's manifests say that iceberg-rust's `FileScanTask` does not carry: the
+/// partition spec of each data file (tables with several specs), row lineage (first row id,
+/// inherited as the spec says, and data sequence number: scans selecting it), and deletion
+/// vectors (format v3: which Puffin blob deletes rows of which data file).
+#[derive(Debug, Default)]
+pub(crate) struct FileIndex {
+    /// Partition spec id by data file path (`None`: the table has one spec).
+    pub spec_of: Option<HashMap<String, i32>>,
+    /// First row id (when known) and data sequence number by data file path.
+    pub lineage: Option<HashMap<String, Lineage>>,
+    /// Deletion vectors by the data file they apply to.
+    pub vectors: HashMap<String, DeletionVector>,
+    /// The Puffin files of those vectors (iceberg-rust attaches them as position deletes).
+    pub puffins: HashSet<String>,
+}
+
+impl FileIndex {
+    /// The index of `snapshot`: data manifests are read when the table has several specs or
+    /// `lineage` is asked for, delete manifests when the table is format v3.
+    async fn load(table: &Table, snapshot: i64, lineage: bool) -> Result<FileIndex> {
+        use iceberg::spec::{DataContentType, DataFileFormat, ManifestContentType};
+        let md = table.metadata();
+        let specs = md.partition_specs_iter().len() > 1;
+        let v3 = md.format_version() >= iceberg::spec::FormatVersion::V3;
+        let mut index = FileIndex {
+            spec_of: specs.then(HashMap::new),
+            lineage: lineage.then(HashMap::new),
+            ..Default::default()
+        };
+        if !specs && !lineage && !v3 {
+            return Ok(index);
+        }
+        let snap = md
+            .snapshot_by_id(snapshot)
+            .ok_or_else(|| Error::new(ErrorKind::InvalidArgument, "no such snapshot"))?;
+        let list = table.manifest_list_reader(snap).load().await.map_err(ice)?;
+        for m in list.entries() {
+            let data = m.content == ManifestContentType::Data;
+            if (data && !specs && !lineage) || (!data && !v3) {
+                continue;
+            }
+            let manifest = m.load_manifest(table.file_io()).await.map_err(ice)?;
+            let corrupt = |why: String| {
+                Error::new(ErrorKind::CorruptTable, why).with_path(m.manifest_path.clone())
+            };
+            // First row id inheritance: a live data file without one gets the manifest's
+            // plus the record counts of the live files before it that had none.
+            let mut next_row_id = m.first_row_id.map(|f| f as i64);
+            for e in manifest.entries() {
+                if !e.is_alive() {
+                    continue;
+                }
+                let f = e.data_file();
+                if data {
+                    if let Some(map) = &mut index.spec_of {
+                        map.insert(f.file_path().to_string(), m.partition_spec_id);
+                    }
+                    if let Some(map) = &mut index.lineage {
+                        let first = match f.first_row_id() {
+                            Some(id) => Some(id),
+                            None => {
+                                let id = next_row_id;
+                                if let Some(n) = &mut next_row_id {
+                                    *n += f.record_count() as i64;
+                                }
+                                id
+                            }
+                        };
+                        map.insert(f.file_path().to_string(), (first, e.sequence_number()));
+                    }
+                } else if e.content_type() == DataContentType::PositionDeletes
+                    && f.file_format() == DataFileFormat::Puffin
+                {
+                    let path = f.file_path();
+                    let (Some(target), Some(offset), Some(length)) = (
+                        f.referenced_data_file(),
+                        f.content_offset(),
+                        f.content_size_in_bytes(),
+                    ) else {
+                        return Err(corrupt(format!(
+                            "the deletion vector in {path} lacks its referenced data file, \
+                             content offset or content size"
+                        )));
+                    };
+                    let end = offset.checked_add(length);
+                    if offset < 0
+                        || length < 0
+                        || end.is_none_or(|e| e as u64 > f.file_size_in_bytes())
+                    {
+                        return Err(corrupt(format!(
+                            "the deletion vector at bytes {offset}+{length} of {path} lies \
+                             outside the file ({} bytes)",
+                            f.file_size_in_bytes()
+                        )));
+                    }
+                    let dv = DeletionVector {
+                        path: path.to_string(),
+                        offset: offset as u64,
+                        length: length as u64,
+                        cardinality: f.record_count(),
+                    };
+                    index.puffins.insert(path.to_string());
+                    if let Some(other) = index.vectors.insert(target.clone(), dv) {
+                        return Err(corrupt(format!(
+                            "two deletion vectors for the data file {target} ({} and {path})",
+                            other.path
+                        )));
+                    }
+                }
+            }
+        }
+        Ok(index)
     }
-    Ok(Some(Arc::new(out)))
 }

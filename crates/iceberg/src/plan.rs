@@ -7,7 +7,8 @@
 //!
 //! Invariant: a unit carries everything a task needs that is not in the plan (no table
 //! metadata is read to rebuild it); the rebuilt task is the one a local scan builds: same
-//! columns, constants, deletes (position and equality), byte range.
+//! columns, constants, deletes (position, equality, deletion vector: its Puffin file, offset,
+//! length), byte range, row lineage (first row id, data sequence number).
 //!
 //! [`TableScan::plan`]: crate::TableScan::plan
 //! [`TableScan::to_scan`]: crate::TableScan::to_scan
@@ -31,7 +32,9 @@ use rayquet::{Error, ErrorKind, Result, Scan, ScanBuilder, ScanOptions};
 use serde::{Deserialize, Serialize};
 
 use crate::deletes::{DeleteFiles, EqualityDeletes, TaskDeletes};
-use crate::{predicate, storage, Layout};
+use crate::dv::{DeletionVector, Registry};
+use crate::normalize::V3Types;
+use crate::{is_lineage, predicate, storage, FileIndex, Layout};
 
 /// What every task of a planned Iceberg scan shares: serializable (serde), no credentials.
 /// Made by [`crate::TableScan::plan`]; read units with [`ScanPlan::scan`].
@@ -46,6 +49,9 @@ pub struct ScanPlan {
     /// The table's name mapping (for data files written without field ids), as rayquet takes
     /// it.
     name_mapping: Option<NameMapping>,
+    /// Fields of `schema` whose v3 type iceberg-rust lacks (see [`V3Types`]).
+    #[serde(default)]
+    types: V3Types,
 }
 
 /// One data file (or a split of one) of a planned Iceberg scan, with what reading it needs
@@ -68,6 +74,19 @@ pub struct TaskUnit {
     pub equality: Vec<(String, Vec<i32>)>,
     /// Columns of files without field ids resolve through the plan's name mapping.
     pub mapped: bool,
+    /// Its rows (the manifest's record count), when known.
+    #[serde(default)]
+    pub record_count: Option<u64>,
+    /// Its deletion vector (format v3), which replaces position-delete files.
+    #[serde(default)]
+    pub deletion_vector: Option<DeletionVector>,
+    /// The `_row_id` of its first row (row lineage; set when the scan selects it and the
+    /// table knows it).
+    #[serde(default)]
+    pub first_row_id: Option<i64>,
+    /// Its data sequence number (row lineage; set when the scan selects it).
+    #[serde(default)]
+    pub sequence_number: Option<i64>,
 }
 
 impl ScanPlan {
@@ -82,13 +101,23 @@ impl ScanPlan {
             ids,
             filter,
             name_mapping: mapping.map(name_mapping),
+            types: V3Types::default(),
         }
+    }
+
+    pub(crate) fn filter_is_none(&self) -> bool {
+        self.filter.is_none()
+    }
+
+    pub(crate) fn with_types(mut self, types: V3Types) -> Self {
+        self.types = types;
+        self
     }
 
     /// The Arrow schema of the batches a scan of this plan delivers (as iceberg-rust's
     /// `to_arrow()` gives it).
     pub fn output_schema(&self) -> Result<arrow::datatypes::SchemaRef> {
-        crate::output_schema(&self.schema, &self.ids)
+        crate::output_schema_with(&self.schema, &self.ids, &self.types)
     }
 
     /// A rayquet scan of `units` of this plan, in this process: data and delete files are read
@@ -100,7 +129,8 @@ impl ScanPlan {
     {
         let factory = storage::ObjectStoreStorageFactory::new(&options);
         let file_io = FileIOBuilder::new(Arc::new(factory)).build();
-        self.scan_with(UnitSource::Stream(units.boxed()), options, file_io)
+        let vectors = Registry::default();
+        self.scan_with(UnitSource::Stream(units.boxed()), options, file_io, vectors)
     }
 
     /// [`ScanPlan::scan`] with the FileIO that reads delete files.
@@ -109,8 +139,9 @@ impl ScanPlan {
         units: UnitSource,
         options: ScanOptions,
         file_io: FileIO,
+        vectors: Registry,
     ) -> Result<Scan> {
-        let context = Arc::new(Context::new(self, file_io)?);
+        let context = Arc::new(Context::new(self, file_io, vectors)?);
         let (read, out) = (
             Arc::clone(&context.layout.read),
             Arc::clone(&context.layout.out),
@@ -167,7 +198,7 @@ fn name_mapping(m: &IcebergNameMapping) -> NameMapping {
 pub(crate) struct Units {
     ids: Vec<i32>,
     specs: HashMap<i32, PartitionSpecRef>,
-    spec_of: Option<Arc<HashMap<String, i32>>>,
+    index: Arc<FileIndex>,
     /// The data files planned so far: none twice, but as disjoint splits.
     planned: crate::integrity::PlanFiles,
 }
@@ -185,13 +216,13 @@ impl Units {
         Units {
             ids,
             specs,
-            spec_of: None,
+            index: Arc::default(),
             planned: Default::default(),
         }
     }
 
-    pub fn with_spec_of(mut self, spec_of: Option<Arc<HashMap<String, i32>>>) -> Self {
-        self.spec_of = spec_of;
+    pub fn with_index(mut self, index: Arc<FileIndex>) -> Self {
+        self.index = index;
         self
     }
 
@@ -200,7 +231,7 @@ impl Units {
         if let Some(s) = &t.partition_spec {
             return Some(Arc::clone(s));
         }
-        match &self.spec_of {
+        match &self.index.spec_of {
             Some(map) => self.specs.get(map.get(&t.data_file_path)?).cloned(),
             None if self.specs.len() == 1 => self.specs.values().next().cloned(),
             None => None,
@@ -276,11 +307,34 @@ impl Units {
                 })
                 .collect::<Vec<_>>()
         };
-        Ok(TaskUnit {
-            positions: deletes(DataContentType::PositionDeletes)
+        // A deletion vector replaces the position-delete files of its data file (the spec:
+        // it holds their deletes too); the Puffin files iceberg-rust attaches as position
+        // deletes are read as vectors only.
+        let index = &self.index;
+        let deletion_vector = index.vectors.get(&path).cloned();
+        let positions = match deletion_vector {
+            Some(_) => Vec::new(),
+            None => deletes(DataContentType::PositionDeletes)
                 .into_iter()
                 .map(|(p, _)| p)
+                .filter(|p| !index.puffins.contains(p))
                 .collect(),
+        };
+        let (first_row_id, sequence_number) = match &index.lineage {
+            Some(map) => {
+                let (first, seq) = map.get(&path).copied().ok_or_else(|| {
+                    Error::new(
+                        ErrorKind::CorruptTable,
+                        "the planned data file is in none of the snapshot's data manifests",
+                    )
+                    .with_path(path.clone())
+                })?;
+                (first, seq)
+            }
+            None => (None, None),
+        };
+        Ok(TaskUnit {
+            positions,
             equality: deletes(DataContentType::EqualityDeletes),
             path,
             size: t.file_size_in_bytes,
@@ -288,6 +342,10 @@ impl Units {
             length: t.length,
             constants,
             mapped: t.name_mapping.is_some(),
+            record_count: t.record_count,
+            deletion_vector,
+            first_row_id,
+            sequence_number,
         })
     }
 }
@@ -296,6 +354,11 @@ impl Units {
 struct Context {
     schema: Arc<Schema>,
     layout: Layout,
+    /// Why a column read cannot be produced (a v3 type rayquet cannot read: `variant`,
+    /// `geometry`, `geography`; an initial default it cannot apply).
+    refused: Option<String>,
+    /// `unknown` fields: always null.
+    types: V3Types,
     project: Option<rayquet::task::BatchTransform>,
     deletes: Arc<DeleteFiles>,
     name_mapping: Arc<NameMapping>,
@@ -304,13 +367,64 @@ struct Context {
 }
 
 impl Context {
-    fn new(plan: &ScanPlan, file_io: FileIO) -> Result<Self> {
-        let layout = Layout::new(&plan.schema, plan.ids.clone(), plan.filter.as_ref())?;
+    fn new(plan: &ScanPlan, file_io: FileIO, vectors: Registry) -> Result<Self> {
+        let layout = Layout::new(
+            &plan.schema,
+            plan.ids.clone(),
+            plan.filter.as_ref(),
+            &plan.types,
+        )?;
+        // A column read that rayquet cannot produce: a field of a type it cannot read, or an
+        // initial default it cannot apply, at any depth.
+        let refused = layout.read_ids.iter().find_map(|&id| {
+            let top = plan.schema.field_by_id(id)?;
+            let mut inner = vec![top.id];
+            collect_ids(&top.field_type, &mut inner);
+            let name = |i: i32| {
+                plan.schema
+                    .name_by_field_id(i)
+                    .unwrap_or(&top.name)
+                    .to_string()
+            };
+            let ty = inner.iter().find_map(|&i| {
+                let ty = plan.types.get(i)?;
+                (ty != "unknown").then(|| {
+                    format!(
+                        "column {:?} is of the Iceberg v3 type {ty}, which rayquet cannot read \
+                         (select other columns)",
+                        name(i)
+                    )
+                })
+            });
+            let nested_default = inner[1..].iter().find_map(|&i| {
+                let f = plan.schema.field_by_id(i)?;
+                (f.initial_default.is_some() || plan.types.dropped_default(i).is_some()).then(
+                    || {
+                        format!(
+                        "field {:?} has an initial default, which rayquet applies to top-level \
+                         columns only",
+                        name(i)
+                    )
+                    },
+                )
+            });
+            let top_default = initial_default(&plan.schema, &plan.types, id)
+                .err()
+                .map(|why| {
+                    format!(
+                        "column {:?} has {why}, which rayquet cannot apply",
+                        name(id)
+                    )
+                });
+            ty.or(nested_default).or(top_default)
+        });
         Ok(Context {
+            refused,
+            types: plan.types.clone(),
             schema: Arc::clone(&plan.schema),
             project: layout.projection(),
             layout,
-            deletes: Arc::new(DeleteFiles::new(file_io)),
+            deletes: Arc::new(DeleteFiles::new(file_io, vectors)),
             name_mapping: Arc::new(plan.name_mapping.clone().unwrap_or_default()),
             no_mapping: Arc::default(),
         })
@@ -319,28 +433,28 @@ impl Context {
     /// One unit as a rayquet task.
     fn task(&self, t: TaskUnit) -> Result<FileTask> {
         let path = t.path;
+        if let Some(why) = &self.refused {
+            return Err(Error::new(ErrorKind::Unsupported, why.clone()).with_path(path));
+        }
         let schema = self.schema.as_ref();
+        let types = &self.types;
         let constants: HashMap<i32, Option<Value>> = t.constants.into_iter().collect();
         // How a field of the table is produced in this file: a partition constant, else the
         // file's column by field id (or its initial default when the file lacks it).
         let source = |id: i32| match id {
             RESERVED_FIELD_ID_FILE => ColumnSource::FilePath,
             RESERVED_FIELD_ID_POS => ColumnSource::RowIndex,
+            // Row lineage as the file stores it (null where it does not), completed by the
+            // task's transform.
+            id if is_lineage(id) => ColumnSource::field_id(id),
+            id if types.is_unknown(id) => ColumnSource::Null,
             id => match constants.get(&id) {
                 Some(Some(v)) => ColumnSource::Constant(v.clone()),
                 Some(None) => ColumnSource::Null,
                 None => {
                     let src = ColumnSource::field_id(id);
-                    let default = schema.field_by_id(id).and_then(|f| {
-                        let Type::Primitive(ty) = f.field_type.as_ref() else {
-                            return None;
-                        };
-                        match f.initial_default.as_ref()? {
-                            Literal::Primitive(p) => predicate::literal_value(p, ty),
-                            _ => None,
-                        }
-                    });
-                    match default {
+                    // (A default that cannot be applied refused the scan in `Context::new`.)
+                    match initial_default(schema, types, id).ok().flatten() {
                         Some(d) => src.or_default(d),
                         None => src,
                     }
@@ -360,7 +474,11 @@ impl Context {
             true => Arc::clone(&self.name_mapping),
             false => Arc::clone(&self.no_mapping),
         });
-        if let Some(p) = &self.project {
+        if !self.layout.lineage.is_empty() {
+            if let Some(f) = self.layout.transform(t.first_row_id, t.sequence_number) {
+                task = task.transform(f);
+            }
+        } else if let Some(p) = &self.project {
             task = task.transform(Arc::clone(p));
         }
         if t.start != 0 || t.length != t.size {
@@ -374,15 +492,79 @@ impl Context {
             task = task.row_filter(Arc::clone(&eq) as Arc<dyn rayquet::task::RowFilter>);
             Some(eq)
         };
-        if !positions.is_empty() || equality.is_some() {
+        let vector = t.deletion_vector;
+        if let Some(dv) = &vector {
+            self.deletes.vectors.want(dv);
+        }
+        if !positions.is_empty() || equality.is_some() || vector.is_some() {
             task = task.delete_loader(Arc::new(TaskDeletes {
                 files: Arc::clone(&self.deletes),
                 data_file: path,
+                rows: t.record_count,
                 positions,
+                vector,
                 equality,
             }));
         }
         Ok(task)
+    }
+}
+
+/// The initial default of the top-level field `id` as rayquet applies it to files that lack
+/// the column (`None`: null), or why it cannot: the spec's JSON single-value form where
+/// iceberg-rust dropped it (nanosecond timestamps), else iceberg-rust's literal.
+fn initial_default(
+    schema: &Schema,
+    types: &V3Types,
+    id: i32,
+) -> std::result::Result<Option<Value>, String> {
+    let Some(f) = schema.field_by_id(id) else {
+        return Ok(None);
+    };
+    if let Some(json) = types.dropped_default(id) {
+        return match json {
+            serde_json::Value::String(s) => Ok(Some(Value::Str(s.clone()))),
+            serde_json::Value::Bool(b) => Ok(Some(Value::Bool(*b))),
+            serde_json::Value::Number(n) => match (n.as_i64(), n.as_f64()) {
+                (Some(i), _) => Ok(Some(Value::Int(i))),
+                (None, Some(x)) => Ok(Some(Value::Float(x))),
+                _ => Err(format!("the initial default {n}")),
+            },
+            other => Err(format!("the initial default {other}")),
+        };
+    }
+    let Some(default) = &f.initial_default else {
+        return Ok(None);
+    };
+    match (default, f.field_type.as_ref()) {
+        (Literal::Primitive(p), Type::Primitive(ty)) => predicate::literal_value(p, ty)
+            .map(Some)
+            .ok_or_else(|| format!("an initial default of type {ty}")),
+        (_, ty) => Err(format!("an initial default of type {ty}")),
+    }
+}
+
+/// The field ids inside a type (struct children, list elements, map keys and values), at
+/// every depth.
+fn collect_ids(t: &Type, out: &mut Vec<i32>) {
+    match t {
+        Type::Struct(s) => {
+            for f in s.fields() {
+                out.push(f.id);
+                collect_ids(&f.field_type, out);
+            }
+        }
+        Type::List(l) => {
+            out.push(l.element_field.id);
+            collect_ids(&l.element_field.field_type, out);
+        }
+        Type::Map(m) => {
+            for f in [&m.key_field, &m.value_field] {
+                out.push(f.id);
+                collect_ids(&f.field_type, out);
+            }
+        }
+        Type::Primitive(_) => {}
     }
 }
 
@@ -412,6 +594,14 @@ where
         .map(|p| predicate::bound_to_expr(p, &schema))
         .transpose()?;
     let ids = first.project_field_ids.clone();
+    if ids.iter().any(|id| is_lineage(*id)) {
+        // Their first row ids and sequence numbers are in the manifests, not in the tasks.
+        return Err(Error::new(
+            ErrorKind::InvalidArgument,
+            "row lineage (_row_id, _last_updated_sequence_number) is read by \
+             rayquet_iceberg::TableScan, not from FileScanTasks planned elsewhere",
+        ));
+    }
     let plan = ScanPlan::new(schema, ids.clone(), filter, first.name_mapping.as_deref());
     let file_io = match table {
         Some(t) => t.file_io().clone(),
@@ -434,5 +624,10 @@ where
             options = options.store_option(k, v);
         }
     }
-    plan.scan_with(UnitSource::Iter(Box::new(tasks)), options, file_io)
+    plan.scan_with(
+        UnitSource::Iter(Box::new(tasks)),
+        options,
+        file_io,
+        Registry::default(),
+    )
 }

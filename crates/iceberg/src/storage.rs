@@ -186,6 +186,28 @@ impl ObjectStoreStorage {
     }
 }
 
+/// Table metadata as iceberg-rust parses it (gzip-compressed metadata is decompressed when it
+/// needs a rewrite).
+fn normalize_metadata(bytes: Bytes) -> Bytes {
+    if bytes.starts_with(&[0x1f, 0x8b]) {
+        use std::io::Read;
+        let mut plain = Vec::new();
+        if flate2::read::GzDecoder::new(&bytes[..])
+            .read_to_end(&mut plain)
+            .is_ok()
+        {
+            if let Some(b) = crate::normalize::table_metadata(&plain) {
+                return Bytes::from(b);
+            }
+        }
+        return bytes;
+    }
+    match crate::normalize::table_metadata(&bytes) {
+        Some(b) => Bytes::from(b),
+        None => bytes,
+    }
+}
+
 /// A rayquet error as an iceberg error (message kept, the error as its source).
 fn to_iceberg(e: rayquet::Error) -> iceberg::Error {
     iceberg::Error::new(iceberg::ErrorKind::Unexpected, e.to_string()).with_source(e)
@@ -266,7 +288,11 @@ impl Storage for ObjectStoreStorage {
         let r = store.get(&p).await.map_err(|e| store_err(path, e))?;
         let bytes = r.bytes().await.map_err(|e| store_err(path, e))?;
         // Manifest lists and manifests are read whole through here: checked before iceberg
-        // parses them (crate::integrity).
+        // parses them (crate::integrity), then normalised (crate::normalize), as table
+        // metadata is.
+        if path.ends_with(".metadata.json") {
+            return Ok(normalize_metadata(bytes));
+        }
         if path.ends_with(".avro") {
             if let Err(reason) = self.checker.check(path, &bytes) {
                 let e = rayquet::Error::new(
@@ -278,6 +304,11 @@ impl Storage for ObjectStoreStorage {
                     iceberg::Error::new(iceberg::ErrorKind::DataInvalid, e.to_string())
                         .with_source(e),
                 );
+            }
+        }
+        if path.ends_with(".avro") {
+            if let Some(b) = crate::normalize::manifest(&bytes) {
+                return Ok(Bytes::from(b));
             }
         }
         Ok(bytes)

@@ -91,7 +91,7 @@ pub fn runtime() -> &'static tokio::runtime::Runtime {
 /// Run `f` on the fixtures' runtime; callable from a test that itself runs on a multi-thread
 /// tokio runtime (`#[tokio::test(flavor = "multi_thread")]`), whose worker leaves its runtime
 /// for the while.
-fn block_on<F: std::future::Future>(f: F) -> F::Output {
+pub(crate) fn block_on<F: std::future::Future>(f: F) -> F::Output {
     crate::outside_runtime(|| runtime().block_on(f))
 }
 
@@ -118,11 +118,19 @@ pub struct WrittenFile {
     pub partition_spec_id: i32,
     /// Row-group count of the Parquet file.
     pub row_groups: usize,
+    /// The `_row_id` of its first row (format v3, when the table knows it): explicit in
+    /// the manifest or inherited.
+    pub first_row_id: Option<i64>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum DeleteKind {
     Position,
+    /// A deletion vector (format v3): a blob of a Puffin file, at these bytes.
+    Vector {
+        offset: u64,
+        length: u64,
+    },
     /// Equality delete on these field ids.
     Equality(Vec<i32>),
 }
@@ -135,7 +143,8 @@ pub struct WrittenDelete {
     pub snapshot_id: i64,
     pub sequence_number: i64,
     pub kind: DeleteKind,
-    /// Position deletes: `(file_path, pos)`; equality deletes: the equality columns.
+    /// Position deletes and deletion vectors: `(file_path, pos)`; equality deletes: the
+    /// equality columns.
     pub rows: RecordBatch,
     /// `referenced_data_file` in the manifest (position deletes that target one file).
     pub referenced_data_file: Option<String>,
@@ -585,6 +594,19 @@ pub fn build_array(dt: &DataType, vals: &[V]) -> ArrayRef {
                 })
                 .collect::<Vec<_>>(),
         )),
+        DataType::Null => Arc::new(arrow::array::NullArray::new(vals.len())),
+        DataType::Timestamp(TimeUnit::Nanosecond, tz) => Arc::new(
+            arrow::array::TimestampNanosecondArray::from(
+                vals.iter()
+                    .map(|v| match v {
+                        V::Null => None,
+                        V::I64(x) => Some(*x),
+                        v => bad(dt, v),
+                    })
+                    .collect::<Vec<_>>(),
+            )
+            .with_timezone_opt(tz.clone()),
+        ),
         DataType::Timestamp(TimeUnit::Microsecond, tz) => Arc::new(
             TimestampMicrosecondArray::from(
                 vals.iter()
@@ -837,35 +859,35 @@ pub fn writer_props(row_group_rows: usize) -> WriterProperties {
         .build()
 }
 
-struct Harness {
-    name: &'static str,
-    dir: TempDir,
-    catalog: MemoryCatalog,
-    ident: TableIdent,
-    table: Table,
-    snapshot_ids: Vec<i64>,
-    refs: Vec<(String, i64)>,
-    data_files: Vec<WrittenFile>,
-    delete_files: Vec<WrittenDelete>,
-    expected: BTreeMap<i64, RecordBatch>,
-    file_counter: usize,
+pub(crate) struct Harness {
+    pub(crate) name: &'static str,
+    pub(crate) dir: TempDir,
+    pub(crate) catalog: MemoryCatalog,
+    pub(crate) ident: TableIdent,
+    pub(crate) table: Table,
+    pub(crate) snapshot_ids: Vec<i64>,
+    pub(crate) refs: Vec<(String, i64)>,
+    pub(crate) data_files: Vec<WrittenFile>,
+    pub(crate) delete_files: Vec<WrittenDelete>,
+    pub(crate) expected: BTreeMap<i64, RecordBatch>,
+    pub(crate) file_counter: usize,
 }
 
-fn now_ms() -> i64 {
+pub(crate) fn now_ms() -> i64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap()
         .as_millis() as i64
 }
 
-fn row_group_count(local: &Path) -> usize {
+pub(crate) fn row_group_count(local: &Path) -> usize {
     let f = std::fs::File::open(local).expect("open parquet");
     let r = parquet::file::reader::SerializedFileReader::new(f).expect("parquet footer");
     parquet::file::reader::FileReader::metadata(&r).num_row_groups()
 }
 
 impl Harness {
-    fn new(
+    pub(crate) fn new(
         name: &'static str,
         schema: Schema,
         spec: Option<UnboundPartitionSpec>,
@@ -915,22 +937,22 @@ impl Harness {
         }
     }
 
-    fn schema(&self) -> IcebergSchemaRef {
+    pub(crate) fn schema(&self) -> IcebergSchemaRef {
         self.table.metadata().current_schema().clone()
     }
 
-    fn arrow_schema(&self) -> SchemaRef {
+    pub(crate) fn arrow_schema(&self) -> SchemaRef {
         arrow_schema_of(&self.schema())
     }
 
-    fn next_tag(&mut self, prefix: &str) -> String {
+    pub(crate) fn next_tag(&mut self, prefix: &str) -> String {
         self.file_counter += 1;
         format!("{prefix}-{:04}", self.file_counter)
     }
 
     /// Write one Parquet data file through `DataFileWriter` with `schema` (default: the current
     /// schema); `partition` sets the manifest's partition tuple and the directory.
-    fn write_data_with(
+    pub(crate) fn write_data_with(
         &mut self,
         batch: &RecordBatch,
         schema: IcebergSchemaRef,
@@ -957,7 +979,7 @@ impl Harness {
         (files.into_iter().next().unwrap(), batch.clone())
     }
 
-    fn write_data(
+    pub(crate) fn write_data(
         &mut self,
         batch: &RecordBatch,
         partition: Option<PartitionKey>,
@@ -969,7 +991,7 @@ impl Harness {
 
     /// Split `batch` by the default partition spec (computed values) and write one file per
     /// partition.
-    fn write_partitioned(
+    pub(crate) fn write_partitioned(
         &mut self,
         batch: &RecordBatch,
         props: WriterProperties,
@@ -986,7 +1008,12 @@ impl Harness {
             .collect()
     }
 
-    fn record_data(&mut self, files: &[(DataFile, RecordBatch)], snapshot_id: i64, seq: i64) {
+    pub(crate) fn record_data(
+        &mut self,
+        files: &[(DataFile, RecordBatch)],
+        snapshot_id: i64,
+        seq: i64,
+    ) {
         let spec_id = self.table.metadata().default_partition_spec_id();
         for (f, rows) in files {
             let local = local_path(f.file_path());
@@ -1001,12 +1028,13 @@ impl Harness {
                 // `DataFile::partition_spec_id` has no public getter in 0.10.1; the fixtures only
                 // write with the default spec.
                 partition_spec_id: spec_id,
+                first_row_id: None,
             });
         }
     }
 
     /// `fast_append` through the catalog; returns the new snapshot id.
-    fn append(&mut self, files: Vec<(DataFile, RecordBatch)>) -> i64 {
+    pub(crate) fn append(&mut self, files: Vec<(DataFile, RecordBatch)>) -> i64 {
         let data: Vec<DataFile> = files.iter().map(|(f, _)| f.clone()).collect();
         let table = block_on(async {
             let tx = Transaction::new(&self.table);
@@ -1023,7 +1051,7 @@ impl Harness {
 
     /// `Transaction::update_schema()` (its action type is not nameable outside the crate, so
     /// this takes the additions and deletions).
-    fn update_schema(&mut self, adds: Vec<AddColumn>, deletes: Vec<&str>) {
+    pub(crate) fn update_schema(&mut self, adds: Vec<AddColumn>, deletes: Vec<&str>) {
         let table = block_on(async {
             let tx = Transaction::new(&self.table);
             let mut a = tx.update_schema();
@@ -1040,7 +1068,7 @@ impl Harness {
         self.table = table;
     }
 
-    fn set_properties(&mut self, props: Vec<(String, String)>) {
+    pub(crate) fn set_properties(&mut self, props: Vec<(String, String)>) {
         let table = block_on(async {
             let tx = Transaction::new(&self.table);
             let mut a = tx.update_table_properties();
@@ -1057,7 +1085,7 @@ impl Harness {
     /// Commit a metadata change by hand: build the next metadata from the current one, write it
     /// as the next `NNNNN-uuid.metadata.json`, and re-register the table in the catalog so
     /// catalog transactions continue from it.
-    fn commit_metadata(
+    pub(crate) fn commit_metadata(
         &mut self,
         f: impl FnOnce(TableMetadataBuilder) -> iceberg::Result<TableMetadataBuilder>,
     ) {
@@ -1089,7 +1117,7 @@ impl Harness {
     /// Commit a snapshot by hand (there is no RowDelta in 0.10.1) on `branch`: the parent's
     /// manifests (unless `keep_existing` is false) plus one data manifest for `data` and one
     /// delete manifest for `deletes`, all with the new sequence number. Returns (id, seq).
-    fn commit_snapshot(
+    pub(crate) fn commit_snapshot(
         &mut self,
         branch: &str,
         data: Vec<(DataFile, RecordBatch)>,
@@ -1098,11 +1126,7 @@ impl Harness {
         operation: Operation,
     ) -> (i64, i64) {
         let md = self.table.metadata().clone();
-        assert_eq!(
-            md.format_version(),
-            FormatVersion::V2,
-            "hand commits are v2 only here"
-        );
+        let version = md.format_version();
         let parent = md.snapshot_for_ref(branch).cloned();
         let snap_id = md.snapshots().map(|s| s.snapshot_id()).max().unwrap_or(0) + 1;
         let seq = md.next_sequence_number();
@@ -1121,54 +1145,74 @@ impl Harness {
                 }
             }
             if !data_files.is_empty() {
-                let mut mw = ManifestWriterBuilder::new(
+                let mw = ManifestWriterBuilder::new(
                     file_io.new_output(format!("{location}/metadata/hand-data-{snap_id}.avro"))?,
                     Some(snap_id),
                     schema.clone(),
                     spec.clone(),
-                )
-                .build_v2_data();
+                );
+                let mut mw = match version {
+                    FormatVersion::V1 => mw.build_v1(),
+                    FormatVersion::V2 => mw.build_v2_data(),
+                    FormatVersion::V3 => mw.build_v3_data(),
+                };
                 for f in data_files {
                     mw.add_file(f, seq)?;
                 }
                 manifests.push(mw.write_manifest_file().await?);
             }
             if !deletes.is_empty() {
-                let mut mw = ManifestWriterBuilder::new(
+                let mw = ManifestWriterBuilder::new(
                     file_io
                         .new_output(format!("{location}/metadata/hand-deletes-{snap_id}.avro"))?,
                     Some(snap_id),
                     schema.clone(),
                     spec.clone(),
-                )
-                .build_v2_deletes();
+                );
+                let mut mw = match version {
+                    FormatVersion::V3 => mw.build_v3_deletes(),
+                    _ => mw.build_v2_deletes(),
+                };
                 for f in deletes {
                     mw.add_file(f, seq)?;
                 }
                 manifests.push(mw.write_manifest_file().await?);
             }
-            let mut lw = ManifestListWriter::v2(
-                file_io.new_output(&list_path)?.writer().await?,
-                snap_id,
-                parent.as_ref().map(|p| p.snapshot_id()),
-                seq,
-            );
+            let writer = file_io.new_output(&list_path)?.writer().await?;
+            let parent_id = parent.as_ref().map(|p| p.snapshot_id());
+            // v3: the snapshot's rows get ids from the table's next-row-id on.
+            let first_row_id = (version == FormatVersion::V3).then(|| md.next_row_id());
+            let mut lw = match version {
+                FormatVersion::V1 => ManifestListWriter::v1(writer, snap_id, parent_id),
+                FormatVersion::V2 => ManifestListWriter::v2(writer, snap_id, parent_id, seq),
+                FormatVersion::V3 => {
+                    ManifestListWriter::v3(writer, snap_id, parent_id, seq, first_row_id)
+                }
+            };
             lw.add_manifests(manifests.into_iter())?;
+            let next_row_id = lw.next_row_id();
             lw.close().await?;
-            iceberg::Result::Ok(
-                Snapshot::builder()
-                    .with_snapshot_id(snap_id)
-                    .with_parent_snapshot_id(parent.as_ref().map(|p| p.snapshot_id()))
-                    .with_sequence_number(seq)
-                    .with_timestamp_ms(now_ms())
-                    .with_manifest_list(list_path.clone())
-                    .with_schema_id(schema.schema_id())
-                    .with_summary(Summary {
-                        operation,
-                        additional_properties: HashMap::new(),
-                    })
-                    .build(),
-            )
+            macro_rules! snapshot {
+                ($b:expr) => {
+                    $b.with_snapshot_id(snap_id)
+                        .with_parent_snapshot_id(parent_id)
+                        .with_sequence_number(seq)
+                        .with_timestamp_ms(now_ms())
+                        .with_manifest_list(list_path.clone())
+                        .with_schema_id(schema.schema_id())
+                        .with_summary(Summary {
+                            operation,
+                            additional_properties: HashMap::new(),
+                        })
+                        .build()
+                };
+            }
+            iceberg::Result::Ok(match (first_row_id, next_row_id) {
+                (Some(first), Some(next)) => {
+                    snapshot!(Snapshot::builder().with_row_range(first, next - first))
+                }
+                _ => snapshot!(Snapshot::builder()),
+            })
         })
         .expect("hand snapshot");
         let branch = branch.to_string();
@@ -1179,7 +1223,7 @@ impl Harness {
     }
 
     /// Write a position-delete file of `(file_path, pos)` rows (sorted here as the spec asks).
-    fn write_pos_deletes(
+    pub(crate) fn write_pos_deletes(
         &mut self,
         mut rows: Vec<(String, i64)>,
         partition: Option<PartitionKey>,
@@ -1308,7 +1352,7 @@ impl Harness {
 
     /// Write `version-hint.text`, load the newest metadata with `StaticTable`, and check that the
     /// newest file on disk is the catalog's current one.
-    fn finish(self) -> Fixture {
+    pub(crate) fn finish(self) -> Fixture {
         let metadata_location = self
             .table
             .metadata_location()
@@ -1353,25 +1397,25 @@ impl Harness {
     }
 }
 
-fn props(kv: &[(&str, &str)]) -> HashMap<String, String> {
+pub(crate) fn props(kv: &[(&str, &str)]) -> HashMap<String, String> {
     kv.iter()
         .map(|(k, v)| (k.to_string(), v.to_string()))
         .collect()
 }
 
-fn prim(p: PrimitiveType) -> Type {
+pub(crate) fn prim(p: PrimitiveType) -> Type {
     Type::Primitive(p)
 }
 
-fn opt(id: i32, name: &str, t: Type) -> NestedFieldRef {
+pub(crate) fn opt(id: i32, name: &str, t: Type) -> NestedFieldRef {
     NestedField::optional(id, name, t).into()
 }
 
-fn req(id: i32, name: &str, t: Type) -> NestedFieldRef {
+pub(crate) fn req(id: i32, name: &str, t: Type) -> NestedFieldRef {
     NestedField::required(id, name, t).into()
 }
 
-fn schema_of(fields: Vec<NestedFieldRef>) -> Schema {
+pub(crate) fn schema_of(fields: Vec<NestedFieldRef>) -> Schema {
     Schema::builder()
         .with_schema_id(0)
         .with_fields(fields)
@@ -1379,7 +1423,7 @@ fn schema_of(fields: Vec<NestedFieldRef>) -> Schema {
         .expect("schema")
 }
 
-fn concat_rows(schema: &SchemaRef, files: &[(DataFile, RecordBatch)]) -> RecordBatch {
+pub(crate) fn concat_rows(schema: &SchemaRef, files: &[(DataFile, RecordBatch)]) -> RecordBatch {
     let batches: Vec<RecordBatch> = files.iter().map(|(_, b)| b.clone()).collect();
     concat(schema, &batches)
 }

@@ -22,6 +22,8 @@ pub mod delta_tables;
 pub mod heap;
 #[cfg(feature = "iceberg")]
 pub mod iceberg_tables;
+#[cfg(feature = "iceberg")]
+pub mod iceberg_v3;
 pub mod latency;
 pub mod python;
 #[cfg(feature = "cloud")]
