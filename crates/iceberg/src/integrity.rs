@@ -143,9 +143,14 @@ fn records(
         .meta
         .get("avro.schema")
         .ok_or("the header has no schema")?;
+    // A fixed uuid (a uuid partition column) is decoded as the 16 bytes it is: apache-avro
+    // 0.21 would read length-prefixed bytes (see `normalize::decodable_schema`).
     let schema = std::str::from_utf8(schema)
         .map_err(|e| e.to_string())
-        .and_then(|s| Schema::parse_str(s).map_err(|e| e.to_string()))
+        .and_then(|s| {
+            let s = crate::normalize::decodable_schema(s).unwrap_or_else(|| s.to_string());
+            Schema::parse_str(&s).map_err(|e| e.to_string())
+        })
         .map_err(|e| format!("the header's schema: {e}"))?;
     kind(&schema);
     let codec = match c.meta.get("avro.codec") {

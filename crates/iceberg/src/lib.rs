@@ -369,13 +369,19 @@ impl TableScan {
         let current = Arc::clone(md.current_schema());
         let (snap, current_schema) = match (&self.reference, self.as_of, self.snapshot) {
             (Some(r), _, _) => {
-                let snap = md.snapshot_for_ref(r).ok_or_else(|| {
+                let (id, branch) = table_ref(md, r).ok_or_else(|| {
                     Error::new(
                         ErrorKind::InvalidArgument,
                         format!("the table has no branch or tag {r:?}"),
                     )
                 })?;
-                (Some(snap), ref_is_branch(md, r))
+                let snap = md.snapshot_by_id(id).ok_or_else(|| {
+                    Error::new(
+                        ErrorKind::CorruptTable,
+                        format!("the ref {r:?} names snapshot {id}, which the table lacks"),
+                    )
+                })?;
+                (Some(snap), branch)
             }
             (None, Some(ts), _) => {
                 let id = md
@@ -638,22 +644,34 @@ fn on_io_runtime(table: &Table, options: &ScanOptions) -> Result<Table> {
     b.build().map_err(ice)
 }
 
-/// Whether the ref `name` of the table is a branch (`main` always is). iceberg 0.10.1 keeps
-/// the refs' kinds private; its metadata serializes them (`refs.<name>.type`).
-fn ref_is_branch(md: &iceberg::spec::TableMetadata, name: &str) -> bool {
-    if name == iceberg::spec::MAIN_BRANCH {
-        return true;
+/// The snapshot id of the ref `name` of the table and whether it is a branch (`main` always
+/// is). iceberg 0.10.1 keeps the refs' kinds private (its metadata serializes them:
+/// `refs.<name>`), and drops the refs of a format v1 table when it parses it (the normalised
+/// metadata keeps them in a table property, see `normalize`).
+fn table_ref(md: &iceberg::spec::TableMetadata, name: &str) -> Option<(i64, bool)> {
+    let of = |r: &serde_json::Value| -> Option<(i64, bool)> {
+        let id = r.get("snapshot-id")?.as_i64()?;
+        let kind = r.get("type").and_then(|t| t.as_str()).unwrap_or("branch");
+        Some((id, kind.eq_ignore_ascii_case("branch")))
+    };
+    let v1_refs = md
+        .properties()
+        .get(normalize::REFS_PROPERTY)
+        .and_then(|j| serde_json::from_str::<serde_json::Value>(j).ok());
+    if let Some(found) = v1_refs.as_ref().and_then(|r| r.get(name)).and_then(of) {
+        return Some(found);
     }
-    serde_json::to_value(md)
+    if let Some(found) = serde_json::to_value(md)
         .ok()
-        .and_then(|v| {
-            v.get("refs")?
-                .get(name)?
-                .get("type")?
-                .as_str()
-                .map(|t| t.eq_ignore_ascii_case("branch"))
-        })
-        .unwrap_or(false)
+        .and_then(|v| v.get("refs")?.get(name).and_then(of))
+    {
+        return Some(found);
+    }
+    // A table without refs has its current snapshot as `main`.
+    (name == iceberg::spec::MAIN_BRANCH)
+        .then(|| md.current_snapshot_id())
+        .flatten()
+        .map(|id| (id, true))
 }
 
 /// Field ids of `schema` (at any depth) whose primitive type differs in another schema of the

@@ -2,7 +2,7 @@
 //! into a form it accepts before it parses it (table metadata JSON and manifests, as read
 //! through rayquet's FileIO, [`crate::storage`], after their integrity check).
 //!
-//! Two cases, both found in real tables:
+//! Three cases, all found in real tables:
 //!
 //! 1. **Void partition fields named like a column** (format v1 after partition evolution:
 //!    Java and pyiceberg keep a removed field as `void` under its old name, often the source
@@ -16,6 +16,9 @@
 //!    is recorded in the table property [`TYPES_PROPERTY`] (`{"<schema id>": {"<field id>":
 //!    "<type>"}}`), from which a scan knows the real type: `unknown` reads as nulls, the
 //!    others are refused when selected ([`V3Types`]).
+//! 3. **The refs of a format v1 table** (branches and tags, which pyiceberg and Java write in
+//!    v1 metadata too): iceberg-rust's v1 parser drops them. They are kept, as written, in the
+//!    table property [`REFS_PROPERTY`], which a scan reads to find a branch or tag.
 //!
 //! Invariants: metadata that needs neither rewrite is returned as it is (a byte search decides
 //! before any parsing); a rewrite changes only names of void partition fields and the types
@@ -34,6 +37,11 @@ pub const TYPES_PROPERTY: &str = "rayquet.v3-types";
 /// iceberg-rust's parser would drop (JSON single-value form), by schema id and field id.
 pub const DEFAULTS_PROPERTY: &str = "rayquet.initial-defaults";
 
+/// The table property in which the normalised metadata of a format v1 table keeps its refs
+/// (branches and tags, the `refs` object as written): iceberg-rust 0.10.1 drops them when it
+/// parses v1 metadata.
+pub const REFS_PROPERTY: &str = "rayquet.refs";
+
 /// The replacement of every type iceberg-rust cannot parse.
 const PLACEHOLDER: &str = "binary";
 
@@ -44,7 +52,8 @@ fn foreign(ty: &str) -> bool {
 
 /// Whether `bytes` may need a rewrite (cheap: no parsing).
 fn suspect(bytes: &[u8]) -> bool {
-    const NEEDLES: [&[u8]; 6] = [
+    const NEEDLES: [&[u8]; 7] = [
+        b"\"refs\"",
         b"\"void\"",
         b"\"initial-default\"",
         b"\"unknown\"",
@@ -290,6 +299,16 @@ pub(crate) fn table_metadata(bytes: &[u8]) -> Option<Vec<u8>> {
     if let Some(Value::Array(fields)) = obj.get_mut("partition-spec") {
         changed |= !rename_voids(fields, &names).is_empty();
     }
+    // The refs of a v1 table, beyond `main` (which iceberg-rust rebuilds).
+    let mut refs = None;
+    if obj.get("format-version").and_then(Value::as_i64) == Some(1) {
+        if let Some(Value::Object(r)) = obj.get("refs") {
+            if r.keys().any(|k| k != "main") {
+                refs = Some(serde_json::to_string(r).ok()?);
+                changed = true;
+            }
+        }
+    }
     if !changed {
         return None;
     }
@@ -304,6 +323,9 @@ pub(crate) fn table_metadata(bytes: &[u8]) -> Option<Vec<u8>> {
         if !defaults.is_empty() {
             let v = serde_json::to_string(&defaults).ok()?;
             p.insert(DEFAULTS_PROPERTY.into(), Value::String(v));
+        }
+        if let Some(r) = refs {
+            p.insert(REFS_PROPERTY.into(), Value::String(r));
         }
     }
     serde_json::to_vec(&md).ok()
@@ -363,6 +385,92 @@ impl V3Types {
 // ---------------------------------------------------------------------------------------------
 // Manifests (Avro object container files)
 // ---------------------------------------------------------------------------------------------
+
+/// Whether an Avro schema node (JSON) is a 16-byte `fixed` with the `uuid` logical type (how
+/// Java and pyiceberg write a uuid partition value).
+fn is_fixed_uuid(o: &Map<String, Value>) -> bool {
+    o.get("type").and_then(Value::as_str) == Some("fixed")
+        && o.get("logicalType").and_then(Value::as_str) == Some("uuid")
+}
+
+/// `schema` (Avro JSON) with every fixed uuid rewritten by `f`; whether any was.
+fn map_fixed_uuids(schema: &mut Value, f: &impl Fn(&mut Map<String, Value>)) -> bool {
+    match schema {
+        Value::Object(o) if is_fixed_uuid(o) => {
+            f(o);
+            true
+        }
+        Value::Object(o) => o
+            .values_mut()
+            .fold(false, |any, v| map_fixed_uuids(v, f) | any),
+        Value::Array(a) => a
+            .iter_mut()
+            .fold(false, |any, v| map_fixed_uuids(v, f) | any),
+        _ => false,
+    }
+}
+
+/// An Avro schema (JSON text) as apache-avro 0.21 must be given it to decode a file written
+/// with it: a 16-byte fixed with the `uuid` logical type is read as a plain fixed
+/// (apache-avro reads it as length-prefixed bytes, which it is not, and fails). `None` when
+/// the schema has none.
+pub(crate) fn decodable_schema(schema: &str) -> Option<String> {
+    let mut v: Value = serde_json::from_str(schema).ok()?;
+    map_fixed_uuids(&mut v, &|o| {
+        o.remove("logicalType");
+    })
+    .then(|| v.to_string())
+}
+
+/// A manifest whose Avro schema has fixed uuids (the value of a uuid partition column)
+/// rewritten so that iceberg-rust reads it: apache-avro 0.21 reads a fixed uuid as
+/// length-prefixed bytes (it is not), and iceberg-rust turns a uuid Avro value into a string
+/// it then refuses as a uuid. The Avro schema's fixed uuids lose their logical type (plain
+/// 16-byte fixed values, which apache-avro reads) and the `uuid` columns of the header's
+/// table schema become `fixed[16]`, so iceberg-rust expects the partition value as those 16
+/// bytes. Only the header changes. The value is then a fixed, not a uuid, in the planner's
+/// eyes: it gives no partition constant (the data file's column is read, as Iceberg data
+/// files hold their partition source columns), and rayquet pushes no uuid predicate to the
+/// planner. `None` when the manifest has none.
+fn fixed_uuids(bytes: &[u8]) -> Option<Vec<u8>> {
+    let (meta, sync_at) = header(bytes)?;
+    let value = |k: &str| meta.iter().find(|(n, _)| n == k).map(|(_, v)| v.as_slice());
+    let avro = decodable_schema(std::str::from_utf8(value("avro.schema")?).ok()?)?;
+    let mut schema: Value = serde_json::from_slice(value("schema")?).ok()?;
+    fn uuid_as_fixed(t: &mut Value) {
+        match t {
+            Value::String(s) if s == "uuid" => *t = Value::String("fixed[16]".into()),
+            Value::Object(o) => {
+                for (k, v) in o.iter_mut() {
+                    if matches!(k.as_str(), "type" | "fields" | "element" | "key" | "value") {
+                        uuid_as_fixed(v);
+                    }
+                }
+            }
+            Value::Array(a) => a.iter_mut().for_each(uuid_as_fixed),
+            _ => {}
+        }
+    }
+    uuid_as_fixed(&mut schema);
+    let schema = serde_json::to_vec(&schema).ok()?;
+    let mut out = Vec::with_capacity(bytes.len() + 64);
+    out.extend_from_slice(b"Obj\x01");
+    write_long(&mut out, meta.len() as i64);
+    for (k, v) in &meta {
+        let v: &[u8] = match k.as_str() {
+            "avro.schema" => avro.as_bytes(),
+            "schema" => &schema,
+            _ => v,
+        };
+        write_long(&mut out, k.len() as i64);
+        out.extend_from_slice(k.as_bytes());
+        write_long(&mut out, v.len() as i64);
+        out.extend_from_slice(v);
+    }
+    write_long(&mut out, 0);
+    out.extend_from_slice(&bytes[sync_at..]);
+    Some(out)
+}
 
 fn read_long(b: &[u8], pos: &mut usize) -> Option<i64> {
     let (mut v, mut shift) = (0u64, 0);
@@ -458,6 +566,16 @@ fn rename_avro_fields(schema: &mut Value, renamed: &HashMap<i64, String>) {
 /// one). Only the header changes: its `schema` (v3 types), `partition-spec` and the Avro
 /// schema's partition record (void fields renamed); the blocks are copied as they are.
 pub(crate) fn manifest(bytes: &[u8]) -> Option<Vec<u8>> {
+    let rewritten = fixed_uuids(bytes);
+    let bytes = rewritten.as_deref().unwrap_or(bytes);
+    match header_and_types(bytes) {
+        Some(out) => Some(out),
+        None => rewritten,
+    }
+}
+
+/// [`manifest`]'s header rewrite (v3 types, void fields).
+fn header_and_types(bytes: &[u8]) -> Option<Vec<u8>> {
     let (meta, sync_at) = header(bytes)?;
     let value = |k: &str| meta.iter().find(|(n, _)| n == k).map(|(_, v)| v.as_slice());
     let (schema_bytes, spec_bytes) = (value("schema")?, value("partition-spec")?);
@@ -514,6 +632,27 @@ mod tests {
             assert_eq!(read_long(&b, &mut pos), Some(v));
             assert_eq!(pos, b.len());
         }
+    }
+
+    #[test]
+    fn v1_refs_are_kept_in_a_property() {
+        let md = serde_json::json!({
+            "format-version": 1,
+            "refs": {
+                "main": {"snapshot-id": 3, "type": "branch"},
+                "t1": {"snapshot-id": 1, "type": "tag"}
+            }
+        });
+        let out = table_metadata(&serde_json::to_vec(&md).unwrap()).unwrap();
+        let out: Value = serde_json::from_slice(&out).unwrap();
+        let refs: Value =
+            serde_json::from_str(out["properties"][REFS_PROPERTY].as_str().unwrap()).unwrap();
+        assert_eq!(refs["t1"]["snapshot-id"], 1);
+        // v2 keeps its refs itself; v1 with main only needs nothing.
+        let v2 = serde_json::json!({"format-version": 2, "refs": {"t": {"snapshot-id": 1, "type": "tag"}}});
+        assert_eq!(table_metadata(&serde_json::to_vec(&v2).unwrap()), None);
+        let main = serde_json::json!({"format-version": 1, "refs": {"main": {"snapshot-id": 1, "type": "branch"}}});
+        assert_eq!(table_metadata(&serde_json::to_vec(&main).unwrap()), None);
     }
 
     #[test]
