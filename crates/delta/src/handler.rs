@@ -66,8 +66,17 @@ pub(crate) fn from_kernel_error(e: delta_kernel::Error) -> rayquet::Error {
             .with_path(log.path.clone())
             .with_source(e);
     }
+    // The kernel wraps an error with its backtrace when backtraces are on (RUST_BACKTRACE):
+    // judge the error inside.
+    let mut e = e;
+    while let K::Backtraced { source, .. } = e {
+        e = *source;
+    }
     let kind = match e {
         K::Arrow(a) => return rayquet::Error::from(a),
+        // A valid type the kernel does not read (a newer or experimental Delta type, such as
+        // nanosecond timestamps): not damage.
+        K::Schema(ref m) if m.contains("Unsupported Delta table type") => ErrorKind::Unsupported,
         K::MissingVersion(_) | K::FileNotFound(_) | K::EmptyLog => ErrorKind::NotFound,
         K::Unsupported(_) | K::InvalidProtocol(_) | K::ChangeDataFeedUnsupported(_) => {
             ErrorKind::Unsupported

@@ -291,3 +291,25 @@ fn damaged_json_checkpoint_lines_are_refused() {
         refused(&url, &file, what);
     }
 }
+
+/// A column of a type the Delta protocol's newer or experimental features define and
+/// delta-kernel 0.29 does not read (here `timestamp_nanos`): `Unsupported` naming the type,
+/// never `CorruptTable` (the log is valid).
+#[test]
+fn a_type_the_kernel_lacks_is_unsupported_not_corrupt() {
+    let t = table();
+    damage(&commit(&t.root, 0), |b| {
+        let text = String::from_utf8(std::mem::take(b)).unwrap();
+        // `score` is a double in the schema string (escaped JSON inside the metaData action).
+        let changed = text.replacen(
+            r#"\"name\":\"score\",\"type\":\"double\""#,
+            r#"\"name\":\"score\",\"type\":\"timestamp_nanos\""#,
+            1,
+        );
+        assert_ne!(changed, text, "the schema string has the score column");
+        *b = changed.into_bytes();
+    });
+    let e = rayquet_rows(&t.url).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Unsupported, "{e}");
+    assert!(e.to_string().contains("timestamp_nanos"), "{e}");
+}
