@@ -122,7 +122,7 @@ fn parquet_sync_row_group(bencher: Bencher) {
     bencher.counter(ItemsCount::new(ONE_GROUP_ROWS)).bench(|| {
         let rows: usize = ParquetRecordBatchReaderBuilder::try_new(bytes.clone())
             .expect("reader")
-            .with_batch_size(rayquet::ScanOptions::new().get_batch_size())
+            .with_batch_size(rayquet::layer::batch_size(&rayquet::ScanOptions::new()))
             .build()
             .expect("build")
             .map(|b| b.expect("batch").num_rows())

@@ -14,10 +14,11 @@ use object_store::ObjectStore;
 use crate::cache::FooterCache;
 use crate::expr::Expr;
 use crate::limits::SharedLimits;
-use crate::options::ScanOptions;
+use crate::options::{IoTuning, ScanOptions};
 
-/// The options every scan builder shares: columns, filter, limit, batch size, ordering,
-/// memory budget, IO tuning, object stores and thread pools. Bring it into scope with
+/// The options every scan builder shares: what the query asks (columns, filter, limit,
+/// batch size, ordering, memory budget), object stores, thread pools and shared resources,
+/// and the IO tuning as one [`IoTuning`] value. Bring it into scope with
 /// `use rayquet::ScanBuilder` (or `use rayquet::prelude::*`).
 ///
 /// ```no_run
@@ -186,63 +187,10 @@ pub trait ScanBuilder: Sized {
         self
     }
 
-    /// GET requests the scan may have in flight at once (default 48).
-    fn max_requests_in_flight(mut self, n: usize) -> Self {
-        self.options_mut().requests_in_flight = n;
-        self
-    }
-
-    /// Bytes of the suffix read that fetches a footer. Files no larger than this are fetched
-    /// whole in one request and their data is served from those bytes. Default: 512 KiB, and
-    /// files of known size up to 2 MiB read whole; with a projection, filter or row selection,
-    /// 64 KiB (metadata and page index: most data will be skipped).
-    fn footer_size_hint(mut self, bytes: usize) -> Self {
-        self.options_mut().footer_size_hint = Some(bytes);
-        self
-    }
-
-    /// Largest gap between two byte ranges that are fetched as one request (default 64 KiB:
-    /// parallel requests cost little, bytes of unread columns cost bandwidth).
-    fn coalesce_gap(mut self, bytes: usize) -> Self {
-        self.options_mut().coalesce_gap = bytes;
-        self
-    }
-
-    /// Size of the parallel requests a large byte range is split into (default 2 MiB).
-    fn request_size(mut self, bytes: usize) -> Self {
-        self.options_mut().request_size = bytes;
-        self
-    }
-
-    /// Footers loaded concurrently ahead of the file being scheduled (default 16; more while
-    /// the bytes they bring stay under a quarter of the memory budget).
-    fn footers_ahead(mut self, n: usize) -> Self {
-        self.options_mut().footers_ahead = n;
-        self
-    }
-
-    /// Decoded batches each row group may hold undelivered before its decode tasks park
-    /// (default 16); they are part of the row group's budget reservation. Fewer hold less
-    /// memory but, in ordered scans, leave decode threads idle while the row group the caller
-    /// reads finishes (4 cost a 2-core full scan 15% of its time).
-    fn decode_ahead(mut self, batches: usize) -> Self {
-        self.options_mut().decode_ahead = batches;
-        self
-    }
-
-    /// Uncompressed bytes of a row group's projection above which it is split by columns into
-    /// parts decoded in parallel (default 1 MiB).
-    fn split_bytes(mut self, bytes: usize) -> Self {
-        self.options_mut().split_bytes = bytes;
-        self
-    }
-
-    /// Largest IO window: compressed bytes being fetched at once (default 128 MiB). The window
-    /// starts at 16 MiB and doubles whenever decoders are found waiting on IO, so under
-    /// object-store latency it grows towards bandwidth x latency while a fast disk is not read
-    /// far ahead. The memory budget bounds it too.
-    fn prefetch_bytes(mut self, bytes: usize) -> Self {
-        self.options_mut().prefetch_bytes = bytes;
+    /// How the scan fetches: request sizes and counts, read-ahead ([`IoTuning`]; default
+    /// `IoTuning::default()`).
+    fn io_tuning(mut self, tuning: IoTuning) -> Self {
+        self.options_mut().tuning = tuning;
         self
     }
 }

@@ -47,6 +47,107 @@ const DEFAULT_PREFETCH_BYTES: usize = 128 << 20;
 /// Default uncompressed size of a row group above which it is split by columns.
 const DEFAULT_SPLIT_BYTES: usize = 1 << 20;
 
+/// How a scan fetches: request sizes and counts, how far it reads ahead. The defaults suit
+/// object stores and local disks alike; change them after measuring (see BENCHMARKS.md).
+/// One value, set with [`ScanBuilder::io_tuning`](crate::ScanBuilder::io_tuning), like
+/// object_store's `RetryConfig`; build it from the defaults:
+///
+/// ```
+/// use rayquet::{IoTuning, ScanBuilder, ScanOptions};
+/// let tuning = IoTuning::default().max_requests_in_flight(96).request_size(4 << 20);
+/// let options = ScanOptions::new().io_tuning(tuning);
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct IoTuning {
+    /// GET requests a scan may have in flight at once (default 48).
+    pub max_requests_in_flight: usize,
+    /// Bytes of the suffix read that fetches a footer (`None`, the default: 512 KiB, files
+    /// of known size up to 2 MiB read whole; with a projection, filter or row selection,
+    /// 64 KiB: metadata and page index, as most data will be skipped). Files no larger than
+    /// the read are fetched whole in one request and their data served from those bytes.
+    pub footer_size_hint: Option<usize>,
+    /// Largest gap between two byte ranges fetched as one request (default 64 KiB: parallel
+    /// requests cost little, bytes of unread columns cost bandwidth).
+    pub coalesce_gap: usize,
+    /// Size of the parallel requests a large byte range is split into (default 2 MiB).
+    pub request_size: usize,
+    /// Footers loaded concurrently ahead of the file being scheduled (default 16; more while
+    /// the bytes they bring stay under a quarter of the memory budget).
+    pub footers_ahead: usize,
+    /// Decoded batches each row group may hold undelivered before its decode tasks park
+    /// (default 16), part of the row group's budget reservation. Fewer hold less memory
+    /// but, in ordered scans, leave decode threads idle while the row group the caller reads
+    /// finishes (4 cost a 2-core full scan 15% of its time).
+    pub decode_ahead: usize,
+    /// Uncompressed bytes of a row group's projection above which it is split by columns
+    /// into parts decoded in parallel (default 1 MiB).
+    pub split_bytes: usize,
+    /// Largest IO window: compressed bytes being fetched at once (default 128 MiB). The
+    /// window starts at 16 MiB and doubles whenever decoders are found waiting on IO, so
+    /// under object-store latency it grows towards bandwidth x latency while a fast disk is
+    /// not read far ahead. The memory budget bounds it too.
+    pub prefetch_bytes: usize,
+}
+
+impl Default for IoTuning {
+    fn default() -> Self {
+        IoTuning {
+            max_requests_in_flight: DEFAULT_REQUESTS_IN_FLIGHT,
+            footer_size_hint: None,
+            coalesce_gap: DEFAULT_COALESCE_GAP,
+            request_size: DEFAULT_REQUEST_SIZE,
+            footers_ahead: DEFAULT_FOOTERS_AHEAD,
+            decode_ahead: DEFAULT_DECODE_AHEAD,
+            split_bytes: DEFAULT_SPLIT_BYTES,
+            prefetch_bytes: DEFAULT_PREFETCH_BYTES,
+        }
+    }
+}
+
+impl IoTuning {
+    /// Set [`IoTuning::max_requests_in_flight`].
+    pub fn max_requests_in_flight(mut self, n: usize) -> Self {
+        self.max_requests_in_flight = n;
+        self
+    }
+    /// Set [`IoTuning::footer_size_hint`].
+    pub fn footer_size_hint(mut self, bytes: usize) -> Self {
+        self.footer_size_hint = Some(bytes);
+        self
+    }
+    /// Set [`IoTuning::coalesce_gap`].
+    pub fn coalesce_gap(mut self, bytes: usize) -> Self {
+        self.coalesce_gap = bytes;
+        self
+    }
+    /// Set [`IoTuning::request_size`].
+    pub fn request_size(mut self, bytes: usize) -> Self {
+        self.request_size = bytes;
+        self
+    }
+    /// Set [`IoTuning::footers_ahead`].
+    pub fn footers_ahead(mut self, n: usize) -> Self {
+        self.footers_ahead = n;
+        self
+    }
+    /// Set [`IoTuning::decode_ahead`].
+    pub fn decode_ahead(mut self, batches: usize) -> Self {
+        self.decode_ahead = batches;
+        self
+    }
+    /// Set [`IoTuning::split_bytes`].
+    pub fn split_bytes(mut self, bytes: usize) -> Self {
+        self.split_bytes = bytes;
+        self
+    }
+    /// Set [`IoTuning::prefetch_bytes`].
+    pub fn prefetch_bytes(mut self, bytes: usize) -> Self {
+        self.prefetch_bytes = bytes;
+        self
+    }
+}
+
 /// How a scan runs: columns, filter and limit, batch size and ordering, memory budget and IO
 /// tuning, object-store configuration and the thread pools. Every field has a default; set them
 /// with the [`ScanBuilder`](crate::ScanBuilder) methods, on this value or on any scan builder.
@@ -78,20 +179,14 @@ pub struct ScanOptions {
     pub(crate) batch_size: usize,
     pub(crate) ordered: bool,
     pub(crate) memory_budget: usize,
-    pub(crate) requests_in_flight: usize,
-    /// `None`: the policy of [`ScanOptions::footer_read`].
-    pub(crate) footer_size_hint: Option<usize>,
-    pub(crate) coalesce_gap: usize,
-    pub(crate) request_size: usize,
-    pub(crate) footers_ahead: usize,
-    pub(crate) decode_ahead: usize,
-    pub(crate) split_bytes: usize,
-    pub(crate) prefetch_bytes: usize,
+    /// How the scan fetches: request sizes and counts, read-ahead.
+    pub(crate) tuning: IoTuning,
     /// Decode strings and binaries to Arrow's view types.
     pub(crate) string_views: bool,
-    /// Plain scans: the caller's row selections, by file name or object path.
+    /// Plain scans: the caller's row selections, by file name or object path (set from the
+    /// `Scan` at `build()`: they belong to one scan, not to reusable options).
     pub(crate) selections: Vec<(String, RowSelection)>,
-    /// Plain scans: the name of the row index column.
+    /// Plain scans: the name of the row index column (likewise the `Scan`'s).
     pub(crate) row_index: Option<String>,
     /// object_store configuration keys for the stores the scan builds.
     pub(crate) store_options: Vec<(String, String)>,
@@ -123,14 +218,7 @@ impl Default for ScanOptions {
             batch_size: DEFAULT_BATCH_SIZE,
             ordered: true,
             memory_budget: DEFAULT_MEMORY_BUDGET,
-            requests_in_flight: DEFAULT_REQUESTS_IN_FLIGHT,
-            footer_size_hint: None,
-            coalesce_gap: DEFAULT_COALESCE_GAP,
-            request_size: DEFAULT_REQUEST_SIZE,
-            footers_ahead: DEFAULT_FOOTERS_AHEAD,
-            decode_ahead: DEFAULT_DECODE_AHEAD,
-            split_bytes: DEFAULT_SPLIT_BYTES,
-            prefetch_bytes: DEFAULT_PREFETCH_BYTES,
+            tuning: IoTuning::default(),
             string_views: false,
             selections: Vec::new(),
             row_index: None,
@@ -160,14 +248,7 @@ impl std::fmt::Debug for ScanOptions {
             .field("batch_size", &self.batch_size)
             .field("ordered", &self.ordered)
             .field("memory_budget", &self.memory_budget)
-            .field("requests_in_flight", &self.requests_in_flight)
-            .field("footer_size_hint", &self.footer_size_hint)
-            .field("coalesce_gap", &self.coalesce_gap)
-            .field("request_size", &self.request_size)
-            .field("footers_ahead", &self.footers_ahead)
-            .field("decode_ahead", &self.decode_ahead)
-            .field("split_bytes", &self.split_bytes)
-            .field("prefetch_bytes", &self.prefetch_bytes)
+            .field("io_tuning", &self.tuning)
             .field("string_views", &self.string_views)
             .field("store_option_keys", &keys)
             .field("stores", &stores)
@@ -184,80 +265,29 @@ impl ScanOptions {
         ScanOptions::default()
     }
 
-    /// The columns set with [`ScanBuilder::columns`](crate::ScanBuilder::columns) (`None`: all).
-    pub fn get_columns(&self) -> Option<&[String]> {
-        self.columns.as_deref()
-    }
-
-    /// The filter set with [`ScanBuilder::filter`](crate::ScanBuilder::filter).
-    pub fn get_filter(&self) -> Option<&Expr> {
-        self.filter.as_ref()
-    }
-
-    /// The row limit set with [`ScanBuilder::limit`](crate::ScanBuilder::limit).
-    pub fn get_limit(&self) -> Option<usize> {
-        self.limit
-    }
-
-    /// Take the projection out of these options (table readers resolve it against the
-    /// table's schema and give the scan of their tasks its columns themselves).
-    pub fn take_columns(&mut self) -> Option<Vec<String>> {
-        self.columns.take()
-    }
-
-    /// Take the filter out of these options (table readers rewrite it in the table's terms
-    /// before handing it to the scan of their tasks).
-    pub fn take_filter(&mut self) -> Option<Expr> {
-        self.filter.take()
-    }
-
-    /// Rows per batch.
-    pub fn get_batch_size(&self) -> usize {
-        self.batch_size
-    }
-
-    /// The memory budget (bytes fetched or decoded but not yet delivered).
-    pub fn get_memory_budget(&self) -> usize {
-        self.memory_budget
-    }
-
-    /// The object-store configuration keys and values set with [`ScanBuilder::store_option`](crate::ScanBuilder::store_option).
-    pub fn get_store_options(&self) -> &[(String, String)] {
-        &self.store_options
-    }
-
     /// The IO runtime scans with these options use: the one given to
-    /// [`ScanBuilder::io_runtime`](crate::ScanBuilder::io_runtime), else the shared one (2 worker threads, created on first use).
-    pub fn get_io_runtime(&self) -> tokio::runtime::Handle {
+    /// [`ScanBuilder::io_runtime`](crate::ScanBuilder::io_runtime), else the shared one.
+    pub(crate) fn io_handle(&self) -> tokio::runtime::Handle {
         self.io.clone().unwrap_or_else(crate::runtime::io_handle)
     }
 
     /// The decode pool scans with these options use: the one given to
-    /// [`ScanBuilder::decode_pool`](crate::ScanBuilder::decode_pool), else the shared one (a thread per core).
-    pub fn get_decode_pool(&self) -> Arc<rayon::ThreadPool> {
+    /// [`ScanBuilder::decode_pool`](crate::ScanBuilder::decode_pool), else the shared one.
+    pub(crate) fn pool(&self) -> Arc<rayon::ThreadPool> {
         self.pool
             .clone()
             .unwrap_or_else(crate::runtime::decode_pool)
     }
 
-    /// Run `fut` on the IO runtime of these options and wait for its result on this thread,
-    /// without `block_on` (so it may be called from any thread, even a tokio worker, which it
-    /// blocks). Table readers use it to plan on the IO runtime from sync code.
-    pub fn wait<T: Send + 'static>(
-        &self,
-        fut: impl std::future::Future<Output = Result<T>> + Send + 'static,
-    ) -> Result<T> {
-        crate::runtime::block_on_io(&self.get_io_runtime(), fut)
-    }
-
     /// Check the values that must be positive; an error names the first bad one.
     pub(crate) fn validate(&self) -> Result<()> {
+        let t = &self.tuning;
         let positive = [
             ("batch_size", self.batch_size),
-            ("max_requests_in_flight", self.requests_in_flight),
-            ("decode_ahead", self.decode_ahead),
-            ("footers_ahead", self.footers_ahead),
-            ("request_size", self.request_size),
+            ("max_requests_in_flight", t.max_requests_in_flight),
+            ("decode_ahead", t.decode_ahead),
+            ("footers_ahead", t.footers_ahead),
+            ("request_size", t.request_size),
         ];
         if let Some((name, _)) = positive.iter().find(|(_, v)| *v == 0) {
             return Err(Error::new(
@@ -273,7 +303,7 @@ impl ScanOptions {
                 ));
             }
         }
-        if self.footer_size_hint.is_some_and(|h| h < 8) {
+        if t.footer_size_hint.is_some_and(|h| h < 8) {
             return Err(Error::new(
                 ErrorKind::InvalidArgument,
                 "footer_size_hint must be >= 8",
@@ -292,12 +322,12 @@ impl ScanOptions {
     }
 
     /// Bytes of the suffix read that loads the footer of a file of `size` bytes (when known):
-    /// the caller's [`ScanBuilder::footer_size_hint`](crate::ScanBuilder::footer_size_hint); else 64 KiB when the scan reads only
+    /// the caller's [`IoTuning::footer_size_hint`]; else 64 KiB when the scan reads only
     /// part of the file (`narrow`: a projection, filter, selection, byte range...); else the
     /// whole file when it is at most 2 MiB (one round trip instead of footer, then data);
     /// else 512 KiB, whose data is reused. The one place this policy lives.
     pub(crate) fn footer_read(&self, size: Option<u64>, narrow: bool) -> u64 {
-        match (self.footer_size_hint, size) {
+        match (self.tuning.footer_size_hint, size) {
             (Some(h), _) => h as u64,
             (None, _) if narrow => NARROW_FOOTER_SIZE_HINT,
             (None, Some(size)) if size <= WHOLE_FILE_BYTES => size,

@@ -67,7 +67,11 @@ pub struct Scan {
     source: Source,
     options: ScanOptions,
     transformed: Option<SchemaRef>,
+    // What belongs to this scan alone, not to the reusable options: `with_options` keeps it.
     partitioning: Partitioning,
+    selections: Vec<(String, RowSelection)>,
+    row_index: Option<String>,
+    prune: Option<Expr>,
 }
 
 impl std::fmt::Debug for Scan {
@@ -134,6 +138,9 @@ impl Scan {
             options: ScanOptions::default(),
             transformed: None,
             partitioning: Partitioning::default(),
+            selections: Vec::new(),
+            row_index: None,
+            prune: None,
         }
     }
 
@@ -185,8 +192,7 @@ impl Scan {
     /// hint cannot be resolved (a column the file cannot filter on, a literal of another type),
     /// it prunes nothing rather than failing the scan.
     pub fn prune(mut self, filter: Expr) -> Self {
-        self.options.filter = Some(filter);
-        self.options.filter_exact = false;
+        self.prune = Some(filter);
         self
     }
 
@@ -197,7 +203,7 @@ impl Scan {
     /// matches no file of the scan fails [`Scan::build`]. (Tasks carry their deleted rows
     /// themselves: [`FileTask::deletes`].)
     pub fn select_rows(mut self, file: impl Into<String>, selection: RowSelection) -> Self {
-        self.options.selections.push((file.into(), selection));
+        self.selections.push((file.into(), selection));
         self
     }
 
@@ -205,7 +211,7 @@ impl Scan {
     /// position in its file (counted over every row of the file, before any filter or
     /// selection). (Tasks use [`crate::ColumnSource::RowIndex`].)
     pub fn row_index(mut self, name: impl Into<String>) -> Self {
-        self.options.row_index = Some(name.into());
+        self.row_index = Some(name.into());
         self
     }
 
@@ -223,6 +229,19 @@ impl Scan {
     /// schema), and start fetching. Blocks the calling thread until the schema is known.
     pub fn build(self) -> Result<ScanReader> {
         let mut opts = self.options;
+        opts.selections = self.selections;
+        opts.row_index = self.row_index;
+        if let Some(hint) = self.prune {
+            if opts.filter.is_some() {
+                return Err(Error::new(
+                    ErrorKind::InvalidArgument,
+                    "prune() and filter() on one scan: give the exact filter (which prunes \
+                     too) or the pruning hint, not both",
+                ));
+            }
+            opts.filter = Some(hint);
+            opts.filter_exact = false;
+        }
         opts.validate()?;
         let source = match self.source {
             Source::Tasks { schema, tasks } => {
@@ -248,8 +267,8 @@ impl Scan {
             }
             files => files,
         };
-        let io = opts.get_io_runtime();
-        let pool = opts.get_decode_pool();
+        let io = opts.io_handle();
+        let pool = opts.pool();
         let metrics = Arc::new(Metrics::default());
         let mut stores = Stores::new(&opts, Some(Arc::clone(&metrics)));
         let (mode, files, tasks, hive) = match source {
@@ -275,7 +294,7 @@ impl Scan {
         let flow = Arc::new(Flow {
             budget: Budget::new(
                 opts.memory_budget as u64,
-                opts.prefetch_bytes as u64,
+                opts.tuning.prefetch_bytes as u64,
                 driver::DECODE_QUEUE_BYTES,
                 opts.limits.clone(),
             ),
@@ -294,7 +313,9 @@ impl Scan {
         });
         let ctx = Arc::new(DriveCtx {
             fetcher: Fetcher {
-                permits: Arc::new(tokio::sync::Semaphore::new(opts.requests_in_flight)),
+                permits: Arc::new(tokio::sync::Semaphore::new(
+                    opts.tuning.max_requests_in_flight,
+                )),
                 shared: opts.limits.as_ref().map(|s| Arc::clone(s.connections())),
                 metrics,
                 memory_map: opts.memory_map,

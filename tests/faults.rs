@@ -314,7 +314,7 @@ fn scan(endpoint: &str, url: &str) -> rayquet::Result<Scan> {
         .retry(retry)
         .client_options(client)
         // Footers and data in separate requests.
-        .footer_size_hint(4096))
+        .io_tuning(rayquet::IoTuning::default().footer_size_hint(4096)))
 }
 
 /// What a scan gave: rows or an error, and the metrics' HTTP requests and retries.

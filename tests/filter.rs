@@ -1414,9 +1414,11 @@ fn measured(t: &'static Table, spec: &Spec, what: &str) -> (usize, MetricsSnapsh
     let spec2 = spec.clone();
     let what = format!("{} [{what}]: {}", t.label, spec.describe());
     let (_, batches, m) = run_scan(&what, TIMEOUT, move || {
-        let mut scan = Scan::new(t.path_str())?
-            .coalesce_gap(0)
-            .footer_size_hint(footer_hint(&t.path));
+        let mut scan = Scan::new(t.path_str())?.io_tuning(
+            rayquet::IoTuning::default()
+                .coalesce_gap(0)
+                .footer_size_hint(footer_hint(&t.path)),
+        );
         if let Some(e) = spec2.filter {
             scan = scan.filter(e);
         }
@@ -1621,11 +1623,11 @@ fn page_index_beyond_the_footer_read() {
         for hint in [16 << 10, 64 << 10] {
             let with_filter = Scan::new(t.path_str())
                 .unwrap()
-                .footer_size_hint(hint)
+                .io_tuning(rayquet::IoTuning::default().footer_size_hint(hint))
                 .filter(e.clone());
             let with_selection = Scan::new(t.path_str())
                 .unwrap()
-                .footer_size_hint(hint)
+                .io_tuning(rayquet::IoTuning::default().footer_size_hint(hint))
                 .select_rows(
                     t.path_str(),
                     RowSelection::from(vec![RowSelector::select(7)]),

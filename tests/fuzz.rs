@@ -687,7 +687,7 @@ fn scan_case(name: &str, bytes: Vec<u8>, rng: &mut Rng, what: &str) -> (Got, Pea
     let got = scan_store(name, bytes, what, move |scan| {
         let scan = scan.string_views(views);
         match hint {
-            Some(h) => scan.footer_size_hint(h),
+            Some(h) => scan.io_tuning(rayquet::IoTuning::default().footer_size_hint(h)),
             None => scan,
         }
     });

@@ -339,7 +339,7 @@ impl Opts {
             scan = scan.memory_budget(bytes);
         }
         if let Some(bytes) = self.split_bytes {
-            scan = scan.split_bytes(bytes);
+            scan = scan.io_tuning(rayquet::IoTuning::default().split_bytes(bytes));
         }
         scan
     }

@@ -341,9 +341,9 @@ fn a_file_named_directly_has_no_partition_columns() {
 fn the_dataset_listing_gives_the_same_partitions() {
     let (dir, _) = layout();
     let options = rayquet::ScanOptions::new();
-    let mut ds = options
-        .list_dataset(dir.path().to_str().unwrap(), &Partitioning::Infer)
-        .unwrap();
+    let mut ds =
+        rayquet::layer::list_dataset(&options, dir.path().to_str().unwrap(), &Partitioning::Infer)
+            .unwrap();
     let names: Vec<&str> = ds
         .partition_fields
         .iter()

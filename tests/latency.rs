@@ -80,7 +80,7 @@ fn max_in_flight(delay: Duration) -> u64 {
         objects.push(path);
     }
     let reader = rayquet::Scan::from_store(store.clone(), objects)
-        .request_size(1 << 20)
+        .io_tuning(rayquet::IoTuning::default().request_size(1 << 20))
         .build()
         .unwrap();
     let mut expected_id = 0i64;

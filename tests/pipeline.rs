@@ -1,7 +1,7 @@
 //! The pipeline's own guarantees: ordering, splitting, budget, limit, cancellation, errors,
 //! shared pools and calls from async contexts. Reference: parquet's sync reader.
 
-use rayquet::ScanBuilder;
+use rayquet::{RowSelection, RowSelector, ScanBuilder};
 use rayquet_testkit as common;
 
 use std::fs::File;
@@ -82,7 +82,7 @@ fn ordered_equals_reference() {
         let reader = Scan::new(dir.path().to_str().unwrap())
             .unwrap()
             .batch_size(1024)
-            .split_bytes(split)
+            .io_tuning(rayquet::IoTuning::default().split_bytes(split))
             .build()
             .unwrap();
         assert_eq!(reader.schema().fields(), schema.fields());
@@ -101,7 +101,7 @@ fn string_views_hold_the_same_strings() {
     let reader = Scan::new(dir.path().to_str().unwrap())
         .unwrap()
         .string_views(true)
-        .split_bytes(1)
+        .io_tuning(rayquet::IoTuning::default().split_bytes(1))
         .build()
         .unwrap();
     let got_schema = reader.schema();
@@ -558,4 +558,43 @@ fn reader_is_send_and_takes_caller_pools() {
         .build()
         .unwrap_err();
     assert_eq!(e.kind(), ErrorKind::InvalidArgument);
+}
+
+/// What belongs to one scan (a row selection, the row index, a pruning hint) is the `Scan`'s,
+/// not the reusable options': `with_options` after them keeps them.
+#[test]
+fn with_options_keeps_what_belongs_to_the_scan() {
+    let dir = tempfile::tempdir().unwrap();
+    let paths = dataset(dir.path(), 1, 2, 500);
+    let file = paths[0].to_str().unwrap().to_string();
+    let options = rayquet::ScanOptions::new().batch_size(64);
+    let reader = Scan::new(&file)
+        .unwrap()
+        .select_rows(
+            file.clone(),
+            RowSelection::from(vec![RowSelector::skip(10), RowSelector::select(5)]),
+        )
+        .row_index("pos")
+        .with_options(options)
+        .build()
+        .unwrap();
+    let schema = reader.schema();
+    assert_eq!(schema.fields().last().unwrap().name(), "pos");
+    let got: Vec<RecordBatch> = reader.collect::<Result<_, _>>().unwrap();
+    let got = common::concat(&schema, &got);
+    assert_eq!(got.num_rows(), 5);
+    let pos = got
+        .column(got.num_columns() - 1)
+        .as_any()
+        .downcast_ref::<arrow::array::Int64Array>()
+        .unwrap();
+    assert_eq!(pos.values().to_vec(), vec![10, 11, 12, 13, 14]);
+    // A pruning hint and an exact filter on one scan: refused, not one silently dropped.
+    let e = Scan::new(&file)
+        .unwrap()
+        .prune(rayquet::col("l_orderkey").lt(5))
+        .filter(rayquet::col("l_orderkey").lt(5))
+        .build()
+        .unwrap_err();
+    assert_eq!(e.kind(), rayquet::ErrorKind::InvalidArgument);
 }

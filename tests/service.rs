@@ -164,7 +164,7 @@ fn run(env: &Env, i: usize) -> Result<(), String> {
         scan = scan.limit(n);
     }
     if p.split {
-        scan = scan.split_bytes(1);
+        scan = scan.io_tuning(rayquet::IoTuning::default().split_bytes(1));
     }
     let reader = scan.build().map_err(|e| format!("{what}: build: {e}"))?;
     let schema = reader.schema();

@@ -81,16 +81,21 @@ impl Config {
         if let Some(rows) = self.batch_size {
             scan = scan.batch_size(rows);
         }
+        let mut tuning = rayquet::IoTuning::default();
         if let Some(bytes) = self.split_bytes {
-            scan = scan.split_bytes(bytes);
+            tuning = tuning.split_bytes(bytes);
         }
         if self.small_requests {
-            scan = scan.footer_size_hint(8).coalesce_gap(0).request_size(4096);
+            tuning = tuning
+                .footer_size_hint(8)
+                .coalesce_gap(0)
+                .request_size(4096);
         }
         if self.tight {
-            scan = scan.memory_budget(1).decode_ahead(1);
+            scan = scan.memory_budget(1);
+            tuning = tuning.decode_ahead(1);
         }
-        scan
+        scan.io_tuning(tuning)
     }
 }
 

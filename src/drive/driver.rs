@@ -65,7 +65,7 @@ impl Lookahead {
             None => opts.memory_budget,
         };
         let limit_kib = ((memory / 4) >> 10).clamp(1, u32::MAX as usize / 2);
-        let max_kib = (limit_kib / opts.footers_ahead.max(1)).max(1);
+        let max_kib = (limit_kib / opts.tuning.footers_ahead.max(1)).max(1);
         Lookahead {
             permits: Arc::new(tokio::sync::Semaphore::new(limit_kib)),
             max_kib: max_kib as u32,
@@ -219,7 +219,7 @@ async fn drive(
             }
         }
     });
-    let mut opened = opened.buffered(MAX_FILES_AHEAD.max(opts.footers_ahead));
+    let mut opened = opened.buffered(MAX_FILES_AHEAD.max(opts.tuning.footers_ahead));
     let mut current = first.map(|run| (run, None));
     let mut taken = 0;
     loop {
@@ -244,8 +244,13 @@ async fn drive(
         };
         let prune = &run.prune;
         let meta = &run.meta;
-        let (slots, skipped) =
-            slots::plan_file(meta, &run.mapping.roots, prune, opts.split_bytes, threads)?;
+        let (slots, skipped) = slots::plan_file(
+            meta,
+            &run.mapping.roots,
+            prune,
+            opts.tuning.split_bytes,
+            threads,
+        )?;
         let m = ctx.metrics();
         Metrics::add(&m.row_groups_pruned, skipped.row_groups);
         Metrics::add(&m.bloom_pruned, skipped.by_bloom);
@@ -263,7 +268,7 @@ async fn drive(
                 return Ok(());
             }
             // Under shared-memory pressure a slot reserves (and may hold) fewer batches ahead.
-            let decode_ahead = flow.budget.decode_ahead(opts.decode_ahead);
+            let decode_ahead = flow.budget.decode_ahead(opts.tuning.decode_ahead);
             let reserve = reservation(&slot_plan, opts, decode_ahead, flow.expansion.ratio());
             let fetch = slot_plan.compressed();
             flow.budget.admit(reserve, fetch, &flow.metrics).await;

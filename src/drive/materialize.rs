@@ -229,14 +229,14 @@ async fn fetch_ranges(
     page_level: bool,
     rg: usize,
 ) -> Result<SparseChunk> {
-    let gap = sh.opts.coalesce_gap as u64;
+    let gap = sh.opts.tuning.coalesce_gap as u64;
     // Page-level plans skip data between pages: coalescing across large gaps would fetch it.
     let gap = if page_level {
         gap.min(PAGE_COALESCE_GAP)
     } else {
         gap
     };
-    let request = sh.opts.request_size as u64;
+    let request = sh.opts.tuning.request_size as u64;
     let (chunk, _) = sh
         .fetcher
         .ranges(

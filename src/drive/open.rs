@@ -104,8 +104,8 @@ async fn check_blooms(ctx: &DriveCtx, run: &mut FileRun, blooms: Blooms) -> Resu
             meta.size,
             &ranges,
             &meta.cached,
-            opts.coalesce_gap as u64,
-            opts.request_size as u64,
+            opts.tuning.coalesce_gap as u64,
+            opts.tuning.request_size as u64,
         )
         .await?;
     Metrics::add(&ctx.metrics().metadata_bytes, fetched);

@@ -187,7 +187,7 @@ pub(crate) async fn load(
                 meta.cached.clone()
             } else {
                 let ranges = [range];
-                let request = opts.request_size as u64;
+                let request = opts.tuning.request_size as u64;
                 let f = fetcher.ranges(
                     (&meta.file, "the page index"),
                     size,

@@ -163,7 +163,7 @@ pub(crate) async fn resolve(inputs: Vec<Input>, stores: &mut Stores) -> Result<V
 }
 
 /// A dataset's files and Hive partition columns, as a plain scan of it would read them
-/// ([`ScanOptions::list_dataset`](crate::ScanOptions::list_dataset)).
+/// ([`crate::layer::list_dataset`]).
 #[derive(Debug, Clone)]
 #[non_exhaustive]
 pub struct Dataset {
@@ -222,80 +222,41 @@ impl Dataset {
     }
 }
 
-impl crate::ScanOptions {
-    /// The files of the dataset at `url_or_path` and its Hive partition columns, found as
-    /// [`Scan::partitioning`](crate::Scan::partitioning) finds them. Lists on the IO runtime
-    /// and waits; [`ScanOptions::list_dataset_async`](crate::ScanOptions::list_dataset_async)
-    /// from async code.
-    pub fn list_dataset(
-        &self,
-        url_or_path: &str,
-        partitioning: &crate::Partitioning,
-    ) -> Result<Dataset> {
-        let this = self.clone();
-        let url = url_or_path.to_string();
-        let partitioning = partitioning.clone();
-        self.wait(async move { this.list_dataset_async(&url, &partitioning).await })
-    }
-
-    /// [`ScanOptions::list_dataset`](crate::ScanOptions::list_dataset) as a future.
-    pub async fn list_dataset_async(
-        &self,
-        url_or_path: &str,
-        partitioning: &crate::Partitioning,
-    ) -> Result<Dataset> {
-        let input = Input::parse(url_or_path)?;
-        let mut stores = Stores::new(self, None);
-        let files = resolve(vec![input], &mut stores).await?;
-        let rels: Vec<Option<String>> = files.iter().map(|l| l.under.clone()).collect();
-        let names: Vec<Arc<str>> = files.iter().map(|l| l.file.name.clone()).collect();
-        let hive = crate::input::hive::discover(partitioning, &rels, &names)?;
-        let mut texts = hive.as_ref().map(|h| h.texts.clone().into_iter());
-        let mut values = hive.as_ref().map(|h| h.values.clone().into_iter());
-        let files = files
-            .into_iter()
-            .map(|l| DatasetFile {
-                values: values.as_mut().and_then(|v| v.next()),
-                location: l.file.name.to_string(),
-                size: l.file.size,
-                partition: texts
-                    .as_mut()
-                    .and_then(|t| t.next())
-                    .unwrap_or_default()
-                    .into_iter()
-                    .map(|v| match v {
-                        Some(text) => crate::ColumnSource::Constant(crate::expr::Value::Str(text)),
-                        None => crate::ColumnSource::Null,
-                    })
-                    .collect(),
-            })
-            .collect();
-        Ok(Dataset {
-            files,
-            partition_fields: hive.map(|h| h.fields).unwrap_or_default(),
+/// The dataset at `url_or_path` as a plain scan with `options` reads it (see
+/// [`crate::layer::list_dataset_async`]).
+pub(crate) async fn dataset(
+    options: &crate::ScanOptions,
+    url_or_path: &str,
+    partitioning: &crate::Partitioning,
+) -> Result<Dataset> {
+    let input = Input::parse(url_or_path)?;
+    let mut stores = Stores::new(options, None);
+    let files = resolve(vec![input], &mut stores).await?;
+    let rels: Vec<Option<String>> = files.iter().map(|l| l.under.clone()).collect();
+    let names: Vec<Arc<str>> = files.iter().map(|l| l.file.name.clone()).collect();
+    let hive = crate::input::hive::discover(partitioning, &rels, &names)?;
+    let mut texts = hive.as_ref().map(|h| h.texts.clone().into_iter());
+    let mut values = hive.as_ref().map(|h| h.values.clone().into_iter());
+    let files = files
+        .into_iter()
+        .map(|l| DatasetFile {
+            values: values.as_mut().and_then(|v| v.next()),
+            location: l.file.name.to_string(),
+            size: l.file.size,
+            partition: texts
+                .as_mut()
+                .and_then(|t| t.next())
+                .unwrap_or_default()
+                .into_iter()
+                .map(|v| match v {
+                    Some(text) => crate::ColumnSource::Constant(crate::expr::Value::Str(text)),
+                    None => crate::ColumnSource::Null,
+                })
+                .collect(),
         })
-    }
-
-    /// The files a scan of `url_or_path` with these options would read, in its order: the
-    /// object itself, or every `*.parquet` object under a prefix or directory, each with its
-    /// size when listing gave it. Locations are URLs (or absolute local paths) that
-    /// [`FileTask::new`](crate::FileTask::new) takes back. Lists on the IO runtime and waits
-    /// (callable from any thread); [`ScanOptions::list_files_async`](crate::ScanOptions::list_files_async) from async code.
-    pub fn list_files(&self, url_or_path: &str) -> Result<Vec<(String, Option<u64>)>> {
-        let this = self.clone();
-        let url = url_or_path.to_string();
-        self.wait(async move { this.list_files_async(&url).await })
-    }
-
-    /// [`ScanOptions::list_files`](crate::ScanOptions::list_files) as a future. Listing requests run on whatever runtime
-    /// polls it.
-    pub async fn list_files_async(&self, url_or_path: &str) -> Result<Vec<(String, Option<u64>)>> {
-        let input = Input::parse(url_or_path)?;
-        let mut stores = Stores::new(self, None);
-        let files = resolve(vec![input], &mut stores).await?;
-        Ok(files
-            .into_iter()
-            .map(|f| (f.file.name.to_string(), f.file.size))
-            .collect())
-    }
+        .collect();
+    Ok(Dataset {
+        files,
+        partition_fields: hive.map(|h| h.fields).unwrap_or_default(),
+    })
 }

@@ -239,24 +239,14 @@ fn root_key(root: &str) -> String {
     root.trim_end_matches('/').to_ascii_lowercase()
 }
 
-impl ScanOptions {
-    /// The object store for `url` (`s3://bucket/...`, `gs://`, `az://`, `file://`,
-    /// `memory://` or a local path) and the object's path in it, as scans with these options
-    /// get theirs: a store given with [`ScanBuilder::object_store`](crate::ScanBuilder::object_store) for the URL's root, else
-    /// one built from the environment and the store options. No request is made.
-    ///
-    /// Table readers use it to read metadata through the same stores as the data.
-    pub fn store_for(&self, url: &str) -> Result<(Arc<dyn ObjectStore>, Path)> {
-        let mut stores = Stores::new(self, None);
-        let f = stores.file(url, None, false)?;
-        Ok((f.store, f.path))
-    }
-
-    /// As [`ScanOptions::store_for`], for a location taken literally (see
-    /// [`FileTask::literal`](crate::FileTask::literal)): `%` escapes are part of the key.
-    pub fn store_for_literal(&self, location: &str) -> Result<(Arc<dyn ObjectStore>, Path)> {
-        let mut stores = Stores::new(self, None);
-        let f = stores.file(location, None, true)?;
-        Ok((f.store, f.path))
-    }
+/// The object store for `location` and the object's path in it, as scans with `options` get
+/// theirs (see [`crate::layer::store_for`]). `literal`: `%` escapes are part of the key.
+pub(crate) fn store_for(
+    options: &ScanOptions,
+    location: &str,
+    literal: bool,
+) -> Result<(Arc<dyn ObjectStore>, Path)> {
+    let mut stores = Stores::new(options, None);
+    let f = stores.file(location, None, literal)?;
+    Ok((f.store, f.path))
 }

@@ -29,7 +29,7 @@ pub struct ScanArgs {
     #[arg(long, value_delimiter = ',', value_name = "NAMES")]
     columns: Option<Vec<String>>,
     /// Rows per batch.
-    #[arg(long, value_name = "N", default_value_t = ScanOptions::new().get_batch_size(),
+    #[arg(long, value_name = "N", default_value_t = rayquet::layer::batch_size(&ScanOptions::new()),
           value_parser = parse_positive)]
     batch_size: usize,
     /// Stop after this many rows.

@@ -261,7 +261,7 @@ impl ExecutionPlan for RayquetScanExec {
                 Ok(unit)
             })
             .boxed();
-        let budget = self.options.get_memory_budget() / partitions.max(1);
+        let budget = rayquet::layer::memory_budget(&self.options) / partitions.max(1);
         let mut options = self
             .options
             .clone()

@@ -132,8 +132,8 @@ impl RayquetTable {
     }
 
     fn parquet_inner(name: &str, url: &str, options: ScanOptions) -> rayquet::Result<Self> {
-        let dataset = options.list_dataset(url, &Partitioning::Infer)?;
-        let Some(rayquet::DatasetFile {
+        let dataset = rayquet::layer::list_dataset(&options, url, &Partitioning::Infer)?;
+        let Some(rayquet::layer::DatasetFile {
             location: first,
             size,
             ..
@@ -145,7 +145,7 @@ impl RayquetTable {
             )
             .with_path(url));
         };
-        let (store, path) = options.store_for(first)?;
+        let (store, path) = rayquet::layer::store_for(&options, first)?;
         let md = rayquet::read_metadata(store, path, *size)?;
         let schema = parquet::arrow::parquet_to_arrow_schema(
             md.file_metadata().schema_descr(),
@@ -370,8 +370,12 @@ impl RayquetTable {
                     on_io_runtime(
                         &options,
                         futures::stream::once(async move {
-                            let mut dataset =
-                                list.list_dataset_async(&url, &Partitioning::Infer).await?;
+                            let mut dataset = rayquet::layer::list_dataset_async(
+                                &list,
+                                &url,
+                                &Partitioning::Infer,
+                            )
+                            .await?;
                             // Files whose partition values the filter excludes: not opened.
                             if let Some(f) = &prune {
                                 dataset.retain_matching(f)?;
@@ -466,7 +470,7 @@ impl RayquetTable {
 /// result), through a bounded channel.
 fn on_io_runtime(options: &ScanOptions, units: Units) -> Units {
     let (tx, rx) = tokio::sync::mpsc::channel(64);
-    options.get_io_runtime().spawn(async move {
+    rayquet::layer::io_runtime(&options).spawn(async move {
         let mut units = units;
         while let Some(u) = units.next().await {
             if tx.send(u).await.is_err() {

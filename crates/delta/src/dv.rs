@@ -55,7 +55,7 @@ impl DvFiles {
 
     /// The store and path of `url`.
     fn locate(&self, url: &Url) -> Result<(Arc<dyn ObjectStore>, object_store::path::Path)> {
-        self.options.store_for(url.as_str())
+        rayquet::layer::store_for(&self.options, url.as_str())
     }
 
     /// The whole DV file at `url` (one GET for the whole scan).

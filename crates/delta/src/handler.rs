@@ -256,7 +256,8 @@ impl ParquetHandler for RayquetParquetHandler {
 
     fn read_parquet_footer(&self, file: &FileMeta) -> DeltaResult<ParquetFooter> {
         let url = file.location.as_str();
-        let (store, path) = self.options.store_for(url).map_err(to_kernel_error)?;
+        let (store, path) =
+            rayquet::layer::store_for(&self.options, url).map_err(to_kernel_error)?;
         let md = rayquet::read_metadata(store, path, Some(file.size)).map_err(to_kernel_error)?;
         // Types from the Parquet schema itself, not an embedded Arrow schema (as the kernel's
         // own reader does).

@@ -122,10 +122,10 @@ impl TableScan {
     fn plan_with_engine(self) -> Result<(Planned, Arc<RayquetEngine>)> {
         let url = table_url(&self.location)?;
         let mut options = self.options;
-        let columns = options.take_columns();
-        let filter = options.take_filter();
+        let columns = rayquet::layer::take_columns(&mut options);
+        let filter = rayquet::layer::take_filter(&mut options);
         // One store for the log, the data files and the deletion vectors.
-        let (store, _) = options.store_for(url.as_str())?;
+        let (store, _) = rayquet::layer::store_for(&options, url.as_str())?;
         let root = format!("{}://{}", url.scheme(), url.authority());
         let options = options.object_store(root, Arc::clone(&store));
         let engine = RayquetEngine::build(&url, Arc::clone(&store), &options);

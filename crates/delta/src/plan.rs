@@ -113,7 +113,7 @@ impl ScanPlan {
         S: futures::Stream<Item = Result<FileUnit>> + Send + 'static,
     {
         use futures::StreamExt;
-        let (store, _) = options.store_for(self.root.as_str())?;
+        let (store, _) = rayquet::layer::store_for(&options, self.root.as_str())?;
         let engine = RayquetEngine::build(&self.root, store, &options);
         let context = Arc::new(self.context(engine, &options)?);
         let (read, out) = (Arc::clone(&context.read), self.output_schema()?);

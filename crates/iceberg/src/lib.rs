@@ -172,7 +172,7 @@ fn ice(e: iceberg::Error) -> Error {
 pub fn load_table(location: &str, options: &ScanOptions) -> Result<Table> {
     let loc = location.to_string();
     let opts = options.clone();
-    options.wait(async move {
+    rayquet::layer::block_on(&options, async move {
         let metadata = metadata_file(&loc, &opts).await?;
         let factory = storage::ObjectStoreStorageFactory::new(&opts);
         let file_io = iceberg::io::FileIOBuilder::new(Arc::new(factory)).build();
@@ -200,7 +200,7 @@ async fn metadata_file(location: &str, options: &ScanOptions) -> Result<String> 
     }
     let root = location.trim_end_matches('/');
     let dir = format!("{root}/metadata/");
-    let (store, prefix) = options.store_for_literal(&dir)?;
+    let (store, prefix) = rayquet::layer::store_for_literal(&options, &dir)?;
     use object_store::ObjectStoreExt;
     // version-hint.text (Hadoop-style tables): the current version number, or an older one
     // (a writer that failed to update it, or a copy): as Iceberg Java's HadoopTableOperations,
@@ -431,7 +431,7 @@ impl TableScan {
 
     /// The field ids the scan projects, in order.
     fn field_ids(&self, schema: &Schema) -> Result<Vec<i32>> {
-        let Some(cols) = self.options.get_columns() else {
+        let Some(cols) = rayquet::layer::columns(&self.options) else {
             return Ok(schema.as_struct().fields().iter().map(|f| f.id).collect());
         };
         cols.iter()
@@ -493,8 +493,8 @@ impl TableScan {
         let (snapshot, schema, snapshot_schema) = self.snapshot()?;
         let ids = self.field_ids(&schema)?;
         let mut options = std::mem::take(&mut self.options);
-        options.take_columns();
-        let filter = options.take_filter();
+        rayquet::layer::take_columns(&mut options);
+        let filter = rayquet::layer::take_filter(&mut options);
         let filter = match (&self.predicate, &filter) {
             (Some(p), Some(f)) => Some(predicate::to_expr(p)?.and(f.clone())),
             (Some(p), None) => Some(predicate::to_expr(p)?),
@@ -627,7 +627,7 @@ impl std::fmt::Debug for Planned {
 /// `table` bound to the scan's IO runtime, so iceberg plans (and spawns) there, whatever
 /// runtime the caller's catalog used (a table whose runtime has stopped plans nothing).
 fn on_io_runtime(table: &Table, options: &ScanOptions) -> Result<Table> {
-    let io = options.get_io_runtime();
+    let io = rayquet::layer::io_runtime(&options);
     let runtime = {
         let _guard = io.enter();
         iceberg::Runtime::try_current().map_err(ice)?

@@ -116,7 +116,7 @@ impl ObjectStoreStorageFactory {
     /// stores by URL root, which do not serialize).
     pub fn new(options: &ScanOptions) -> Self {
         ObjectStoreStorageFactory {
-            options: options.get_store_options().to_vec(),
+            options: rayquet::layer::store_options(&options).to_vec(),
             scan: options.clone(),
         }
     }
@@ -169,17 +169,18 @@ impl ObjectStoreStorage {
             Ok(u) if u.scheme().len() > 1 => format!("{}://{}", u.scheme(), u.authority()),
             _ => "file://".to_string(),
         };
-        let scan = if self.scan.get_store_options().is_empty() && !self.options.is_empty() {
-            // Deserialized: rebuild the options from their keys and values.
-            let mut scan = ScanOptions::new();
-            for (k, v) in &self.options {
-                scan = scan.store_option(k.clone(), v.clone());
-            }
-            scan
-        } else {
-            self.scan.clone()
-        };
-        let (store, p) = scan.store_for_literal(path).map_err(to_iceberg)?;
+        let scan =
+            if rayquet::layer::store_options(&self.scan).is_empty() && !self.options.is_empty() {
+                // Deserialized: rebuild the options from their keys and values.
+                let mut scan = ScanOptions::new();
+                for (k, v) in &self.options {
+                    scan = scan.store_option(k.clone(), v.clone());
+                }
+                scan
+            } else {
+                self.scan.clone()
+            };
+        let (store, p) = rayquet::layer::store_for_literal(&scan, path).map_err(to_iceberg)?;
         let mut stores = self.stores.0.lock().expect("stores lock");
         let store = stores.entry(root).or_insert(store).clone();
         Ok((store, p))

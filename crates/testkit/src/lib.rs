@@ -333,9 +333,7 @@ pub fn check_metrics(
         batches.len() as u64,
         "{what}: metrics.batches"
     );
-    let threads = rayquet::ScanOptions::new()
-        .get_decode_pool()
-        .current_num_threads();
+    let threads = rayquet::layer::decode_pool(&rayquet::ScanOptions::new()).current_num_threads();
     if split && rows > 0 && schema.fields().len() >= 2 && threads >= 2 {
         assert!(
             metrics.units > metrics.row_groups,

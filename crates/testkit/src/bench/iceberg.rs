@@ -701,7 +701,7 @@ mod imp {
             .object_store(ROOT, input.store.clone())
             .batch_size(BATCH_SIZE);
         let store = input.store.clone();
-        let table = options.wait(async move {
+        let table = rayquet::layer::block_on(&options, async move {
             table(store)
                 .await
                 .map_err(|e| rayquet::Error::new(rayquet::ErrorKind::Io, e.to_string()))
