@@ -94,10 +94,14 @@ fn cmp_sc(a: &Sc, b: &Sc) -> Ordering {
         // SQL's order of floats (DuckDB, Spark): -0.0 equals 0.0, every NaN equals every NaN
         // and is above every number; IEEE's total order otherwise.
         (Sc::F(x), Sc::F(y)) => {
-            let sql = |v: f64| match v {
-                v if v == 0.0 => 0.0,
-                v if v.is_nan() => f64::NAN,
-                v => v,
+            let sql = |v: f64| {
+                if v == 0.0 {
+                    0.0
+                } else if v.is_nan() {
+                    f64::NAN
+                } else {
+                    v
+                }
             };
             sql(*x).total_cmp(&sql(*y))
         }

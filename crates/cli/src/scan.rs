@@ -271,8 +271,7 @@ fn options(args: &ScanArgs) -> ScanOptions {
 fn open_reader(paths: &[String], args: &ScanArgs, options: &ScanOptions) -> CliResult<ScanReader> {
     let options = options.clone();
     if let Some(table) = &args.iceberg {
-        let table = rayquet_iceberg::load_table(table, &options)?;
-        let mut scan = rayquet_iceberg::TableScan::new(table).with_options(options);
+        let mut scan = rayquet_iceberg::TableScan::open(table.as_str()).with_options(options);
         if let Some(id) = args.snapshot {
             scan = scan.snapshot_id(id);
         }
@@ -282,7 +281,7 @@ fn open_reader(paths: &[String], args: &ScanArgs, options: &ScanOptions) -> CliR
         return Ok(scan.build()?);
     }
     if let Some(table) = &args.delta {
-        let mut scan = rayquet_delta::TableScan::new(table.as_str()).with_options(options);
+        let mut scan = rayquet_delta::TableScan::open(table.as_str()).with_options(options);
         if let Some(v) = args.version {
             scan = scan.version(v);
         }

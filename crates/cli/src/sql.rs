@@ -245,7 +245,7 @@ fn json_rows(batches: &[RecordBatch]) -> CliResult<serde_json::Value> {
     Ok(serde_json::from_slice(&bytes)?)
 }
 
-fn write_ipc(path: &PathBuf, batches: &[RecordBatch]) -> CliResult<()> {
+fn write_ipc(path: &std::path::Path, batches: &[RecordBatch]) -> CliResult<()> {
     let Some(first) = batches.first() else {
         return Err("the query returned no batches: nothing to write to --out".into());
     };

@@ -186,7 +186,7 @@ fn read_case(kind: &str, location: &str, read: &Value) -> rayquet::Result<Read> 
                     .rfind(|l| l.timestamp_ms <= ts)
                     .map(|l| l.snapshot_id);
             }
-            let mut scan = rayquet_iceberg::TableScan::new(table).with_options(options);
+            let mut scan = rayquet_iceberg::TableScan::from_table(table).with_options(options);
             if let Some(id) = snapshot {
                 scan = scan.snapshot_id(id);
             }
@@ -196,7 +196,7 @@ fn read_case(kind: &str, location: &str, read: &Value) -> rayquet::Result<Read> 
             opts(scan, &columns, &filter).build()?
         }
         "delta" => {
-            let mut scan = rayquet_delta::TableScan::new(location);
+            let mut scan = rayquet_delta::TableScan::open(location);
             if let Some(v) = read["version"].as_u64() {
                 scan = scan.version(v);
             }

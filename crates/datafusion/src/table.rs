@@ -220,7 +220,7 @@ impl RayquetTable {
         snapshot: Option<i64>,
         options: ScanOptions,
     ) -> rayquet::Result<Self> {
-        let mut scan = rayquet_iceberg::TableScan::new(table.clone());
+        let mut scan = rayquet_iceberg::TableScan::from_table(table.clone());
         if let Some(id) = snapshot {
             scan = scan.snapshot_id(id);
         }
@@ -279,7 +279,7 @@ impl RayquetTable {
         version: Option<u64>,
         options: ScanOptions,
     ) -> rayquet::Result<Self> {
-        let mut scan = rayquet_delta::TableScan::new(url).with_options(options.clone());
+        let mut scan = rayquet_delta::TableScan::open(url).with_options(options.clone());
         if let Some(v) = version {
             scan = scan.version(v);
         }
@@ -427,7 +427,7 @@ impl RayquetTable {
                 ))
             }
             Source::Iceberg { table, snapshot } => {
-                let mut scan = rayquet_iceberg::TableScan::new(table.clone())
+                let mut scan = rayquet_iceberg::TableScan::from_table(table.clone())
                     .with_options(options.clone())
                     .columns(read.iter().take(delivered).cloned());
                 if let Some(id) = snapshot {
@@ -442,7 +442,7 @@ impl RayquetTable {
                 Ok((Plan::Iceberg(planned.plan), start))
             }
             Source::Delta { url, version } => {
-                let mut scan = rayquet_delta::TableScan::new(url.as_str())
+                let mut scan = rayquet_delta::TableScan::open(url.as_str())
                     .with_options(options.clone())
                     .columns(read.iter().take(delivered).cloned());
                 if let Some(v) = version {
@@ -470,7 +470,7 @@ impl RayquetTable {
 /// result), through a bounded channel.
 fn on_io_runtime(options: &ScanOptions, units: Units) -> Units {
     let (tx, rx) = tokio::sync::mpsc::channel(64);
-    rayquet::layer::io_runtime(&options).spawn(async move {
+    rayquet::layer::io_runtime(options).spawn(async move {
         let mut units = units;
         while let Some(u) = units.next().await {
             if tx.send(u).await.is_err() {

@@ -115,7 +115,7 @@ async fn iceberg_tables_on_three_workers() {
         ctx.deregister_table("t").unwrap();
         ctx.register_table("t", Arc::new(table)).unwrap();
         // The single-process answer: rayquet's own scan of the table, in a MemTable.
-        let scan = rayquet_iceberg::TableScan::new(fx.table.clone());
+        let scan = rayquet_iceberg::TableScan::from_table(fx.table.clone());
         let schema = scan.output_schema().unwrap();
         let reference = reference("t", schema, collect(scan.build().unwrap()));
         // ... which is the spec's answer.
@@ -165,7 +165,7 @@ async fn delta_tables_on_three_workers() {
             .require_remote(true);
         ctx.deregister_table("t").unwrap();
         ctx.register_table("t", Arc::new(table)).unwrap();
-        let scan = rayquet_delta::TableScan::new(fx.url.as_str());
+        let scan = rayquet_delta::TableScan::open(fx.url.as_str());
         let schema = scan.clone().plan().unwrap().plan.output_schema().unwrap();
         let reference = reference("t", schema, collect(scan.build().unwrap()));
         let want = fx.expected();

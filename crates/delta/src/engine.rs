@@ -72,7 +72,7 @@ impl RayquetEngine {
     /// from the environment and the store options.
     pub fn for_table(location: &str, options: &ScanOptions) -> Result<Arc<Self>> {
         let url = table_url(location)?;
-        let (store, _) = rayquet::layer::store_for(&options, url.as_str())?;
+        let (store, _) = rayquet::layer::store_for(options, url.as_str())?;
         Ok(Self::build(&url, store, options))
     }
 
@@ -82,7 +82,7 @@ impl RayquetEngine {
         store: Arc<dyn ObjectStore>,
         options: &ScanOptions,
     ) -> Arc<Self> {
-        let io = rayquet::layer::io_runtime(&options);
+        let io = rayquet::layer::io_runtime(options);
         let executor = Arc::new(TokioMultiThreadExecutor::new(io));
         // Log reads keep the commit files, which the kernel reads twice per scan.
         let root = format!("{}://{}", url.scheme(), url.authority());

@@ -18,7 +18,7 @@
 //! ```no_run
 //! # fn main() -> rayquet::Result<()> {
 //! use rayquet::prelude::*;
-//! let reader = rayquet_delta::TableScan::new("s3://bucket/events/")
+//! let reader = rayquet_delta::TableScan::open("s3://bucket/events/")
 //!     .version(12)                              // Delta's own: time travel
 //!     .columns(["id", "country"])               // the same options as any rayquet scan
 //!     .filter(col("country").eq("NZ"))
@@ -78,8 +78,9 @@ impl ScanBuilder for TableScan {
 
 impl TableScan {
     /// A scan of the newest version of the table at `location` (a URL or a local directory:
-    /// the table root, above `_delta_log`), all columns.
-    pub fn new(location: impl Into<String>) -> Self {
+    /// the table root, above `_delta_log`), all columns. The log is read when the scan
+    /// needs it, through the scan's stores.
+    pub fn open(location: impl Into<String>) -> Self {
         TableScan {
             location: location.into(),
             version: None,

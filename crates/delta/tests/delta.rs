@@ -98,7 +98,7 @@ fn ids_of(batches: &[RecordBatch]) -> Vec<i64> {
 #[test]
 fn golden_compared_tables_through_table_scan() {
     check_compared_golden("TableScan", |url| {
-        let read = table_scan(TableScan::new(url.as_str())).map_err(|e| e.to_string())?;
+        let read = table_scan(TableScan::open(url.as_str())).map_err(|e| e.to_string())?;
         Ok((read.schema, read.batches))
     });
 }
@@ -119,7 +119,7 @@ fn golden_negative_tables_fail_clearly() {
     let mut problems = negative_golden_problems(
         "TableScan",
         &any_wording,
-        |url| match table_scan(TableScan::new(url.as_str())) {
+        |url| match table_scan(TableScan::open(url.as_str())) {
             Ok(read) => Ok(read.num_rows()),
             Err(e) => Err(e.to_string()),
         },
@@ -157,7 +157,7 @@ fn check_fixture(f: &Fixture) {
             &reference.schema,
             &reference.batches,
         );
-        let scan = table_scan(TableScan::new(f.url.as_str()).version(v))
+        let scan = table_scan(TableScan::open(f.url.as_str()).version(v))
             .unwrap_or_else(|e| panic!("{} v{v}: TableScan: {e}", f.name));
         assert_same_table(
             &format!("{} v{v}: TableScan vs default engine", f.name),
@@ -178,7 +178,7 @@ fn check_fixture(f: &Fixture) {
         );
     }
     // The latest version without asking for one.
-    let latest = table_scan(TableScan::new(f.url.as_str())).unwrap();
+    let latest = table_scan(TableScan::open(f.url.as_str())).unwrap();
     let e = f.expected();
     assert_same_table(
         f.name,
@@ -230,7 +230,7 @@ fn fixture_time_travel_every_version() {
     );
     check_fixture(&f);
     // A version past the latest is a clear error naming the table.
-    let e = table_scan(TableScan::new(f.url.as_str()).version(f.latest + 5))
+    let e = table_scan(TableScan::open(f.url.as_str()).version(f.latest + 5))
         .err()
         .expect("a version that does not exist");
     assert_eq!(e.kind(), rayquet::ErrorKind::NotFound, "{e}");
@@ -265,7 +265,7 @@ fn deleted_rows_are_never_delivered() {
     }
     assert!(deleted > 30, "the fixture deletes rows");
 
-    let read = table_scan(TableScan::new(f.url.as_str())).unwrap();
+    let read = table_scan(TableScan::open(f.url.as_str())).unwrap();
     assert_eq!(read.metrics.rows_deleted, deleted);
     let ids = ids_of(&read.batches);
     assert_eq!(ids, ids_of(&f.expected().batches));
@@ -295,7 +295,7 @@ fn table_locations_relative_and_file_urls() {
         url.trim_end_matches('/').to_string(),
         relative,
     ] {
-        let read = table_scan(TableScan::new(location.as_str()))
+        let read = table_scan(TableScan::open(location.as_str()))
             .unwrap_or_else(|e| panic!("{location}: {e}"));
         assert_eq!(ids_of(&read.batches), want, "{location}");
         let engine = RayquetEngine::for_table(&location, &ScanOptions::new()).unwrap();
@@ -304,7 +304,7 @@ fn table_locations_relative_and_file_urls() {
             .unwrap_or_else(|e| panic!("{location}: {e}"));
         assert_eq!(snapshot.version(), f.latest, "{location}");
     }
-    let missing = table_scan(TableScan::new(format!("{abs}-nope")))
+    let missing = table_scan(TableScan::open(format!("{abs}-nope")))
         .err()
         .expect("no such table");
     assert!(missing.to_string().contains("-nope"), "{missing}");
@@ -327,7 +327,7 @@ fn caller_store_with_latency_model_no_heads() {
     let location = format!("rayquet-test://t{}", f.url.path());
     let reference = read_table(&f.url, &ReadOptions::default()).unwrap();
 
-    let scan = TableScan::new(location.as_str()).object_store("rayquet-test://t", store.clone());
+    let scan = TableScan::open(location.as_str()).object_store("rayquet-test://t", store.clone());
     let read = table_scan(scan).unwrap();
     assert_same_table(
         "TableScan through a caller store",
@@ -380,13 +380,13 @@ fn check_filter(f: &Fixture, sql: &str, reference: &Predicate) -> Read {
         })
         .collect();
     let filter = rayquet::Expr::parse_sql(sql).unwrap();
-    let read = table_scan(TableScan::new(f.url.as_str()).filter(filter.clone()))
+    let read = table_scan(TableScan::open(f.url.as_str()).filter(filter.clone()))
         .unwrap_or_else(|e| panic!("{sql}: {e}"));
     assert_same_table(sql, &all.schema, &expected, &read.schema, &read.batches);
 
     // With a projection that leaves the filter's columns out.
     let read_id = table_scan(
-        TableScan::new(f.url.as_str())
+        TableScan::open(f.url.as_str())
             .columns(["id"])
             .filter(filter),
     )
@@ -497,7 +497,7 @@ fn limit_counts_delivered_rows_after_the_transform() {
     let part = partitioned_fixture(&dir.path().join("part"));
     let sql = "p_int = 7 OR id = 305";
     let all = table_scan(
-        TableScan::new(part.url.as_str()).filter(rayquet::Expr::parse_sql(sql).unwrap()),
+        TableScan::open(part.url.as_str()).filter(rayquet::Expr::parse_sql(sql).unwrap()),
     )
     .unwrap();
     let matching = all.num_rows();
@@ -506,7 +506,7 @@ fn limit_counts_delivered_rows_after_the_transform() {
         [200, 201, 202, 203, 204, 205, 206, 207, 208, 209, 305]
     );
     for limit in [1, 5, matching - 1, matching, matching + 10] {
-        let scan = TableScan::new(part.url.as_str())
+        let scan = TableScan::open(part.url.as_str())
             .filter(rayquet::Expr::parse_sql(sql).unwrap())
             .to_scan()
             .unwrap()

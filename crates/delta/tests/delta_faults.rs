@@ -43,7 +43,7 @@ fn missing_or_corrupt_deletion_vectors_are_errors_naming_them() {
             .collect();
         assert!(!dvs.is_empty(), "the fixture wrote deletion vector files");
         // Intact, the table reads as expected (the rows the fixture kept).
-        let ok = TableScan::new(f.url.as_str())
+        let ok = TableScan::open(f.url.as_str())
             .to_scan()
             .unwrap()
             .build()
@@ -66,7 +66,7 @@ fn missing_or_corrupt_deletion_vectors_are_errors_naming_them() {
             .collect();
         for batch_size in [1, 4, 1024] {
             let what = format!("corrupt={corrupt}, batch_size={batch_size}");
-            let reader = TableScan::new(f.url.as_str())
+            let reader = TableScan::open(f.url.as_str())
                 .to_scan()
                 .unwrap()
                 .batch_size(batch_size)

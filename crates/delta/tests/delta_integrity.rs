@@ -67,7 +67,7 @@ fn find(hay: &[u8], needle: &str, from: usize) -> usize {
 /// Rows rayquet's `TableScan` reads.
 fn rayquet_rows(url: &url::Url) -> rayquet::Result<usize> {
     let mut rows = 0;
-    for b in TableScan::new(url.as_str()).build()? {
+    for b in TableScan::open(url.as_str()).build()? {
         rows += b?.num_rows();
     }
     Ok(rows)

@@ -46,7 +46,7 @@ fn shipped(
 }
 
 fn check(f: &Fixture) -> usize {
-    let (schema, batches, units, with_dv) = shipped(TableScan::new(f.url.as_str()));
+    let (schema, batches, units, with_dv) = shipped(TableScan::open(f.url.as_str()));
     assert!(units > 0, "{}", f.name);
     let e = f.expected();
     compare_tables(&e.schema, &e.batches, &schema, &batches)
@@ -74,14 +74,14 @@ fn shipped_units_keep_column_mapping() {
 fn shipped_units_keep_filters_and_projection() {
     let dir = tempfile::tempdir().unwrap();
     let f = dv_fixture(&dir.path().join("dv"));
-    let local = TableScan::new(f.url.as_str())
+    let local = TableScan::open(f.url.as_str())
         .columns(["id"])
         .filter(col("id").gt_eq(300i64))
         .build()
         .unwrap();
     let (local_schema, local): (_, Vec<_>) = (local.schema(), local.map(|b| b.unwrap()).collect());
     let (schema, batches, _, _) = shipped(
-        TableScan::new(f.url.as_str())
+        TableScan::open(f.url.as_str())
             .columns(["id"])
             .filter(col("id").gt_eq(300i64)),
     );

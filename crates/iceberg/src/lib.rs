@@ -11,10 +11,10 @@
 //! ```no_run
 //! # fn main() -> rayquet::Result<()> {
 //! use rayquet::prelude::*;
-//! use rayquet_iceberg::{load_table, TableScan};
+//! use rayquet_iceberg::TableScan;
 //! let options = ScanOptions::new().store_option("aws_region", "eu-west-1");
-//! let table = load_table("s3://warehouse/db/events", &options)?; // or a metadata JSON file
-//! let reader = TableScan::new(table)
+//! // A table directory or metadata JSON file; or TableScan::from_table(any catalog's Table)
+//! let reader = TableScan::open("s3://warehouse/db/events")
 //!     .with_options(options)                       // the same options as any rayquet scan
 //!     .columns(["id", "ts", "payload"])
 //!     .filter(col("ts").gt_eq("2024-01-01"))
@@ -172,7 +172,7 @@ fn ice(e: iceberg::Error) -> Error {
 pub fn load_table(location: &str, options: &ScanOptions) -> Result<Table> {
     let loc = location.to_string();
     let opts = options.clone();
-    rayquet::layer::block_on(&options, async move {
+    rayquet::layer::block_on(options, async move {
         let metadata = metadata_file(&loc, &opts).await?;
         let factory = storage::ObjectStoreStorageFactory::new(&opts);
         let file_io = iceberg::io::FileIOBuilder::new(Arc::new(factory)).build();
@@ -200,7 +200,7 @@ async fn metadata_file(location: &str, options: &ScanOptions) -> Result<String> 
     }
     let root = location.trim_end_matches('/');
     let dir = format!("{root}/metadata/");
-    let (store, prefix) = rayquet::layer::store_for_literal(&options, &dir)?;
+    let (store, prefix) = rayquet::layer::store_for_literal(options, &dir)?;
     use object_store::ObjectStoreExt;
     // version-hint.text (Hadoop-style tables): the current version number, or an older one
     // (a writer that failed to update it, or a copy): as Iceberg Java's HadoopTableOperations,
@@ -276,11 +276,12 @@ async fn metadata_file(location: &str, options: &ScanOptions) -> Result<String> 
 /// reads manifests concurrently); within a file rows keep their order. A scan whose order
 /// matters should sort, or plan the tasks itself and use [`scan_tasks`].
 pub struct TableScan {
-    table: Table,
+    /// The table, once loaded (given, or loaded from `location` with the scan's options).
+    table: std::sync::OnceLock<Table>,
+    location: Option<String>,
     snapshot: Option<i64>,
     reference: Option<String>,
     as_of: Option<i64>,
-    predicate: Option<Predicate>,
     case_sensitive: bool,
     options: ScanOptions,
 }
@@ -294,7 +295,8 @@ impl ScanBuilder for TableScan {
 impl std::fmt::Debug for TableScan {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("TableScan")
-            .field("table", self.table.identifier())
+            .field("table", &self.table.get().map(|t| t.identifier()))
+            .field("location", &self.location)
             .field("snapshot", &self.snapshot)
             .field("reference", &self.reference)
             .field("options", &self.options)
@@ -303,17 +305,41 @@ impl std::fmt::Debug for TableScan {
 }
 
 impl TableScan {
-    /// A scan of the table's current snapshot, all columns.
-    pub fn new(table: Table) -> Self {
+    /// A scan of the table at `location` (a table directory, with its `metadata/` folder, or
+    /// a metadata JSON file; a local path or URL, taken literally as Iceberg writes
+    /// locations), its current snapshot, all columns. The table is loaded when the scan needs
+    /// it, through the scan's stores ([`load_table`]).
+    pub fn open(location: impl Into<String>) -> Self {
+        Self::with(std::sync::OnceLock::new(), Some(location.into()))
+    }
+
+    /// A scan of a table loaded elsewhere (any catalog's `iceberg::table::Table`, or
+    /// [`load_table`]'s), its current snapshot, all columns. Its metadata, manifests and
+    /// delete files are read through the table's own FileIO.
+    pub fn from_table(table: Table) -> Self {
+        Self::with(std::sync::OnceLock::from(table), None)
+    }
+
+    fn with(table: std::sync::OnceLock<Table>, location: Option<String>) -> Self {
         TableScan {
             table,
+            location,
             snapshot: None,
             reference: None,
             as_of: None,
-            predicate: None,
             case_sensitive: true,
             options: ScanOptions::default(),
         }
+    }
+
+    /// The table, loaded from its location on first use.
+    fn table(&self) -> Result<&Table> {
+        if let Some(t) = self.table.get() {
+            return Ok(t);
+        }
+        let location = self.location.as_deref().unwrap_or_default();
+        let loaded = load_table(location, &self.options)?;
+        Ok(self.table.get_or_init(|| loaded))
     }
 
     /// Read this snapshot (time travel), in the schema it was written with.
@@ -341,16 +367,7 @@ impl TableScan {
         self
     }
 
-    /// Only rows where this iceberg predicate holds: used by iceberg's planner (manifests,
-    /// data files) and by rayquet (row groups, pages, bloom filters, then exactly per row,
-    /// with SQL's three-valued logic: see the module docs). Combined with
-    /// [`ScanBuilder::filter`] by AND.
-    pub fn predicate(mut self, predicate: Predicate) -> Self {
-        self.predicate = Some(predicate);
-        self
-    }
-
-    /// Match column names (selection, predicate, filter) case-sensitively (the default) or
+    /// Match column names (selection and filter) case-sensitively (the default) or
     /// not. Output columns are named as the table names them.
     pub fn case_sensitive(mut self, yes: bool) -> Self {
         self.case_sensitive = yes;
@@ -365,7 +382,7 @@ impl TableScan {
     /// schema for the current snapshot and for any branch (a rename or added column with no
     /// write since shows); the snapshot's schema for a snapshot id, a timestamp or a tag.
     fn snapshot(&self) -> Result<(Option<i64>, Arc<Schema>, Arc<Schema>)> {
-        let md = self.table.metadata();
+        let md = self.table()?.metadata();
         let current = Arc::clone(md.current_schema());
         let (snap, current_schema) = match (&self.reference, self.as_of, self.snapshot) {
             (Some(r), _, _) => {
@@ -455,7 +472,7 @@ impl TableScan {
     /// The Arrow schema of the scan's batches.
     pub fn output_schema(&self) -> Result<SchemaRef> {
         let (_, schema, _) = self.snapshot()?;
-        let types = V3Types::of(self.table.metadata().properties(), schema.schema_id());
+        let types = V3Types::of(self.table()?.metadata().properties(), schema.schema_id());
         output_schema_with(&schema, &self.field_ids(&schema)?, &types)
     }
 
@@ -468,7 +485,7 @@ impl TableScan {
     /// The rayquet scan of this table scan's tasks, with its options: iceberg plans it on the
     /// scan's IO runtime and its tasks stream in as they come.
     pub fn to_scan(self) -> Result<Scan> {
-        let file_io = self.table.file_io().clone();
+        let file_io = self.table()?.file_io().clone();
         let props = storage::store_options(file_io.config().props());
         let Planned {
             plan,
@@ -490,17 +507,12 @@ impl TableScan {
     /// columns and filter are in the plan). A process that reads units calls
     /// [`ScanPlan::scan`] with its own options (stores, credentials, pools).
     pub fn plan(mut self) -> Result<Planned> {
+        self.table()?;
         let (snapshot, schema, snapshot_schema) = self.snapshot()?;
         let ids = self.field_ids(&schema)?;
         let mut options = std::mem::take(&mut self.options);
         rayquet::layer::take_columns(&mut options);
         let filter = rayquet::layer::take_filter(&mut options);
-        let filter = match (&self.predicate, &filter) {
-            (Some(p), Some(f)) => Some(predicate::to_expr(p)?.and(f.clone())),
-            (Some(p), None) => Some(predicate::to_expr(p)?),
-            (None, Some(f)) => Some(f.clone()),
-            (None, None) => None,
-        };
         // Column names as the table spells them (unknown names fail here).
         let case_sensitive = self.case_sensitive;
         let filter = filter
@@ -510,7 +522,8 @@ impl TableScan {
                 })
             })
             .transpose()?;
-        let md = self.table.metadata();
+        let table = self.table()?;
+        let md = table.metadata();
         let types = V3Types::of(md.properties(), schema.schema_id());
         let v3 = md.format_version() >= iceberg::spec::FormatVersion::V3;
         let lineage = ids.iter().any(|id| is_lineage(*id));
@@ -530,7 +543,7 @@ impl TableScan {
         // The planner only skips files: columns whose type was promoted are left out of its
         // predicate (iceberg-rust 0.10.1 compares the old type's bounds with the new type's
         // literal and wrongly skips those files).
-        let promoted = promoted_ids(&self.table, &schema);
+        let promoted = promoted_ids(table, &schema);
         // iceberg's planner binds names in the snapshot's own schema, which may be older than
         // the schema read (a rename, an added column): the filter and selection reach it by
         // field id, spelled as the snapshot's schema spells them; a column the snapshot's
@@ -548,7 +561,7 @@ impl TableScan {
             let renamed = renamed.unwrap_or_else(|never| match never {});
             predicate::to_predicate(&renamed, &snapshot_schema, &promoted)
         });
-        let table = on_io_runtime(&self.table, &options)?;
+        let table = on_io_runtime(table, &options)?;
         let (planner_ids, names): (Vec<i32>, Vec<String>) = layout
             .out_ids()
             .iter()
@@ -627,7 +640,7 @@ impl std::fmt::Debug for Planned {
 /// `table` bound to the scan's IO runtime, so iceberg plans (and spawns) there, whatever
 /// runtime the caller's catalog used (a table whose runtime has stopped plans nothing).
 fn on_io_runtime(table: &Table, options: &ScanOptions) -> Result<Table> {
-    let io = rayquet::layer::io_runtime(&options);
+    let io = rayquet::layer::io_runtime(options);
     let runtime = {
         let _guard = io.enter();
         iceberg::Runtime::try_current().map_err(ice)?

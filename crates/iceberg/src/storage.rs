@@ -116,7 +116,7 @@ impl ObjectStoreStorageFactory {
     /// stores by URL root, which do not serialize).
     pub fn new(options: &ScanOptions) -> Self {
         ObjectStoreStorageFactory {
-            options: rayquet::layer::store_options(&options).to_vec(),
+            options: rayquet::layer::store_options(options).to_vec(),
             scan: options.clone(),
         }
     }

@@ -134,7 +134,7 @@ fn deviating_snapshots(fx: &Fixture) -> Vec<i64> {
 /// equals iceberg-rust's `to_arrow()` unless iceberg-rust deviates there (then it must not).
 fn check_snapshot(fx: &Fixture, table: &Table, snapshot: i64, what: &str) {
     let exp = fx.expected_at(snapshot);
-    let got = rq(TableScan::new(table.clone()).snapshot_id(snapshot));
+    let got = rq(TableScan::from_table(table.clone()).snapshot_id(snapshot));
     let what = format!("{} {what} snapshot {snapshot}", fx.name);
     assert_eq!(got.schema, exp.schema(), "{what}: schema");
     assert_eq!(got.sorted(), rows(exp), "{what}: rows (spec)");
@@ -181,12 +181,12 @@ fn every_fixture_and_snapshot_matches_the_spec_and_to_arrow() {
             check_snapshot(&fx, &fx.table, *s, "table");
         }
         // The current snapshot without naming it.
-        let got = rq(TableScan::new(fx.table.clone()));
+        let got = rq(TableScan::from_table(fx.table.clone()));
         assert_eq!(got.sorted(), rows(&fx.expected_current()), "{}", fx.name);
         assert_eq!(got.schema, fx.expected_current().schema(), "{}", fx.name);
         // Branches and tags.
         for (name, id) in &fx.refs {
-            let got = rq(TableScan::new(fx.table.clone()).reference(name));
+            let got = rq(TableScan::from_table(fx.table.clone()).reference(name));
             assert_eq!(
                 got.sorted(),
                 rows(fx.expected_at(*id)),
@@ -233,35 +233,35 @@ fn load_table_from_the_directory_or_the_metadata_file() {
 #[test]
 fn refs_and_unknown_snapshots() {
     let fx = time_travel();
-    let t1 = rq(TableScan::new(fx.table.clone()).reference("t1"));
+    let t1 = rq(TableScan::from_table(fx.table.clone()).reference("t1"));
     assert_eq!(t1.sorted(), rows(fx.expected_at(fx.snapshot_ids[0])));
-    let main = rq(TableScan::new(fx.table.clone()).reference("main"));
+    let main = rq(TableScan::from_table(fx.table.clone()).reference("main"));
     assert_eq!(main.sorted(), rows(&fx.expected_current()));
-    let b1 = rq(TableScan::new(fx.table.clone()).reference("b1"));
+    let b1 = rq(TableScan::from_table(fx.table.clone()).reference("b1"));
     assert_eq!(b1.sorted(), rows(fx.expected_at(fx.snapshot_ids[3])));
     assert_eq!(b1.rows(), 25);
-    let err = try_rq(TableScan::new(fx.table.clone()).reference("nope")).unwrap_err();
+    let err = try_rq(TableScan::from_table(fx.table.clone()).reference("nope")).unwrap_err();
     assert!(err.to_string().contains("nope"), "{err}");
-    let err = try_rq(TableScan::new(fx.table.clone()).snapshot_id(12345)).unwrap_err();
+    let err = try_rq(TableScan::from_table(fx.table.clone()).snapshot_id(12345)).unwrap_err();
     assert!(err.to_string().contains("12345"), "{err}");
 }
 
 #[test]
 fn empty_table_and_empty_snapshot() {
     let fx = empty_table();
-    let got = rq(TableScan::new(fx.table.clone()));
+    let got = rq(TableScan::from_table(fx.table.clone()));
     assert_eq!(got.rows(), 0);
     assert_eq!(got.schema, fx.expected_current().schema());
     let (schema, _) = to_arrow(&fx.table, None, None, None, true);
     assert_eq!(got.schema, schema);
-    let got = rq(TableScan::new(fx.table.clone()).columns(["v"]));
+    let got = rq(TableScan::from_table(fx.table.clone()).columns(["v"]));
     assert_eq!(got.schema, project(&fx.expected_current(), &["v"]).schema());
 
     let fx = empty_snapshot();
-    let got = rq(TableScan::new(fx.table.clone()));
+    let got = rq(TableScan::from_table(fx.table.clone()));
     assert_eq!((got.rows(), got.metrics.files), (0, 0));
     assert_eq!(got.schema, fx.expected_current().schema());
-    let s1 = rq(TableScan::new(fx.table.clone()).snapshot_id(fx.snapshot_ids[0]));
+    let s1 = rq(TableScan::from_table(fx.table.clone()).snapshot_id(fx.snapshot_ids[0]));
     assert_eq!(s1.rows(), 10);
 }
 
@@ -284,7 +284,7 @@ fn planning_runs_on_rayquets_runtime_whatever_the_tables() {
         .unwrap()
         .into_table();
     drop(tmp);
-    let got = rq(TableScan::new(table));
+    let got = rq(TableScan::from_table(table));
     assert_eq!(got.sorted(), rows(&fx.expected_current()));
 }
 
@@ -292,13 +292,13 @@ fn planning_runs_on_rayquets_runtime_whatever_the_tables() {
 fn empty_selection_counts_rows() {
     let fx = deletes(40, 10);
     for s in &fx.snapshot_ids {
-        let got = rq(TableScan::new(fx.table.clone())
+        let got = rq(TableScan::from_table(fx.table.clone())
             .snapshot_id(*s)
             .columns(Vec::<String>::new()));
         assert_eq!(got.schema.fields().len(), 0);
         assert_eq!(got.rows(), fx.expected_at(*s).num_rows(), "snapshot {s}");
     }
-    let got = rq(TableScan::new(fx.table.clone())
+    let got = rq(TableScan::from_table(fx.table.clone())
         .columns(Vec::<String>::new())
         .filter(col("id").lt(10)));
     assert_eq!(
@@ -328,7 +328,7 @@ fn selected_columns_in_the_given_order_with_to_arrows_schema() {
         vec!["id", "id"],
         vec!["_file", "i", "id"],
     ] {
-        let got = rq(TableScan::new(fx.table.clone()).columns(cols.iter().copied()));
+        let got = rq(TableScan::from_table(fx.table.clone()).columns(cols.iter().copied()));
         let (schema, batches) = to_arrow(&fx.table, None, Some(&cols), None, true);
         assert_eq!(got.schema, schema, "{cols:?}: schema vs to_arrow");
         assert_eq!(got.sorted(), sorted_rows(&flat(&batches)), "{cols:?}");
@@ -338,7 +338,7 @@ fn selected_columns_in_the_given_order_with_to_arrows_schema() {
     }
     // Nested fixture: struct, list and map columns keep every field id.
     let fx = nested(10);
-    let got = rq(TableScan::new(fx.table.clone()).columns(["props", "tags", "s"]));
+    let got = rq(TableScan::from_table(fx.table.clone()).columns(["props", "tags", "s"]));
     let (schema, _) = to_arrow(&fx.table, None, Some(&["props", "tags", "s"]), None, true);
     assert_eq!(got.schema, schema);
     assert_eq!(
@@ -346,9 +346,9 @@ fn selected_columns_in_the_given_order_with_to_arrows_schema() {
         rows(&project(&fx.expected_current(), &["props", "tags", "s"]))
     );
     // Unknown and nested names are errors that say so.
-    let err = try_rq(TableScan::new(fx.table.clone()).columns(["nope"])).unwrap_err();
+    let err = try_rq(TableScan::from_table(fx.table.clone()).columns(["nope"])).unwrap_err();
     assert!(err.to_string().contains("nope"), "{err}");
-    let err = try_rq(TableScan::new(fx.table.clone()).columns(["s.a"])).unwrap_err();
+    let err = try_rq(TableScan::from_table(fx.table.clone()).columns(["s.a"])).unwrap_err();
     assert!(err.to_string().contains("top-level"), "{err}");
 }
 
@@ -357,7 +357,7 @@ fn file_and_pos_metadata_columns() {
     // `_file` as to_arrow gives it (run-end encoded, non-null, reserved field id); `_pos` the
     // row's position in its data file, checked against the rows each file holds as written.
     let fx = primitives(3, 70, 20);
-    let got = rq(TableScan::new(fx.table.clone()).columns(["_pos", "id", "_file"]));
+    let got = rq(TableScan::from_table(fx.table.clone()).columns(["_pos", "id", "_file"]));
     let f = got.schema.field(2);
     assert!(matches!(f.data_type(), DataType::RunEndEncoded(..)));
     assert!(!f.is_nullable());
@@ -391,7 +391,7 @@ fn file_and_pos_metadata_columns() {
     // With deletes: `_pos` keeps counting every row of the file, deleted ones included.
     let fx = deletes(40, 10);
     let s2 = fx.snapshot_ids[1];
-    let got = rq(TableScan::new(fx.table.clone())
+    let got = rq(TableScan::from_table(fx.table.clone())
         .snapshot_id(s2)
         .columns(["_file", "_pos", "id", "v"]));
     let deleted: HashSet<(String, i64)> = fx
@@ -560,7 +560,8 @@ fn predicates_are_exact_and_prune_row_groups() {
     ];
     for (p, keep, prunes) in cases {
         let want = filter_rows(&exp, &keep);
-        let got = rq(TableScan::new(fx.table.clone()).predicate(p.clone()));
+        let got = rq(TableScan::from_table(fx.table.clone())
+            .filter(rayquet_iceberg::predicate::to_expr(&p.clone()).unwrap()));
         assert_eq!(got.sorted(), rows(&want), "{p}");
         if want.num_rows() > 0 {
             let (_, reference) = to_arrow(&fx.table, None, None, Some(p.clone()), true);
@@ -570,9 +571,9 @@ fn predicates_are_exact_and_prune_row_groups() {
             assert!(got.metrics.row_groups_pruned > 0, "{p}: {:?}", got.metrics);
         }
         // Selected columns need not include the predicate's.
-        let got = rq(TableScan::new(fx.table.clone())
+        let got = rq(TableScan::from_table(fx.table.clone())
             .columns(["u", "id"])
-            .predicate(p.clone()));
+            .filter(rayquet_iceberg::predicate::to_expr(&p.clone()).unwrap()));
         assert_eq!(
             got.sorted(),
             rows(&project(&want, &["u", "id"])),
@@ -608,24 +609,29 @@ fn predicates_are_exact_and_prune_row_groups() {
     for (f, keep) in filters {
         let want = filter_rows(&exp, &keep);
         assert!(want.num_rows() > 0, "{f}");
-        let got = rq(TableScan::new(fx.table.clone()).filter(f.clone()));
+        let got = rq(TableScan::from_table(fx.table.clone()).filter(f.clone()));
         assert_eq!(got.sorted(), rows(&want), "{f}");
     }
     // iceberg's planner skips the second file; rayquet 6 of the first file's 8 row groups.
-    let got = rq(TableScan::new(fx.table.clone()).filter(col("id").lt(30)));
+    let got = rq(TableScan::from_table(fx.table.clone()).filter(col("id").lt(30)));
     assert_eq!(
         (got.metrics.files, got.metrics.row_groups_pruned),
         (1, 6),
         "{:?}",
         got.metrics
     );
-    // A predicate and a filter together: both hold.
-    let got = rq(TableScan::new(fx.table.clone())
-        .predicate(r("id").less_than(Datum::long(50)))
-        .filter(col("id").gt_eq(40)));
+    // A translated Iceberg predicate and a rayquet filter together: both hold.
+    let predicate = rayquet_iceberg::predicate::to_expr(&r("id").less_than(Datum::long(50)));
+    let got =
+        rq(TableScan::from_table(fx.table.clone())
+            .filter(predicate.unwrap().and(col("id").gt_eq(40))));
     assert_eq!(ids_of(&got.all(), "id"), (40..50).collect::<Vec<_>>());
     // A predicate on an unknown column is an error naming it.
-    let err = try_rq(TableScan::new(fx.table.clone()).predicate(r("nope").is_null())).unwrap_err();
+    let err = try_rq(
+        TableScan::from_table(fx.table.clone())
+            .filter(rayquet_iceberg::predicate::to_expr(&r("nope").is_null()).unwrap()),
+    )
+    .unwrap_err();
     assert!(err.to_string().contains("nope"), "{err}");
 }
 
@@ -634,11 +640,12 @@ fn predicates_where_iceberg_rust_deviates_follow_the_spec() {
     // Identity-partition constants: `cat = 7` finds the constants-only file's rows.
     let fx = partitioned_identity(5);
     let (cat, region, day) = CONSTANT_PARTITION;
-    let got =
-        rq(TableScan::new(fx.table.clone())
-            .predicate(Reference::new("cat").equal_to(Datum::int(cat))));
+    let got = rq(TableScan::from_table(fx.table.clone()).filter(
+        rayquet_iceberg::predicate::to_expr(&Reference::new("cat").equal_to(Datum::int(cat)))
+            .unwrap(),
+    ));
     assert_eq!(got.rows(), 5);
-    let got = rq(TableScan::new(fx.table.clone())
+    let got = rq(TableScan::from_table(fx.table.clone())
         .columns(["region", "id", "day"])
         .filter(col("region").eq(region)));
     let want = filter_rows(&fx.expected_current(), |r| {
@@ -720,11 +727,12 @@ fn predicates_where_iceberg_rust_deviates_follow_the_spec() {
     for (p, keep) in cases {
         let want = filter_rows(&exp, &keep);
         assert!(want.num_rows() > 0, "{p}");
-        let got = rq(TableScan::new(fx.table.clone()).predicate(p.clone()));
+        let got = rq(TableScan::from_table(fx.table.clone())
+            .filter(rayquet_iceberg::predicate::to_expr(&p.clone()).unwrap()));
         assert_eq!(got.sorted(), rows(&want), "{p}");
         assert_eq!(got.schema, exp.schema());
     }
-    let got = rq(TableScan::new(fx.table.clone()).filter(col("a").gt(3000)));
+    let got = rq(TableScan::from_table(fx.table.clone()).filter(col("a").gt(3000)));
     assert_eq!(got.rows(), 16);
 
     // A filter on a nested field (iceberg-rust fails at read).
@@ -733,10 +741,12 @@ fn predicates_where_iceberg_rust_deviates_follow_the_spec() {
     let s = exp.column(1).as_struct().clone();
     let sa = s.column(0).as_primitive::<Int32Type>().clone();
     let want = filter_rows(&exp, |r| s.is_valid(r) && sa.is_valid(r) && sa.value(r) > 3);
-    let got = rq(TableScan::new(fx.table.clone())
-        .predicate(Reference::new("s.a").greater_than(Datum::int(3))));
+    let got = rq(TableScan::from_table(fx.table.clone()).filter(
+        rayquet_iceberg::predicate::to_expr(&Reference::new("s.a").greater_than(Datum::int(3)))
+            .unwrap(),
+    ));
     assert_eq!(got.sorted(), rows(&want));
-    let got = rq(TableScan::new(fx.table.clone())
+    let got = rq(TableScan::from_table(fx.table.clone())
         .columns(["id"])
         .filter(col("s.a").gt(3)));
     assert_eq!(got.sorted(), rows(&project(&want, &["id"])));
@@ -747,13 +757,16 @@ fn case_insensitive_selection_and_predicates() {
     let fx = primitives(1, 20, 10);
     let exp = fx.expected_current();
     let want = project(&filter_rows(&exp, |r| r < 3), &["id", "s"]);
-    let got = rq(TableScan::new(fx.table.clone())
+    let got = rq(TableScan::from_table(fx.table.clone())
         .columns(["ID", "S"])
         .case_sensitive(false)
-        .predicate(Reference::new("Id").less_than(Datum::long(3))));
+        .filter(
+            rayquet_iceberg::predicate::to_expr(&Reference::new("Id").less_than(Datum::long(3)))
+                .unwrap(),
+        ));
     assert_eq!(got.schema, want.schema(), "the table's spelling");
     assert_eq!(got.sorted(), rows(&want));
-    let got = rq(TableScan::new(fx.table.clone())
+    let got = rq(TableScan::from_table(fx.table.clone())
         .columns(["id", "S"])
         .case_sensitive(false)
         .filter(col("ID").lt(3)));
@@ -761,9 +774,12 @@ fn case_insensitive_selection_and_predicates() {
     // iceberg-rust ignores case_sensitive for both (docs/ICEBERG_NOTES.md §2).
     assert!(try_to_arrow(&fx.table, None, Some(&["ID"]), None, false).is_err());
     // Case-sensitive scans reject other spellings.
-    assert!(try_rq(TableScan::new(fx.table.clone()).columns(["ID"])).is_err());
+    assert!(try_rq(TableScan::from_table(fx.table.clone()).columns(["ID"])).is_err());
     assert!(try_rq(
-        TableScan::new(fx.table.clone()).predicate(Reference::new("ID").less_than(Datum::long(3)))
+        TableScan::from_table(fx.table.clone()).filter(
+            rayquet_iceberg::predicate::to_expr(&Reference::new("ID").less_than(Datum::long(3)))
+                .unwrap()
+        )
     )
     .is_err());
 }
@@ -786,19 +802,19 @@ fn evolution_and_name_mapping_follow_the_spec() {
         "added",
         "f",
     ];
-    let got = rq(TableScan::new(fx.table.clone()).columns(cols));
+    let got = rq(TableScan::from_table(fx.table.clone()).columns(cols));
     let want = project(&fx.expected_current(), &cols);
     assert_eq!(got.schema, want.schema());
     assert_eq!(got.sorted(), rows(&want));
     assert!(try_to_arrow(&fx.table, None, Some(&cols), None, true).is_err());
     // Time travel reads each snapshot in its own schema.
     for s in &fx.snapshot_ids {
-        let got = rq(TableScan::new(fx.table.clone()).snapshot_id(*s));
+        let got = rq(TableScan::from_table(fx.table.clone()).snapshot_id(*s));
         assert_eq!(got.schema, fx.expected_at(*s).schema());
     }
 
     let fx = name_mapped(true, 6);
-    let got = rq(TableScan::new(fx.table.clone()).columns(["s", "id"]));
+    let got = rq(TableScan::from_table(fx.table.clone()).columns(["s", "id"]));
     let want = project(&fx.expected_current(), &["s", "id"]);
     assert_eq!(got.sorted(), rows(&want));
     assert!(
@@ -807,7 +823,7 @@ fn evolution_and_name_mapping_follow_the_spec() {
     );
     // Without a mapping, files without field ids resolve no column (spec rule 4).
     let fx = name_mapped(false, 6);
-    let got = rq(TableScan::new(fx.table.clone()));
+    let got = rq(TableScan::from_table(fx.table.clone()));
     assert!(got.all().columns().iter().all(|c| c.null_count() == 6));
 }
 
@@ -904,13 +920,13 @@ fn deletes_fixture_position_and_equality_deletes() {
     // equality deletes on one and two columns with NULL keys (S3), and a data file appended
     // after them that no delete applies to (S4): the spec's answers.
     for s in &fx.snapshot_ids {
-        let got = rq(TableScan::new(fx.table.clone()).snapshot_id(*s));
+        let got = rq(TableScan::from_table(fx.table.clone()).snapshot_id(*s));
         assert_eq!(got.sorted(), rows(fx.expected_at(*s)), "snapshot {s}");
     }
     let s3 = fx.expected_at(fx.snapshot_ids[2]);
     // NULL keys: a NULL k1 never equals 3; (NULL, 'y') deletes exactly the NULL-k1 'y' rows.
     assert!(rows(s3).iter().any(|r| r.starts_with("26|∅|z|")));
-    let got = rq(TableScan::new(fx.table.clone())
+    let got = rq(TableScan::from_table(fx.table.clone())
         .snapshot_id(fx.snapshot_ids[2])
         .columns(["k1", "k2"]));
     for r in got.sorted() {
@@ -920,14 +936,14 @@ fn deletes_fixture_position_and_equality_deletes() {
         );
     }
     // D3 keeps its deleted keys.
-    let d3 = rq(TableScan::new(fx.table.clone()).filter(col("id").gt_eq(120)));
+    let d3 = rq(TableScan::from_table(fx.table.clone()).filter(col("id").gt_eq(120)));
     assert_eq!(d3.sorted(), rows(&fx.data_files[3].rows));
     // Filters combine with deletes, ordered or not, with tiny batches.
     let exp = fx.expected_current();
     let ids = exp.column(0).as_primitive::<Int64Type>().clone();
     let want = filter_rows(&exp, |r| ids.value(r) % 3 == 0 || ids.value(r) < 20);
     let got = try_read(
-        TableScan::new(fx.table.clone())
+        TableScan::from_table(fx.table.clone())
             .filter(
                 col("id")
                     .lt(20)
@@ -948,10 +964,10 @@ fn bench_table_with_deletes_matches_the_spec_and_to_arrow() {
     for s in &fx.snapshot_ids {
         check_snapshot(&fx, &fx.table, *s, "bench");
     }
-    let got = rq(TableScan::new(fx.table.clone()));
+    let got = rq(TableScan::from_table(fx.table.clone()));
     assert!(got.metrics.rows_deleted > 0);
     let cols = ["note", "id"];
-    let got = rq(TableScan::new(fx.table.clone()).columns(cols));
+    let got = rq(TableScan::from_table(fx.table.clone()).columns(cols));
     assert_eq!(got.sorted(), rows(&project(&fx.expected_current(), &cols)));
 }
 
@@ -1077,8 +1093,8 @@ fn each_delete_file_is_read_once_per_scan() {
     let fx = bench(32, 100, 50, true);
     let table = counting::table(&fx);
     for (k, scan) in [
-        TableScan::new(table.clone()),
-        TableScan::new(table.clone())
+        TableScan::from_table(table.clone()),
+        TableScan::from_table(table.clone())
             .columns(["k", "note"])
             .filter(col("id").gt_eq(1000)),
     ]
@@ -1128,7 +1144,7 @@ fn missing_data_file_is_an_error_naming_it() {
         fx.table.clone(),
         load_table(&fx.metadata_location, &rayquet::ScanOptions::new()).unwrap(),
     ] {
-        let err = try_rq(TableScan::new(table)).unwrap_err();
+        let err = try_rq(TableScan::from_table(table)).unwrap_err();
         if std::env::var("SHOW_ERRORS").is_ok() {
             eprintln!("{err}");
         }
@@ -1155,7 +1171,7 @@ fn missing_or_corrupt_delete_files_are_errors_naming_them() {
                 fx.table.clone(),
                 load_table(&fx.metadata_location, &rayquet::ScanOptions::new()).unwrap(),
             ] {
-                let msg = scan_error(TableScan::new(table.clone()), &fx.expected_current());
+                let msg = scan_error(TableScan::from_table(table.clone()), &fx.expected_current());
                 if std::env::var("SHOW_ERRORS").is_ok() {
                     eprintln!("{msg}");
                 }
@@ -1166,7 +1182,7 @@ fn missing_or_corrupt_delete_files_are_errors_naming_them() {
                 );
                 // Also when the delete file only matters through a filter or projection.
                 let msg = scan_error(
-                    TableScan::new(table)
+                    TableScan::from_table(table)
                         .columns(["v"])
                         .filter(col("id").lt(100)),
                     &project(&fx.expected_current(), &["v"]),
@@ -1201,7 +1217,7 @@ fn missing_or_corrupt_manifests_are_errors_naming_them() {
             fx.table.clone(),
             load_table(&fx.metadata_location, &rayquet::ScanOptions::new()).unwrap(),
         ] {
-            let err = try_rq(TableScan::new(table)).unwrap_err();
+            let err = try_rq(TableScan::from_table(table)).unwrap_err();
             if std::env::var("SHOW_ERRORS").is_ok() {
                 eprintln!("{err}");
             }
@@ -1229,7 +1245,7 @@ impl Input for IcebergInput {
         (e.schema(), vec![e])
     }
     fn scan(&self, columns: Option<&[&str]>) -> rayquet::Result<rayquet::Scan> {
-        let mut t = TableScan::new(self.fx.table.clone());
+        let mut t = TableScan::from_table(self.fx.table.clone());
         if let Some(c) = columns {
             t = t.columns(c.iter().copied());
         }

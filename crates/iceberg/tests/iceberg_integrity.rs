@@ -58,7 +58,7 @@ fn duplicate_blocks(b: &mut Vec<u8>) {
 /// Rows rayquet reads from the table at `fx`, loaded through rayquet's storage.
 fn rayquet_rows(fx: &Fixture) -> rayquet::Result<usize> {
     let table = load_table(&fx.metadata_location, &ScanOptions::new())?;
-    let reader = TableScan::new(table).build()?;
+    let reader = TableScan::from_table(table).build()?;
     let mut rows = 0;
     for b in reader {
         rows += b?.num_rows();

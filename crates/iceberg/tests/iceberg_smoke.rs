@@ -112,7 +112,7 @@ fn small_table_reads_like_to_arrow() {
     // Through the table object, and through load_table on its location.
     let schema = expected[0].schema();
     let want = common::concat(&schema, &expected);
-    let got: Vec<RecordBatch> = rayquet_iceberg::TableScan::new(table.clone())
+    let got: Vec<RecordBatch> = rayquet_iceberg::TableScan::from_table(table.clone())
         .to_scan()
         .unwrap()
         .build()
@@ -123,7 +123,7 @@ fn small_table_reads_like_to_arrow() {
     common::suite::assert_rows_eq(&want, &common::concat(&schema, &got), "table");
     let location = table.metadata().location().to_string();
     let loaded = rayquet_iceberg::load_table(&location, &rayquet::ScanOptions::new()).unwrap();
-    let got: Vec<RecordBatch> = rayquet_iceberg::TableScan::new(loaded)
+    let got: Vec<RecordBatch> = rayquet_iceberg::TableScan::from_table(loaded)
         .columns(["name", "_file", "id", "_pos"])
         .to_scan()
         .unwrap()

@@ -203,22 +203,26 @@ fn deletion_vectors_and_row_lineage_follow_the_spec() {
     for (snap, seq) in [(s1, 1), (s2, 2), (s3, 3)] {
         let want = expected_lineage(&fx, seq);
         let got = rows(
-            TableScan::new(t.clone())
+            TableScan::from_table(t.clone())
                 .snapshot_id(snap)
                 .columns(["id", "s"]),
         );
         assert_eq!(got, only(&want, 2), "snapshot {seq}: rows");
-        let got = rows(TableScan::new(t.clone()).snapshot_id(snap).columns(LINEAGE));
+        let got = rows(
+            TableScan::from_table(t.clone())
+                .snapshot_id(snap)
+                .columns(LINEAGE),
+        );
         assert_eq!(got, want, "snapshot {seq}: row lineage");
     }
     // 3 data files of 40 rows, minus 2 (P2 on D2), minus vectors 2 (D0) + 3 (D1) + 1 (D3),
     // plus 3 files in S3.
     assert_eq!(
-        rows(TableScan::new(t.clone())).len(),
+        rows(TableScan::from_table(t.clone())).len(),
         6 * 40 - 2 - 2 - 3 - 1
     );
     // The output schema: lineage columns are nullable Int64 with their reserved field ids.
-    let schema = TableScan::new(t.clone())
+    let schema = TableScan::from_table(t.clone())
         .columns(LINEAGE)
         .output_schema()
         .unwrap();
@@ -228,7 +232,7 @@ fn deletion_vectors_and_row_lineage_follow_the_spec() {
     );
     assert!(schema.field(4).is_nullable());
     // Distributed: units carry the vector (Puffin file, offset, length) and lineage.
-    let (got, units) = shipped(TableScan::new(t.clone()).columns(LINEAGE));
+    let (got, units) = shipped(TableScan::from_table(t.clone()).columns(LINEAGE));
     assert_eq!(got, expected_lineage(&fx, 3));
     let vectors: Vec<_> = units
         .iter()
@@ -262,7 +266,7 @@ fn deletion_vectors_and_row_lineage_follow_the_spec() {
     }
     // Filters still prune and filter; lineage with a filter on another column.
     let got = rows(
-        TableScan::new(t.clone())
+        TableScan::from_table(t.clone())
             .columns(LINEAGE)
             .filter(col("id").lt(40)),
     );
@@ -277,12 +281,12 @@ fn deletion_vectors_and_row_lineage_follow_the_spec() {
 fn row_lineage_is_refused_outside_v3_and_in_filters() {
     let fx = primitives(1, 10, 10);
     let t = table(&fx);
-    let e = error(TableScan::new(t).columns(["id", "_row_id"]));
+    let e = error(TableScan::from_table(t).columns(["id", "_row_id"]));
     assert_eq!(e.kind(), ErrorKind::InvalidArgument);
     assert!(e.to_string().contains("format v3"), "{e}");
     let fx = v3_deletes(10, Damage::None);
     let e = error(
-        TableScan::new(table(&fx))
+        TableScan::from_table(table(&fx))
             .columns(["id"])
             .filter(col("_row_id").lt(3)),
     );
@@ -299,7 +303,7 @@ fn assert_corrupt(fx: &Fixture, what: &str) {
         .path
         .clone();
     let name = puffin.rsplit('/').next().unwrap().to_string();
-    let e = error(TableScan::new(table(fx)).columns(["id"]));
+    let e = error(TableScan::from_table(table(fx)).columns(["id"]));
     assert_eq!(e.kind(), ErrorKind::CorruptTable, "{what}: {e}");
     assert!(e.to_string().contains(&name), "{what}: {e}");
 }
@@ -381,7 +385,7 @@ fn v3_types_defaults_and_nanosecond_timestamps() {
         .map(|f| f.name().as_str())
         .filter(|n| *n != "v" && *n != "g")
         .collect();
-    let (schema, batches) = read(TableScan::new(t.clone()).columns(cols.clone())).unwrap();
+    let (schema, batches) = read(TableScan::from_table(t.clone()).columns(cols.clone())).unwrap();
     let want = sorted_rows(&[project(&all, &cols)]);
     assert_eq!(sorted_rows(&batches), want);
     // Types: unknown is Null (nested too), nanosecond timestamps keep nanoseconds.
@@ -402,7 +406,7 @@ fn v3_types_defaults_and_nanosecond_timestamps() {
     );
     // Filters see the initial default of files that lack the column.
     let n = rows(
-        TableScan::new(t.clone())
+        TableScan::from_table(t.clone())
             .columns(["id"])
             .filter(col("d_int").eq(7)),
     );
@@ -410,19 +414,19 @@ fn v3_types_defaults_and_nanosecond_timestamps() {
     // variant and geometry: refused when read (selected, or by a filter), naming the column
     // and a data file; other columns read.
     for (c, ty) in [("v", "variant"), ("g", "geometry")] {
-        let e = error(TableScan::new(t.clone()).columns(["id", c]));
+        let e = error(TableScan::from_table(t.clone()).columns(["id", c]));
         assert_eq!(e.kind(), ErrorKind::Unsupported, "{e}");
         let msg = e.to_string();
         assert!(msg.contains(ty) && msg.contains(&format!("{c:?}")), "{msg}");
         assert!(msg.contains(".parquet"), "names the data file: {msg}");
         let e = error(
-            TableScan::new(t.clone())
+            TableScan::from_table(t.clone())
                 .columns(["id"])
                 .filter(col(c).is_null()),
         );
         assert_eq!(e.kind(), ErrorKind::Unsupported, "{e}");
     }
-    let e = error(TableScan::new(t.clone()));
+    let e = error(TableScan::from_table(t.clone()));
     assert_eq!(
         e.kind(),
         ErrorKind::Unsupported,
@@ -452,16 +456,16 @@ fn v1_table_after_partition_evolution() {
     assert!(e.to_string().contains("conflicts with schema field"), "{e}");
     let t = table(&fx);
     assert_eq!(
-        rows(TableScan::new(t.clone())),
+        rows(TableScan::from_table(t.clone())),
         sorted_rows(&[fx.expected_current()])
     );
     // The void field gives no constant: spec 1's file keeps its own `cat` values.
     assert_eq!(
-        rows(TableScan::new(t.clone()).filter(col("cat").eq("c"))),
+        rows(TableScan::from_table(t.clone()).filter(col("cat").eq("c"))),
         vec!["10|c".to_string()]
     );
     assert_eq!(
-        rows(TableScan::new(t.clone()).filter(col("cat").eq("a"))).len(),
+        rows(TableScan::from_table(t.clone()).filter(col("cat").eq("a"))).len(),
         3
     );
     let old: HashMap<_, _> = fx
@@ -555,7 +559,7 @@ fn each_puffin_file_is_read_once_per_scan() {
     let t = load_table(&fx.table_location, &options).expect("load_table");
     for round in 1..=2 {
         let got = rows(
-            TableScan::new(t.clone())
+            TableScan::from_table(t.clone())
                 .with_options(options.clone())
                 .columns(["id", "s"]),
         );
@@ -570,7 +574,7 @@ fn each_puffin_file_is_read_once_per_scan() {
     // A filtered scan (data files may be pruned) registers vectors as its tasks are made:
     // never a blob read twice.
     let got = rows(
-        TableScan::new(t.clone())
+        TableScan::from_table(t.clone())
             .with_options(options.clone())
             .columns(["id", "s"])
             .filter(col("id").gt_eq(0)),

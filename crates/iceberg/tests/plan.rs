@@ -51,7 +51,7 @@ fn shipped_units_read_as_the_spec_says() {
         (iceberg_tables::deletes(48, 8), Some(&["v", "id"])),
     ];
     for (fx, columns) in cases {
-        let mut scan = TableScan::new(fx.table.clone());
+        let mut scan = TableScan::from_table(fx.table.clone());
         if let Some(c) = columns {
             scan = scan.columns(c.iter().copied());
         }
@@ -66,7 +66,7 @@ fn shipped_units_keep_filters_deletes_and_metadata_columns() {
     let fx = iceberg_tables::deletes(48, 8);
     let all = fx.expected_current();
     // The filter goes in the plan, in the table's spelling.
-    let scan = TableScan::new(fx.table.clone())
+    let scan = TableScan::from_table(fx.table.clone())
         .columns(["id", "v"])
         .filter(col("id").lt(100i64));
     let (rows, _) = shipped(scan);
@@ -81,12 +81,13 @@ fn shipped_units_keep_filters_deletes_and_metadata_columns() {
     let filtered = iceberg_tables::filter_rows(&project(&all, &["id", "v"]), |i| keep.contains(&i));
     assert_eq!(rows, sorted_rows(&[filtered]));
     // `_pos` and `_file` as a local scan gives them.
-    let local: Vec<_> = TableScan::new(fx.table.clone())
+    let local: Vec<_> = TableScan::from_table(fx.table.clone())
         .columns(["id", "_pos", "_file"])
         .build()
         .unwrap()
         .map(|b| b.unwrap())
         .collect();
-    let (rows, _) = shipped(TableScan::new(fx.table.clone()).columns(["id", "_pos", "_file"]));
+    let (rows, _) =
+        shipped(TableScan::from_table(fx.table.clone()).columns(["id", "_pos", "_file"]));
     assert_eq!(rows, sorted_rows(&local));
 }

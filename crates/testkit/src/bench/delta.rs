@@ -316,7 +316,7 @@ mod imp {
             }
             ReaderId::DeltaTableScan => {
                 let options = options(input, &url)?.batch_size(BATCH_SIZE);
-                let mut scan = rayquet_delta::TableScan::new(url).with_options(options);
+                let mut scan = rayquet_delta::TableScan::open(url).with_options(options);
                 if let Some(budget) = input.budget {
                     scan = scan.memory_budget(budget);
                 }

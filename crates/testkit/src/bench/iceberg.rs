@@ -706,7 +706,7 @@ mod imp {
                 .await
                 .map_err(|e| rayquet::Error::new(rayquet::ErrorKind::Io, e.to_string()))
         })?;
-        let mut scan = rayquet_iceberg::TableScan::new(table.clone()).with_options(options);
+        let mut scan = rayquet_iceberg::TableScan::from_table(table.clone()).with_options(options);
         if first {
             scan = scan.snapshot_id(first_snapshot(&table)?);
         }
