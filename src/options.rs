@@ -211,6 +211,11 @@ impl ScanOptions {
         self.filter.take()
     }
 
+    /// The footer cache set with [`ScanBuilder::footer_cache`](crate::ScanBuilder::footer_cache).
+    pub fn get_footer_cache(&self) -> Option<&crate::FooterCache> {
+        self.footer_cache.as_ref()
+    }
+
     /// Rows per batch.
     pub fn get_batch_size(&self) -> usize {
         self.batch_size

@@ -75,6 +75,8 @@ pub struct RayquetScanExec {
     worker: Option<Arc<WorkerStats>>,
     metrics: ExecutionPlanMetricsSet,
     props: Arc<PlanProperties>,
+    /// Units planned (on the coordinator; 0 where the node was decoded).
+    units: usize,
 }
 
 impl RayquetScanExec {
@@ -85,6 +87,7 @@ impl RayquetScanExec {
         options: ScanOptions,
         stats: Option<Statistics>,
         worker: Option<Arc<WorkerStats>>,
+        units: usize,
     ) -> Self {
         let schema: SchemaRef = Arc::new(spec.schema.clone());
         let props = Arc::new(PlanProperties::new(
@@ -101,7 +104,13 @@ impl RayquetScanExec {
             worker,
             metrics: ExecutionPlanMetricsSet::new(),
             props,
+            units,
         }
+    }
+
+    /// Units of work the coordinator planned for this node (0 on a worker).
+    pub fn units(&self) -> usize {
+        self.units
     }
 
     /// The planner of this node, on the coordinator (units dealt per task).
