@@ -6,6 +6,9 @@
 //! pools, decoded on its rayon pool, and delivered through [`crate::stream`]. The node travels
 //! to workers as a [`ScanSpec`] (JSON, no credentials) through [`crate::codec`].
 //!
+//! Footers are cached per process (64 MiB, [`FooterCache`]) unless the options bring a cache of
+//! their own: the units of one file read its footer once.
+//!
 //! Invariants: a node marked `require_remote` never scans on the coordinator (it fails
 //! instead: a distributed query that would run it there is an error, not a silent local run);
 //! the memory budget of the process's options is shared by the node's partitions; no
@@ -25,12 +28,23 @@ use datafusion::physical_plan::{
 };
 use datafusion_distributed::WorkUnitFeed;
 use futures::StreamExt;
-use rayquet::{Expr, Scan, ScanBuilder, ScanOptions};
+use rayquet::{Expr, FooterCache, Scan, ScanBuilder, ScanOptions};
 use serde::{Deserialize, Serialize};
 
 use crate::feed::{Planner, UnitKind};
 use crate::stream::{reader_stream, Shape};
 use crate::worker::WorkerStats;
+
+/// Parsed footers of this process's scans, when their options bring no cache of their own: the
+/// units of one file (runs of its row groups) and repeated queries read its footer once.
+pub(crate) const FOOTER_CACHE_BYTES: usize = 64 << 20;
+
+fn footer_cache() -> FooterCache {
+    static CACHE: std::sync::OnceLock<FooterCache> = std::sync::OnceLock::new();
+    CACHE
+        .get_or_init(|| FooterCache::new(FOOTER_CACHE_BYTES))
+        .clone()
+}
 
 /// What a scan reads, as every process that reads its units rebuilds it.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -279,6 +293,9 @@ impl ExecutionPlan for RayquetScanExec {
             .memory_budget(budget.max(1 << 20));
         if let Some(l) = self.spec.limit {
             options = options.limit(l);
+        }
+        if options.get_footer_cache().is_none() {
+            options = options.footer_cache(footer_cache());
         }
         let scan = self
             .scan(units, options)

@@ -16,6 +16,7 @@ use datafusion::common::{exec_err, Result, Statistics, ToDFSchema};
 use datafusion::execution::{SendableRecordBatchStream, TaskContext};
 use datafusion::logical_expr::utils::conjunction;
 use datafusion::logical_expr::Expr as DfExpr;
+use datafusion::physical_expr::intervals::utils::check_support;
 use datafusion::physical_expr::EquivalenceProperties;
 use datafusion::physical_plan::execution_plan::{Boundedness, EmissionType};
 use datafusion::physical_plan::filter::FilterExec;
@@ -28,6 +29,13 @@ use datafusion::physical_plan::{
 /// rows `filters` keep (the conjuncts rayquet evaluates), delivering the first `delivered` of
 /// `read`, at most `limit` rows. The steps are DataFusion's own over its Parquet scan: the
 /// scan's projection, a `FilterExec`, a projection without the filter's columns.
+///
+/// `above` are the filters DataFusion evaluates above the scan. When its estimate of them
+/// falls back to a default selectivity (an expression interval analysis does not take, such
+/// as `LIKE`), so would its estimate of all the filters over its own scan: then the scan
+/// reports the statistics before its own filters, and DataFusion's estimate above it comes
+/// out as over its own scan.
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn scan_statistics(
     state: &dyn Session,
     table: &Schema,
@@ -35,13 +43,24 @@ pub(crate) fn scan_statistics(
     read: &[usize],
     delivered: usize,
     filters: &[DfExpr],
+    above: &[DfExpr],
     limit: Option<usize>,
 ) -> Result<Statistics> {
+    let table_schema = Arc::new(table.clone());
+    let df_table = table.clone().to_dfschema_ref()?;
+    let defaulted = match conjunction(above.iter().cloned()) {
+        None => false,
+        Some(p) => {
+            let p = state.create_physical_expr(p, &df_table)?;
+            !check_support(&p, &table_schema)
+        }
+    };
     let read_schema = Arc::new(table.project(read)?);
     let mut stats = stats.project(Some(&read.to_vec()));
     stats.calculate_total_byte_size(&read_schema);
     let stats = match conjunction(filters.iter().cloned()) {
         None => stats,
+        Some(_) if defaulted => stats.to_inexact(),
         Some(predicate) => {
             let schema = read_schema.as_ref().clone().to_dfschema_ref()?;
             let predicate = state.create_physical_expr(predicate, &schema)?;

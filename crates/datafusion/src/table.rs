@@ -632,11 +632,10 @@ impl TableProvider for RayquetTable {
     ) -> Result<Arc<dyn ExecutionPlan>> {
         let filter = filter::combine(filters, &self.schema);
         // The conjuncts rayquet evaluates (the others DataFusion filters above the scan).
-        let exact: Vec<DfExpr> = filters
+        let (exact, above): (Vec<DfExpr>, Vec<DfExpr>) = filters
             .iter()
-            .filter(|f| filter::exact(f, &self.schema).is_some())
             .cloned()
-            .collect();
+            .partition(|f| filter::exact(f, &self.schema).is_some());
         let rows_only = projection.is_some_and(|p| p.is_empty());
         let read = self.columns(projection, filter.as_ref());
         let read_idx: Vec<usize> = read
@@ -669,6 +668,7 @@ impl TableProvider for RayquetTable {
             &read_idx,
             delivered,
             &exact,
+            &above,
             limit,
         )?;
         if rows_only {
