@@ -57,10 +57,16 @@ pub struct FooterCache {
 }
 
 /// Which version of an object a file is: its ETag and last-modified time, as listing or a HEAD
-/// request reports them (or the modification time of a local file).
+/// request reports them (or the modification time of a local file). Public as
+/// [`FileVersion`](crate::FileVersion): [`DatasetFile::version`](crate::DatasetFile::version)
+/// gives it, [`FileTask::version`](crate::FileTask::version) takes it, so that tasks built
+/// from a listing use the [`FooterCache`] as a plain scan does.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub(crate) struct Version {
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+pub struct Version {
+    /// The object's ETag (object stores; none for local files).
     pub e_tag: Option<String>,
+    /// Its last modification time.
     pub last_modified: Option<std::time::SystemTime>,
 }
 

@@ -69,7 +69,7 @@ pub mod task;
 mod validate;
 
 pub use builder::ScanBuilder;
-pub use cache::FooterCache;
+pub use cache::{FooterCache, Version as FileVersion};
 pub use deliver::{ScanReader, TaggedReader};
 pub use error::{Error, ErrorKind, Result};
 pub use expr::{col, Expr};

@@ -252,8 +252,8 @@ pub struct FileTask {
     #[cfg_attr(feature = "serde", serde(skip))]
     pub(crate) store: Option<(Arc<dyn ObjectStore>, Path)>,
     pub(crate) size: Option<u64>,
-    /// Plain scans: the object's version from listing (a footer cache key).
-    #[cfg_attr(feature = "serde", serde(skip))]
+    /// The object's version from listing (a footer cache key).
+    #[cfg_attr(feature = "serde", serde(default))]
     pub(crate) version: Option<crate::cache::Version>,
     pub(crate) range: Option<Range<u64>>,
     pub(crate) row_groups: Option<Vec<usize>>,
@@ -328,6 +328,15 @@ impl FileTask {
     /// The object's size in bytes, when known (from a table's metadata): saves a request.
     pub fn size(mut self, bytes: u64) -> Self {
         self.size = Some(bytes);
+        self
+    }
+
+    /// The object's version (ETag, last-modified time), as listing gave it
+    /// ([`DatasetFile::version`](crate::DatasetFile::version)): with the size, it keys the
+    /// scan's [`FooterCache`](crate::FooterCache), so the tasks of one file (splits of it, or
+    /// repeated scans) read its footer once. Without it a task's footer bypasses the cache.
+    pub fn version(mut self, version: crate::FileVersion) -> Self {
+        self.version = Some(version);
         self
     }
 

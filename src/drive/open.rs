@@ -50,10 +50,14 @@ pub(crate) async fn open(ctx: Arc<DriveCtx>, index: u64, task: FileTask) -> Resu
             version: task.version.clone(),
         },
         None => {
-            ctx.stores
-                .lock()
-                .expect("stores lock")
-                .file(&task.location, task.size, task.literal)?
+            let mut file = ctx.stores.lock().expect("stores lock").file(
+                &task.location,
+                task.size,
+                task.literal,
+            )?;
+            // A version the task was given (FileTask::version) keys the footer cache.
+            file.version = task.version.clone();
+            file
         }
     };
     let name = file.name.clone();

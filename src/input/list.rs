@@ -182,6 +182,9 @@ pub struct DatasetFile {
     pub location: String,
     /// Its size, when listing gave it.
     pub size: Option<u64>,
+    /// Its version (ETag, last-modified time), when listing gave it: with the size, what
+    /// tells this object's contents from a rewrite ([`FileTask::version`](crate::FileTask::version)).
+    pub version: Option<crate::FileVersion>,
     /// Its partition values, one per partition column: a [`ColumnSource::Constant`] of the
     /// value's text (which converts exactly to the column's type) or [`ColumnSource::Null`].
     ///
@@ -243,6 +246,7 @@ pub(crate) async fn dataset(
             values: values.as_mut().and_then(|v| v.next()),
             location: l.file.name.to_string(),
             size: l.file.size,
+            version: l.file.version.clone(),
             partition: texts
                 .as_mut()
                 .and_then(|t| t.next())

@@ -23,10 +23,21 @@ use crate::CliResult;
 
 #[derive(Debug, Args)]
 pub struct SqlArgs {
-    /// The query (DataFusion's SQL dialect), over the tables named below. Without any, the
-    /// demo dataset (made once under the temp directory) is table `lineitem`.
-    #[arg(value_name = "QUERY")]
-    query: String,
+    /// The query (DataFusion's SQL dialect), over the tables named below: one statement or
+    /// several separated by `;` (e.g. `CREATE VIEW v AS ...; SELECT ... FROM v`), run in order;
+    /// the result is the last one that returns rows. It may begin with a comment (`-- Q1`).
+    /// Without any table, the demo dataset (made once under the temp directory) is table
+    /// `lineitem`.
+    #[arg(
+        value_name = "QUERY",
+        allow_hyphen_values = true,
+        required_unless_present = "file",
+        conflicts_with = "file"
+    )]
+    query: Option<String>,
+    /// Read the query from this file instead (`-` for stdin).
+    #[arg(short = 'f', long = "file", value_name = "FILE.sql")]
+    file: Option<PathBuf>,
     /// A Parquet dataset as table NAME: a file, a directory or prefix (every *.parquet under
     /// it) or a URL (s3://, gs://, az://, file://) of one (repeatable).
     #[arg(long, value_name = "NAME=PATH_OR_URL", value_parser = parse_key_value)]
@@ -148,7 +159,25 @@ fn register(ctx: &SessionContext, args: &mut SqlArgs, options: &ScanOptions) -> 
     Ok(())
 }
 
+/// The query text: the argument, or the file's (or stdin's) contents.
+fn query_text(args: &SqlArgs) -> CliResult<String> {
+    match (&args.query, &args.file) {
+        (Some(q), _) => Ok(q.clone()),
+        (None, Some(path)) if path.as_os_str() == "-" => {
+            let mut text = String::new();
+            std::io::Read::read_to_string(&mut std::io::stdin(), &mut text)
+                .map_err(|e| format!("reading the query from stdin: {e}"))?;
+            Ok(text)
+        }
+        (None, Some(path)) => {
+            std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()).into())
+        }
+        (None, None) => Err("no query: give one, or -f FILE.sql".into()),
+    }
+}
+
 pub fn run(mut args: SqlArgs) -> CliResult<()> {
+    let query = query_text(&args)?;
     let options = scan_options(&args.options);
     let ctx = match args.workers.is_empty() {
         true => rayquet_datafusion::local_session(),
@@ -159,10 +188,10 @@ pub fn run(mut args: SqlArgs) -> CliResult<()> {
     let rt = runtime()?;
     let result = rt.block_on(async {
         if args.workers.is_empty() {
-            let batches = ctx.sql(&args.query).await?.collect().await?;
+            let batches = rayquet_datafusion::collect_sql(&ctx, &query).await?;
             Ok::<_, rayquet_datafusion::datafusion::error::DataFusionError>((batches, vec![]))
         } else {
-            rayquet_datafusion::collect_distributed(&ctx, &args.query, &args.workers).await
+            rayquet_datafusion::collect_distributed(&ctx, &query, &args.workers).await
         }
     });
     // The runtime is left to the process's exit, never shut down here: after a failed

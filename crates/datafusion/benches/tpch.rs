@@ -1,93 +1,128 @@
-//! TPC-H lineitem through DataFusion: its own Parquet scan against the rayquet provider, in one
-//! process with the same threads, and the rayquet provider on 1 and 3 local workers
-//! (datafusion-distributed over loopback gRPC, each worker on a runtime of its own).
+//! TPC-H through DataFusion: the 22 queries over the 8 tables, through DataFusion's own Parquet
+//! scan, through the rayquet provider in the same process with the same threads, on 1 and 3
+//! rayquet workers on loopback (datafusion-distributed over gRPC, each worker on a runtime of
+//! its own in this process), and DuckDB on the same files with the same threads as the outside
+//! reference.
 //!
 //! ```sh
+//! tpchgen-cli parquet --scale-factor 1 --output-dir DIR      # one file per table
 //! cargo bench -p rayquet-datafusion --features bench --bench tpch -- --data DIR [--runs 6]
-//!     [--queries q1,q6,selective] [--engines datafusion,rayquet,rayquet2,workers1,workers3]
+//!     [--queries q1,q6,selective] [--engines datafusion,rayquet,workers1,workers3,duckdb]
+//!     [--python PATH] [--threads N] [--json FILE]
 //! ```
 //!
-//! `DIR` holds lineitem as Parquet (e.g. `tpchgen-cli parquet --scale-factor 1 --tables
-//! lineitem --parts 8`, as `benches/peers/run.sh` makes it). Every engine runs every query
-//! `--runs` times, rounds interleaved (engine order rotating each round); the first run of each
-//! is the process's first (cold caches in this process, warm page cache) and is reported
-//! apart from the median of runs 2..N (the warm, long-running-service case). Every run must
-//! return the same rows as DataFusion's own scan, or the bench fails.
+//! `DIR` holds each table as `<table>.parquet` or a directory `<table>/` of Parquet files. The
+//! queries are `benches/tpch/queries/q<N>.sql` (DataFusion's text of TPC-H; Q15 creates and
+//! drops a view); `selective` (a range of 1001 order keys) is an extra query, not in the
+//! default set. Every engine runs every query `--runs` times, rounds interleaved (engine order
+//! rotating each round); run 1 of each is its first in this process (cold caches in the
+//! process, warm page cache) and is reported apart from the median of runs 2..N (the warm,
+//! long-running-service case).
+//!
+//! Every run of a DataFusion engine (its own scan, the provider, the workers) must return the
+//! same rows as DataFusion's own scan, or the bench fails; DuckDB's rows are checked by count
+//! (its decimals print otherwise). DuckDB runs in a Python child (`--python`, default
+//! `$RAYQUET_PYTHON` or `python3`, with `duckdb` installed: `benches/peers/requirements.txt`
+//! pins it), which times each query itself; `--threads` (default: the cores) is DuckDB's
+//! `threads` and DataFusion's target partitions. Transparent huge pages are off for the process,
+//! as for the `rayquet` binary (`RAYQUET_THP=1` keeps them).
 
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use datafusion::arrow::array::RecordBatch;
 use datafusion::prelude::{ParquetReadOptions, SessionConfig, SessionContext};
 use rayquet::ScanOptions;
-use rayquet_datafusion::{datafusion, distributed_session, local_session, RayquetTable};
+use rayquet_datafusion::{datafusion, distributed_session, RayquetTable, WorkerScan};
 use url::Url;
 
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
-const QUERIES: &[(&str, &str)] = &[
-    (
-        "q1",
-        "SELECT l_returnflag, l_linestatus, sum(l_quantity) AS sum_qty, \
-         sum(l_extendedprice) AS sum_base_price, \
-         sum(l_extendedprice * (1 - l_discount)) AS sum_disc_price, \
-         sum(l_extendedprice * (1 - l_discount) * (1 + l_tax)) AS sum_charge, \
-         avg(l_quantity) AS avg_qty, avg(l_extendedprice) AS avg_price, \
-         avg(l_discount) AS avg_disc, count(*) AS count_order \
-         FROM lineitem WHERE l_shipdate <= DATE '1998-09-02' \
-         GROUP BY l_returnflag, l_linestatus ORDER BY l_returnflag, l_linestatus",
-    ),
-    (
-        "q6",
-        "SELECT sum(l_extendedprice * l_discount) AS revenue FROM lineitem \
-         WHERE l_shipdate >= DATE '1994-01-01' AND l_shipdate < DATE '1995-01-01' \
-         AND l_discount BETWEEN 0.05 AND 0.07 AND l_quantity < 24",
-    ),
-    (
-        "selective",
-        "SELECT l_orderkey, l_partkey, l_suppkey, l_extendedprice, l_shipdate, l_comment \
-         FROM lineitem WHERE l_orderkey BETWEEN 3000000 AND 3001000 ORDER BY l_orderkey, l_partkey",
-    ),
+const TABLES: [&str; 8] = [
+    "lineitem", "orders", "customer", "part", "partsupp", "supplier", "nation", "region",
 ];
 
+/// The extra query of the first provider benchmark: a narrow range of a sorted column.
+const SELECTIVE: &str = "SELECT l_orderkey, l_partkey, l_suppkey, l_extendedprice, l_shipdate, \
+     l_comment FROM lineitem WHERE l_orderkey BETWEEN 3000000 AND 3001000 \
+     ORDER BY l_orderkey, l_partkey";
+
 struct Args {
-    data: String,
+    data: PathBuf,
     runs: usize,
     queries: Vec<String>,
     engines: Vec<String>,
+    python: String,
+    threads: usize,
+    json: Option<PathBuf>,
+    /// Print each in-process engine's physical plans instead of timing.
+    explain: bool,
 }
 
 fn args() -> Args {
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     let mut a = Args {
-        data: String::new(),
+        data: PathBuf::new(),
         runs: 6,
-        queries: QUERIES.iter().map(|(n, _)| n.to_string()).collect(),
-        engines: ["datafusion", "rayquet", "workers1", "workers3"]
+        queries: (1..=22).map(|i| format!("q{i}")).collect(),
+        engines: ["datafusion", "rayquet", "workers1", "workers3", "duckdb"]
             .map(String::from)
             .to_vec(),
+        python: std::env::var("RAYQUET_PYTHON").unwrap_or_else(|_| "python3".into()),
+        threads: cores,
+        json: None,
+        explain: false,
     };
     let mut it = std::env::args().skip(1);
     while let Some(arg) = it.next() {
         let mut value = || it.next().unwrap_or_else(|| panic!("{arg} needs a value"));
         match arg.as_str() {
-            "--data" => a.data = value(),
+            "--data" => a.data = value().into(),
             "--runs" => a.runs = value().parse().expect("--runs N"),
             "--queries" => a.queries = value().split(',').map(String::from).collect(),
             "--engines" => a.engines = value().split(',').map(String::from).collect(),
+            "--python" => a.python = value(),
+            "--threads" => a.threads = value().parse().expect("--threads N"),
+            "--json" => a.json = Some(value().into()),
+            "--explain" => a.explain = true,
             "--bench" => {}
             other => panic!("unknown argument {other} (see the file's docs)"),
         }
     }
     assert!(
-        !a.data.is_empty(),
-        "--data DIR (lineitem Parquet files) is required"
+        !a.data.as_os_str().is_empty(),
+        "--data DIR (the TPC-H tables as Parquet) is required"
     );
     assert!(
         a.runs >= 2,
         "--runs must be at least 2 (run 1 is reported apart)"
     );
     a
+}
+
+/// `DIR/<table>.parquet`, else `DIR/<table>/`.
+fn table_path(data: &Path, table: &str) -> String {
+    let file = data.join(format!("{table}.parquet"));
+    let path = if file.exists() {
+        file
+    } else {
+        data.join(table)
+    };
+    assert!(path.exists(), "no {} (nor {table}.parquet)", path.display());
+    path.to_string_lossy().into_owned()
+}
+
+fn query_text(name: &str) -> String {
+    if name == "selective" {
+        return SELECTIVE.into();
+    }
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../benches/tpch/queries");
+    let path = dir.join(format!("{name}.sql"));
+    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
 
 /// A worker on a loopback port, on a runtime of its own.
@@ -124,68 +159,168 @@ fn start_worker() -> Worker {
     }
 }
 
-struct Engine {
-    name: String,
-    ctx: SessionContext,
-    workers: Vec<Url>,
-    _workers: Vec<Worker>,
+/// DuckDB in a Python child: one query name per line in, one JSON line out.
+struct DuckDb {
+    child: Child,
+    input: ChildStdin,
+    output: BufReader<ChildStdout>,
 }
 
-async fn engine(name: &str, data: &str) -> Engine {
-    let (ctx, workers) = match name {
-        "datafusion" => {
-            let ctx = SessionContext::new_with_config(SessionConfig::new());
-            ctx.register_parquet("lineitem", data, ParquetReadOptions::default())
-                .await
-                .expect("register_parquet");
-            (ctx, vec![])
+impl DuckDb {
+    fn start(python: &str, data: &Path, threads: usize) -> DuckDb {
+        let script =
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("../../benches/tpch/duckdb_runner.py");
+        let queries = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../benches/tpch/queries");
+        let mut child = Command::new(python)
+            .arg(&script)
+            .arg("--data")
+            .arg(data)
+            .arg("--queries")
+            .arg(&queries)
+            .arg("--threads")
+            .arg(threads.to_string())
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap_or_else(|e| panic!("{python} {}: {e}", script.display()));
+        let input = child.stdin.take().unwrap();
+        let output = BufReader::new(child.stdout.take().unwrap());
+        DuckDb {
+            child,
+            input,
+            output,
         }
-        r if r.starts_with("rayquet") => {
-            // `rayquet`: one scan per node (the default); `rayquetN`: N scans sharing the files.
-            let n: usize = r["rayquet".len()..].parse().unwrap_or(1);
-            let ctx = local_session();
-            let t = RayquetTable::parquet("lineitem", data, ScanOptions::new())
-                .unwrap()
-                .partitions(n);
-            ctx.register_table("lineitem", Arc::new(t)).unwrap();
-            (ctx, vec![])
+    }
+
+    /// Seconds and rows of one run of `query` (by name, or SQL text for `selective`).
+    fn run(&mut self, name: &str) -> (f64, usize) {
+        let line = match name {
+            "selective" => format!("sql {}\n", SELECTIVE),
+            q => format!("query {q}\n"),
+        };
+        self.input.write_all(line.as_bytes()).unwrap();
+        self.input.flush().unwrap();
+        let mut reply = String::new();
+        self.output.read_line(&mut reply).unwrap();
+        let v: serde_json::Value = serde_json::from_str(reply.trim())
+            .unwrap_or_else(|e| panic!("duckdb runner said {reply:?}: {e}"));
+        if let Some(err) = v.get("error") {
+            panic!("duckdb, {name}: {err}");
+        }
+        (
+            v["seconds"].as_f64().unwrap(),
+            v["rows"].as_u64().unwrap() as usize,
+        )
+    }
+}
+
+impl Drop for DuckDb {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+enum Kind {
+    /// A DataFusion session (its scan, the provider) run in this process.
+    Local(SessionContext),
+    /// A coordinator and its workers.
+    Workers {
+        ctx: SessionContext,
+        urls: Vec<Url>,
+        _workers: Vec<Worker>,
+    },
+    DuckDb(DuckDb),
+}
+
+struct Engine {
+    name: String,
+    kind: Kind,
+}
+
+fn config(threads: usize) -> SessionConfig {
+    SessionConfig::new().with_target_partitions(threads)
+}
+
+fn engine(name: &str, args: &Args) -> Engine {
+    let data = &args.data;
+    let kind = match name {
+        "datafusion" => {
+            let ctx = SessionContext::new_with_config(config(args.threads));
+            for t in TABLES {
+                let path = table_path(data, t);
+                futures::executor::block_on(ctx.register_parquet(
+                    t,
+                    &path,
+                    ParquetReadOptions::default(),
+                ))
+                .expect("register_parquet");
+            }
+            Kind::Local(ctx)
+        }
+        "rayquet" => {
+            let ctx = SessionContext::new_with_config(config(args.threads));
+            for t in TABLES {
+                let table = RayquetTable::parquet(t, &table_path(data, t), ScanOptions::new())
+                    .unwrap_or_else(|e| panic!("{t}: {e}"));
+                ctx.register_table(t, Arc::new(table)).unwrap();
+            }
+            Kind::Local(ctx)
         }
         w if w.starts_with("workers") => {
             let n: usize = w["workers".len()..].parse().expect("workersN");
             let workers: Vec<Worker> = (0..n).map(|_| start_worker()).collect();
             let urls: Vec<Url> = workers.iter().map(|w| w.url.clone()).collect();
-            let ctx = distributed_session(urls, ScanOptions::new()).unwrap();
-            let t = RayquetTable::parquet("lineitem", data, ScanOptions::new())
-                .unwrap()
-                .require_remote(true);
-            ctx.register_table("lineitem", Arc::new(t)).unwrap();
-            return Engine {
-                name: name.into(),
+            let ctx = distributed_session(urls.clone(), ScanOptions::new()).unwrap();
+            for t in TABLES {
+                let table = RayquetTable::parquet(t, &table_path(data, t), ScanOptions::new())
+                    .unwrap_or_else(|e| panic!("{t}: {e}"))
+                    .require_remote(true);
+                ctx.register_table(t, Arc::new(table)).unwrap();
+            }
+            Kind::Workers {
                 ctx,
-                workers: workers.iter().map(|w| w.url.clone()).collect(),
+                urls,
                 _workers: workers,
-            };
+            }
         }
+        "duckdb" => Kind::DuckDb(DuckDb::start(&args.python, data, args.threads)),
         other => panic!("unknown engine {other}"),
     };
     Engine {
         name: name.into(),
-        ctx,
-        workers,
-        _workers: vec![],
+        kind,
     }
 }
 
-/// One run: seconds, the result's rows as text, and units scanned (distributed runs).
-async fn run(e: &Engine, sql: &str) -> (f64, Vec<String>, u64) {
+/// One run: seconds, the result's rows as text (`None`: only counted), and what each worker
+/// scanned.
+struct Run {
+    secs: f64,
+    rows: Result<Vec<String>, usize>,
+    scans: Vec<WorkerScan>,
+}
+
+async fn run(e: &mut Engine, name: &str, sql: &str) -> Run {
     let start = Instant::now();
-    let (batches, units): (Vec<RecordBatch>, u64) = if e.workers.is_empty() {
-        (e.ctx.sql(sql).await.unwrap().collect().await.unwrap(), 0)
-    } else {
-        let (b, scans) = rayquet_datafusion::collect_distributed(&e.ctx, sql, &e.workers)
+    let (batches, scans): (Vec<RecordBatch>, Vec<WorkerScan>) = match &mut e.kind {
+        Kind::Local(ctx) => (
+            rayquet_datafusion::collect_sql(ctx, sql)
+                .await
+                .unwrap_or_else(|err| panic!("{name} on {}: {err}", e.name)),
+            vec![],
+        ),
+        Kind::Workers { ctx, urls, .. } => rayquet_datafusion::collect_distributed(ctx, sql, urls)
             .await
-            .unwrap();
-        (b, scans.iter().map(|s| s.units).sum())
+            .unwrap_or_else(|err| panic!("{name} on {}: {err}", e.name)),
+        Kind::DuckDb(duck) => {
+            let (secs, rows) = duck.run(name);
+            return Run {
+                secs,
+                rows: Err(rows),
+                scans: vec![],
+            };
+        }
     };
     let secs = start.elapsed().as_secs_f64();
     let mut rows: Vec<String> = batches
@@ -211,10 +346,33 @@ async fn run(e: &Engine, sql: &str) -> (f64, Vec<String>, u64) {
         })
         .collect();
     rows.sort();
-    (secs, rows, units)
+    Run {
+        secs,
+        rows: Ok(rows),
+        scans,
+    }
 }
 
-fn median(v: &mut [f64]) -> f64 {
+/// Print the physical plan of each query statement of `sql` (running the others).
+async fn explain(ctx: &SessionContext, sql: &str) {
+    for statement in rayquet_datafusion::parse_statements(ctx, sql).unwrap() {
+        let plan = ctx.state().statement_to_plan(statement).await.unwrap();
+        let frame = ctx.execute_logical_plan(plan).await.unwrap();
+        if frame.schema().fields().is_empty() {
+            frame.collect().await.unwrap();
+            continue;
+        }
+        let plan = frame.create_physical_plan().await.unwrap();
+        let text = datafusion::physical_plan::displayable(plan.as_ref())
+            .set_show_statistics(std::env::var_os("TPCH_STATS").is_some())
+            .indent(true)
+            .to_string();
+        println!("{text}");
+    }
+}
+
+fn median(v: &[f64]) -> f64 {
+    let mut v = v.to_vec();
     v.sort_by(|a, b| a.total_cmp(b));
     let n = v.len();
     if n % 2 == 1 {
@@ -222,6 +380,10 @@ fn median(v: &mut [f64]) -> f64 {
     } else {
         (v[n / 2 - 1] + v[n / 2]) / 2.0
     }
+}
+
+fn geomean(v: &[f64]) -> f64 {
+    (v.iter().map(|x| x.ln()).sum::<f64>() / v.len() as f64).exp()
 }
 
 /// Floats printed by DataFusion differ in the last digits between plans (summation order):
@@ -236,79 +398,224 @@ fn same_rows(a: &[String], b: &[String]) -> bool {
             .collect::<Vec<_>>()
             .join("|")
     }
-    a.len() == b.len() && a.iter().zip(b).all(|(x, y)| norm(x) == norm(y))
+    let mut a: Vec<String> = a.iter().map(|r| norm(r)).collect();
+    let mut b: Vec<String> = b.iter().map(|r| norm(r)).collect();
+    a.sort();
+    b.sort();
+    a == b
+}
+
+/// What one engine measured on one query.
+#[derive(Default, Clone)]
+struct Measured {
+    times: Vec<f64>,
+    /// Units scanned per worker (the last run's).
+    per_worker: Vec<u64>,
 }
 
 fn main() {
+    // As the `rayquet` binary and the workload benchmark: transparent huge pages off for the
+    // process (RAYQUET_THP=1 keeps them), for every engine alike. With them, mimalloc's fresh
+    // memory is zeroed 2 MiB at a time on first touch.
+    #[cfg(target_os = "linux")]
+    if std::env::var_os("RAYQUET_THP").is_none_or(|v| v == "0") {
+        // SAFETY: prctl with PR_SET_THP_DISABLE only sets a flag of this process.
+        unsafe { libc::prctl(libc::PR_SET_THP_DISABLE, 1, 0, 0, 0) };
+    }
     let args = args();
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
         .unwrap();
-    rt.block_on(async {
-        let mut engines = Vec::new();
-        for name in &args.engines {
-            engines.push(engine(name, &args.data).await);
-        }
-        println!(
-            "data {} | {} runs | {} cores | DataFusion target partitions {}",
-            args.data,
-            args.runs,
-            std::thread::available_parallelism().map_or(1, |n| n.get()),
-            SessionConfig::new().target_partitions()
-        );
-        println!("| query | engine | run 1 (s) | median 2..N (s) | min (s) | vs datafusion (median) | units | overhead per unit (ms) |");
-        println!("| --- | --- | --- | --- | --- | --- | --- | --- |");
+    let _guard = rt.enter();
+    let mut engines: Vec<Engine> = args.engines.iter().map(|n| engine(n, &args)).collect();
+    let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
+    println!(
+        "data {} | {} runs | {} cores | threads (target partitions, DuckDB) {} | load {}",
+        args.data.display(),
+        args.runs,
+        std::thread::available_parallelism().map_or(1, |n| n.get()),
+        args.threads,
+        load.split_whitespace()
+            .take(3)
+            .collect::<Vec<_>>()
+            .join(" ")
+    );
+    let names: Vec<String> = engines.iter().map(|e| e.name.clone()).collect();
+    if args.explain {
         for q in &args.queries {
-            let (_, sql) = QUERIES
-                .iter()
-                .find(|(n, _)| n == q)
-                .unwrap_or_else(|| panic!("unknown query {q}"));
-            let mut times: Vec<Vec<f64>> = vec![vec![]; engines.len()];
-            let mut units = vec![0u64; engines.len()];
-            let mut expected: Option<Vec<String>> = None;
-            for round in 0..args.runs {
-                for k in 0..engines.len() {
-                    let i = (k + round) % engines.len();
-                    let (secs, rows, u) = run(&engines[i], sql).await;
-                    match &expected {
-                        None => expected = Some(rows),
-                        Some(want) => assert!(
-                            same_rows(&rows, want),
-                            "{q}: {} returned other rows",
-                            engines[i].name
-                        ),
-                    }
-                    times[i].push(secs);
-                    units[i] = u;
-                    // Let the machine settle between runs (the 2 cores are shared).
-                    tokio::time::sleep(Duration::from_millis(200)).await;
+            let sql = query_text(q);
+            for e in &engines {
+                if let Kind::Local(ctx) = &e.kind {
+                    println!("== {q} on {}", e.name);
+                    rt.block_on(explain(ctx, &sql));
                 }
             }
-            let base = engines
-                .iter()
-                .position(|e| e.name == "datafusion")
-                .map(|i| median(&mut times[i][1..].to_vec()));
-            let local = engines
-                .iter()
-                .position(|e| e.name == "rayquet")
-                .map(|i| median(&mut times[i][1..].to_vec()));
-            for (i, e) in engines.iter().enumerate() {
-                let first = times[i][0];
-                let mut warm = times[i][1..].to_vec();
-                let med = median(&mut warm);
-                let min = warm.iter().cloned().fold(f64::INFINITY, f64::min);
-                let ratio = base.map_or("-".into(), |b| format!("{:.2}x", b / med));
-                let overhead = match (local, units[i]) {
-                    (Some(l), u) if u > 0 => format!("{:.1}", (med - l) * 1e3 / u as f64),
-                    _ => "-".into(),
-                };
-                let u = if units[i] > 0 { units[i].to_string() } else { "-".into() };
-                println!(
-                    "| {q} | {} | {first:.3} | {med:.3} | {min:.3} | {ratio} | {u} | {overhead} |",
-                    e.name
-                );
+        }
+        return;
+    }
+    let mut results: Vec<(String, Vec<Measured>)> = Vec::new();
+    for q in &args.queries {
+        let sql = query_text(q);
+        let mut measured = vec![Measured::default(); engines.len()];
+        // Every run's rows (DataFusion engines) or row count (DuckDB), checked at the end
+        // against DataFusion's own scan.
+        let mut answers: Vec<(usize, Result<Vec<String>, usize>)> = Vec::new();
+        for round in 0..args.runs {
+            for k in 0..engines.len() {
+                let i = (k + round) % engines.len();
+                let r = rt.block_on(run(&mut engines[i], q, &sql));
+                answers.push((i, r.rows));
+                measured[i].times.push(r.secs);
+                if !r.scans.is_empty() {
+                    measured[i].per_worker = r.scans.iter().map(|s| s.units).collect();
+                }
+                // Let the machine settle between runs (the cores are shared).
+                std::thread::sleep(Duration::from_millis(100));
             }
         }
-    });
+        // Without DataFusion's own scan in the run (profiling one engine), nothing to check.
+        if let Some(base) = names.iter().position(|n| n == "datafusion") {
+            check(q, &names, base, &answers);
+        }
+        let line: Vec<String> = measured
+            .iter()
+            .zip(&names)
+            .map(|(m, n)| format!("{n} {:.3}", median(&m.times[1..])))
+            .collect();
+        eprintln!("{q}: {}", line.join(", "));
+        results.push((q.clone(), measured));
+    }
+    report(&args, &names, &results);
+    drop(engines);
+    rt.shutdown_background();
+}
+
+/// Every answer against DataFusion's own scan's (engine `base`).
+fn check(q: &str, names: &[String], base: usize, answers: &[(usize, Result<Vec<String>, usize>)]) {
+    let want = answers
+        .iter()
+        .find_map(|(i, r)| (*i == base).then(|| r.clone().expect("rows")))
+        .expect("a run of datafusion");
+    for (i, got) in answers {
+        match got {
+            Ok(rows) => assert!(
+                same_rows(rows, &want),
+                "{q}: {} returned other rows than DataFusion's scan\n got {:?}\nwant {:?}",
+                names[*i],
+                rows.iter().take(5).collect::<Vec<_>>(),
+                want.iter().take(5).collect::<Vec<_>>()
+            ),
+            Err(n) => assert_eq!(
+                *n,
+                want.len(),
+                "{q}: {} returned {n} rows, DataFusion's scan {}",
+                names[*i],
+                want.len()
+            ),
+        }
+    }
+}
+
+fn report(args: &Args, names: &[String], results: &[(String, Vec<Measured>)]) {
+    let base = names.iter().position(|n| n == "datafusion");
+    let local = names.iter().position(|n| n == "rayquet");
+    let warm = |m: &Measured| median(&m.times[1..]);
+    println!();
+    println!(
+        "Warm: median of runs 2..{} (s); ratio = DataFusion's scan / engine (>1: faster)",
+        args.runs
+    );
+    println!();
+    let mut head = "| query |".to_string();
+    let mut rule = "| --- |".to_string();
+    for n in names {
+        head += &format!(" {n} |");
+        rule += " ---: |";
+        if Some(n.as_str()) != base.map(|b| names[b].as_str()) && base.is_some() {
+            head += &format!(" {n} ratio |");
+            rule += " ---: |";
+        }
+    }
+    head += " units (3 workers) | overhead per unit (ms) |";
+    rule += " --- | ---: |";
+    println!("{head}\n{rule}");
+    let mut ratios: Vec<Vec<f64>> = vec![vec![]; names.len()];
+    let mut medians: Vec<Vec<f64>> = vec![vec![]; names.len()];
+    for (q, measured) in results {
+        let mut line = format!("| {q} |");
+        let b = base.map(|b| warm(&measured[b]));
+        for (i, m) in measured.iter().enumerate() {
+            let med = warm(m);
+            medians[i].push(med);
+            line += &format!(" {med:.3} |");
+            if Some(i) != base {
+                if let Some(b) = b {
+                    ratios[i].push(b / med);
+                    line += &format!(" {:.2}x |", b / med);
+                }
+            }
+        }
+        let w3 = names.iter().position(|n| n == "workers3");
+        let units = w3.map_or("-".into(), |i| {
+            let u = &measured[i].per_worker;
+            u.iter().map(u64::to_string).collect::<Vec<_>>().join("+")
+        });
+        let overhead = match (w3, local) {
+            (Some(w), Some(l)) => {
+                let u: u64 = measured[w].per_worker.iter().sum();
+                if u > 0 {
+                    format!(
+                        "{:.1}",
+                        (warm(&measured[w]) - warm(&measured[l])) * 1e3 / u as f64
+                    )
+                } else {
+                    "-".into()
+                }
+            }
+            _ => "-".into(),
+        };
+        line += &format!(" {units} | {overhead} |");
+        println!("{line}");
+    }
+    let mut line = "| geometric mean |".to_string();
+    for i in 0..names.len() {
+        line += &format!(" {:.3} |", geomean(&medians[i]));
+        if Some(i) != base && base.is_some() {
+            line += &format!(" {:.2}x |", geomean(&ratios[i]));
+        }
+    }
+    line += " | |";
+    println!("{line}");
+    println!();
+    println!("First run in the process (s)");
+    println!();
+    let mut head = "| query |".to_string();
+    let mut rule = "| --- |".to_string();
+    for n in names {
+        head += &format!(" {n} |");
+        rule += " ---: |";
+    }
+    println!("{head}\n{rule}");
+    for (q, measured) in results {
+        let mut line = format!("| {q} |");
+        for m in measured {
+            line += &format!(" {:.3} |", m.times[0]);
+        }
+        println!("{line}");
+    }
+    if let Some(path) = &args.json {
+        let json = serde_json::json!({
+            "data": args.data.display().to_string(),
+            "runs": args.runs,
+            "threads": args.threads,
+            "engines": names,
+            "queries": results.iter().map(|(q, m)| serde_json::json!({
+                "query": q,
+                "times": m.iter().map(|m| m.times.clone()).collect::<Vec<_>>(),
+                "units_per_worker": m.iter().map(|m| m.per_worker.clone()).collect::<Vec<_>>(),
+            })).collect::<Vec<_>>(),
+        });
+        std::fs::write(path, serde_json::to_string_pretty(&json).unwrap()).unwrap();
+    }
 }

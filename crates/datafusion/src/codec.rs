@@ -78,6 +78,7 @@ impl PhysicalExtensionCodec for RayquetCodec {
             self.options.clone(),
             None,
             self.stats.clone(),
+            0,
         )))
     }
 

@@ -6,6 +6,9 @@
 //! pools, decoded on its rayon pool, and delivered through [`crate::stream`]. The node travels
 //! to workers as a [`ScanSpec`] (JSON, no credentials) through [`crate::codec`].
 //!
+//! Footers are cached per process (rayquet's default [`rayquet::FooterCache::global`]) unless
+//! the options bring a cache of their own (or none): the units of one file read its footer once.
+//!
 //! Invariants: a node marked `require_remote` never scans on the coordinator (it fails
 //! instead: a distributed query that would run it there is an error, not a silent local run);
 //! the memory budget of the process's options is shared by the node's partitions; no
@@ -75,6 +78,8 @@ pub struct RayquetScanExec {
     worker: Option<Arc<WorkerStats>>,
     metrics: ExecutionPlanMetricsSet,
     props: Arc<PlanProperties>,
+    /// Units planned (on the coordinator; 0 where the node was decoded).
+    units: usize,
 }
 
 impl RayquetScanExec {
@@ -85,6 +90,7 @@ impl RayquetScanExec {
         options: ScanOptions,
         stats: Option<Statistics>,
         worker: Option<Arc<WorkerStats>>,
+        units: usize,
     ) -> Self {
         let schema: SchemaRef = Arc::new(spec.schema.clone());
         let props = Arc::new(PlanProperties::new(
@@ -101,7 +107,13 @@ impl RayquetScanExec {
             worker,
             metrics: ExecutionPlanMetricsSet::new(),
             props,
+            units,
         }
+    }
+
+    /// Units of work the coordinator planned for this node (0 on a worker).
+    pub fn units(&self) -> usize {
+        self.units
     }
 
     /// The planner of this node, on the coordinator (units dealt per task).

@@ -3,18 +3,18 @@
 //! A [`Unit`] is one format-level piece of work: a Parquet file, an Iceberg task (data file
 //! with its delete files and partition constants) or a Delta scan file (with its deletion
 //! vector and the kernel's transform), as JSON in a protobuf envelope, never with credentials.
-//! The [`Planner`] runs on the coordinator only: it starts the table's lazy planner (listing,
-//! Iceberg's `plan_files`, Delta's log replay) when the first partition asks, and deals the
-//! units out to the scan's tasks (in distributed runs, one per worker): unit `i` to task
-//! `i mod tasks`, each task's partitions sharing its queue. datafusion-distributed streams a
-//! task's units to its worker while the query runs.
+//! A unit may be part of a file: a run of its row groups ([`crate::units`]).
+//! The [`Planner`] runs on the coordinator only: it holds the units the table planned (when
+//! DataFusion planned the query: listing and footers, Iceberg's `plan_files`, Delta's log
+//! replay) and deals them out to the scan's tasks (in distributed runs, one per worker) when
+//! the first partition asks: unit `i` to task `(first + i) mod tasks`, each task's partitions
+//! sharing its queue, first come first served. datafusion-distributed streams a task's units
+//! to its worker while the query runs.
 //!
-//! Invariants: every unit the planner yields goes to exactly one partition; an error from the
-//! planner ends the partition that drew it (the query fails with it); nothing is planned
-//! before a partition is polled.
+//! Invariant: every unit goes to exactly one partition.
 
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 use std::sync::{Arc, Mutex};
 
 use datafusion::common::{DataFusionError, Result};
@@ -68,34 +68,27 @@ impl UnitKind {
     }
 }
 
-/// A table's units, planned lazily.
-pub(crate) type Units = BoxStream<'static, rayquet::Result<UnitKind>>;
-
-/// How units are produced: started once, on first demand.
-pub(crate) type StartPlanning = Box<dyn FnOnce() -> Units + Send>;
-
-/// The coordinator's planner of one scan (shared by all its partitions' feeds).
+/// The coordinator's planner of one scan (shared by all its partitions' feeds): the units
+/// planned for it, dealt out to the tasks that ask.
 #[derive(Clone)]
 pub struct Planner(Arc<PlannerState>);
 
 struct PlannerState {
     /// Partitions of the scan node in each task.
     partitions: usize,
-    start: Mutex<Option<StartPlanning>>,
-    shared: tokio::sync::Mutex<Shared>,
-    /// Units handed out, per task (what the coordinator sent each worker).
-    dealt: Mutex<Vec<u64>>,
-    total: AtomicU64,
+    /// The task the first unit goes to (scans of one query start at different tasks, so that
+    /// tables of one unit do not all land on the first worker).
+    first: usize,
+    state: Mutex<Dealing>,
 }
 
-#[derive(Default)]
-struct Shared {
-    units: Option<Units>,
-    done: bool,
-    /// Units drawn from the planner, for dealing.
-    drawn: u64,
+struct Dealing {
+    /// Units not dealt yet.
+    units: Option<Vec<UnitKind>>,
     /// Units waiting for a partition of each task.
-    queues: Vec<VecDeque<rayquet::Result<UnitKind>>>,
+    queues: Vec<VecDeque<UnitKind>>,
+    /// Units handed out, per task (what the coordinator sent each worker).
+    dealt: Vec<u64>,
 }
 
 impl std::fmt::Debug for Planner {
@@ -107,60 +100,42 @@ impl std::fmt::Debug for Planner {
     }
 }
 
+/// Scans planned so far in this process (where their dealing starts).
+static SCANS: AtomicUsize = AtomicUsize::new(0);
+
 impl Planner {
-    /// A planner whose units come from `start()`, for a node of `partitions` partitions.
-    pub(crate) fn new(partitions: usize, start: StartPlanning) -> Self {
+    /// A planner of `units`, for a node of `partitions` partitions.
+    pub(crate) fn new(partitions: usize, units: Vec<UnitKind>) -> Self {
         Planner(Arc::new(PlannerState {
             partitions: partitions.max(1),
-            start: Mutex::new(Some(start)),
-            shared: Default::default(),
-            dealt: Default::default(),
-            total: AtomicU64::new(0),
+            first: SCANS.fetch_add(1, Relaxed),
+            state: Mutex::new(Dealing {
+                units: Some(units),
+                queues: Vec::new(),
+                dealt: Vec::new(),
+            }),
         }))
     }
 
     /// Units dealt so far, per task (in a distributed run, per worker task).
     pub fn dealt(&self) -> Vec<u64> {
-        self.0.dealt.lock().expect("dealt lock").clone()
+        self.0.state.lock().expect("planner lock").dealt.clone()
     }
 
-    /// The next unit for `task` (of `tasks`), drawing from the planner as needed.
-    async fn next(&self, task: usize, tasks: usize) -> Option<rayquet::Result<UnitKind>> {
-        let mut shared = self.0.shared.lock().await;
-        if shared.queues.len() < tasks {
-            shared.queues.resize_with(tasks, VecDeque::new);
-        }
-        loop {
-            if let Some(unit) = shared.queues[task].pop_front() {
-                return Some(unit);
-            }
-            if shared.done {
-                return None;
-            }
-            if shared.units.is_none() {
-                let start = self.0.start.lock().expect("start lock").take();
-                shared.units = Some(match start {
-                    Some(start) => start(),
-                    None => futures::stream::empty().boxed(),
-                });
-            }
-            let drawn = shared.units.as_mut().expect("started").next().await;
-            match drawn {
-                None => shared.done = true,
-                Some(Err(e)) => return Some(Err(e)),
-                Some(Ok(unit)) => {
-                    let to = (shared.drawn % tasks as u64) as usize;
-                    shared.drawn += 1;
-                    shared.queues[to].push_back(Ok(unit));
-                    let mut dealt = self.0.dealt.lock().expect("dealt lock");
-                    if dealt.len() < tasks {
-                        dealt.resize(tasks, 0);
-                    }
-                    dealt[to] += 1;
-                    self.0.total.fetch_add(1, Relaxed);
-                }
+    /// The next unit for `task` (of `tasks`). The units are dealt when the first partition
+    /// asks: unit `i` to task `(first + i) mod tasks`.
+    fn next(&self, task: usize, tasks: usize) -> Option<UnitKind> {
+        let mut state = self.0.state.lock().expect("planner lock");
+        if let Some(units) = state.units.take() {
+            state.queues = (0..tasks).map(|_| VecDeque::new()).collect();
+            state.dealt = vec![0; tasks];
+            for (i, unit) in units.into_iter().enumerate() {
+                let to = (self.0.first + i) % tasks;
+                state.queues[to].push_back(unit);
+                state.dealt[to] += 1;
             }
         }
+        state.queues.get_mut(task)?.pop_front()
     }
 }
 
@@ -177,13 +152,9 @@ impl WorkUnitFeedProvider for Planner {
             .max(1);
         let task = (partition / self.0.partitions).min(tasks - 1);
         let planner = self.clone();
-        Ok(futures::stream::unfold(planner, move |p| async move {
-            let unit = p.next(task, tasks).await?;
-            let unit = unit
-                .map_err(|e| DataFusionError::External(Box::new(e)))
-                .and_then(|u| u.encode());
-            Some((unit, p))
-        })
+        Ok(futures::stream::iter(std::iter::from_fn(move || {
+            planner.next(task, tasks).map(|u| u.encode())
+        }))
         .boxed())
     }
 }

@@ -6,9 +6,10 @@
 //! table's schema as it stands: the columns exist and every literal converts to its column's
 //! type without loss. rayquet then evaluates it exactly with arrow's kernels in SQL's
 //! three-valued logic, which is DataFusion's semantics, so no `FilterExec` is kept above the
-//! scan. Anything else is **Unsupported** (DataFusion filters it): functions, casts that type
-//! coercion left on a column, `LIKE`, literals that would lose precision (`int_col = 5.5`,
-//! which SQL answers with false where rayquet would refuse the literal), timestamps.
+//! scan. Anything else is **Inexact** (DataFusion filters it above the scan, and the scan only
+//! sees it to estimate the rows it keeps, as DataFusion's own scan does): functions, casts that
+//! type coercion left on a column, `LIKE`, literals that would lose precision (`int_col =
+//! 5.5`, which SQL answers with false where rayquet would refuse the literal), timestamps.
 //!
 //! Invariant: a filter reported Exact is evaluated by rayquet on every row it delivers.
 
@@ -137,7 +138,7 @@ pub(crate) fn pushdown(filters: &[&DfExpr], schema: &Schema) -> Vec<TableProvide
         .iter()
         .map(|f| match exact(f, schema) {
             Some(_) => TableProviderFilterPushDown::Exact,
-            None => TableProviderFilterPushDown::Unsupported,
+            None => TableProviderFilterPushDown::Inexact,
         })
         .collect()
 }
@@ -195,7 +196,7 @@ mod tests {
         assert_eq!(exact(&cast.eq(lit(1i64)), &s), None);
         assert_eq!(
             pushdown(&[&col("s").like(lit("A%"))], &s),
-            vec![TableProviderFilterPushDown::Unsupported]
+            vec![TableProviderFilterPushDown::Inexact]
         );
         assert_eq!(
             exact(&col("i").in_list(vec![lit(1i32), lit(2i32)], true), &s),

@@ -54,7 +54,8 @@
 //! | `exec` | [`RayquetScanExec`]: one rayquet scan per output partition |
 //! | `stream` | a blocking rayquet reader as a DataFusion stream (a thread per partition) |
 //! | `codec` | [`RayquetCodec`]: the node between processes, without credentials |
-//! | `session` | [`local_session`], [`distributed_session`] |
+//! | `session` | [`local_session`], [`distributed_session`], [`collect_distributed`] |
+//! | `statements` | several statements in one text ([`collect_sql`]) |
 //! | `worker` | [`worker`], [`serve`], [`WorkerStats`] |
 
 #![deny(missing_docs)]
@@ -63,9 +64,13 @@ mod codec;
 mod exec;
 mod feed;
 mod filter;
+mod meta;
 mod session;
+mod statements;
+mod stats;
 mod stream;
 mod table;
+mod units;
 mod worker;
 
 pub use codec::RayquetCodec;
@@ -75,7 +80,8 @@ pub use session::{
     collect_distributed, distributed_session, local_session, name_failed_workers, scan_nodes,
     worker_scans, WorkerScan,
 };
-pub use table::RayquetTable;
+pub use statements::{collect_sql, parse_statements};
+pub use table::{RayquetTable, DEFAULT_UNIT_BYTES};
 pub use worker::{serve, serve_worker, worker, WorkerStats};
 
 /// DataFusion, datafusion-distributed and datafusion-proto, the versions this crate uses.

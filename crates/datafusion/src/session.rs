@@ -34,6 +34,7 @@ use url::Url;
 
 use crate::codec::RayquetCodec;
 use crate::exec::RayquetScanExec;
+use crate::table::ScanHints;
 
 /// A DataFusion session for rayquet tables read in this process, on every core (DataFusion's
 /// target partitions: one rayquet scan each, sharing rayquet's decode pool).
@@ -170,7 +171,10 @@ pub fn distributed_session(workers: Vec<Url>, options: ScanOptions) -> Result<Se
         ));
     }
     let n = workers.len();
+    // Tables cut their files into units enough for every worker's partitions.
+    let config = SessionConfig::new().with_extension(Arc::new(ScanHints { workers: n }));
     let builder = SessionStateBuilder::new()
+        .with_config(config)
         .with_default_features()
         .with_distributed_worker_resolver(Workers(workers.clone()))
         .with_physical_optimizer_rule(Arc::new(ScanStages))
@@ -218,14 +222,7 @@ pub async fn worker_scans(
     plan: Arc<dyn ExecutionPlan>,
     workers: &[Url],
 ) -> Result<Vec<WorkerScan>> {
-    let mut out: Vec<WorkerScan> = workers
-        .iter()
-        .map(|w| WorkerScan {
-            worker: w.clone(),
-            units: 0,
-            rows: 0,
-        })
-        .collect();
+    let mut out = worker_scans_none(workers);
     if workers.is_empty() {
         return Ok(out);
     }
@@ -257,22 +254,42 @@ pub async fn worker_scans(
     Ok(out)
 }
 
-/// Run `sql` on a session made by [`distributed_session`] with `workers`, and collect its
-/// rows and what each worker scanned ([`worker_scans`]). When the query fails and some
-/// workers no longer answer, the error names them ([`name_failed_workers`]).
+/// Run `sql` — one statement, or several separated by `;` (see [`crate::collect_sql`]) — on a
+/// session made by [`distributed_session`] with `workers`, and collect the rows of its last
+/// statement that returns columns and what each worker scanned for it ([`worker_scans`]).
+/// When the query fails and some workers no longer answer, the error names them
+/// ([`name_failed_workers`]).
 pub async fn collect_distributed(
     ctx: &SessionContext,
     sql: &str,
     workers: &[Url],
 ) -> Result<(Vec<RecordBatch>, Vec<WorkerScan>)> {
-    let plan = ctx.sql(sql).await?.create_physical_plan().await?;
-    let batches = match datafusion::physical_plan::collect(Arc::clone(&plan), ctx.task_ctx()).await
-    {
-        Ok(b) => b,
-        Err(e) => return Err(name_failed_workers(e, workers).await),
-    };
-    let scans = worker_scans(plan, workers).await?;
-    Ok((batches, scans))
+    let task = ctx.task_ctx();
+    let out = crate::statements::run_statements(ctx, sql, |plan| {
+        let task = Arc::clone(&task);
+        async move {
+            let batches = match datafusion::physical_plan::collect(Arc::clone(&plan), task).await {
+                Ok(b) => b,
+                Err(e) => return Err(name_failed_workers(e, workers).await),
+            };
+            let scans = worker_scans(plan, workers).await?;
+            Ok((batches, scans))
+        }
+    })
+    .await?;
+    Ok(out.unwrap_or_else(|| (vec![], worker_scans_none(workers))))
+}
+
+/// Every worker with nothing scanned.
+fn worker_scans_none(workers: &[Url]) -> Vec<WorkerScan> {
+    workers
+        .iter()
+        .map(|w| WorkerScan {
+            worker: w.clone(),
+            units: 0,
+            rows: 0,
+        })
+        .collect()
 }
 
 /// `err` (from a distributed query) with the workers that no longer accept connections named

@@ -18,17 +18,19 @@ use async_trait::async_trait;
 use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use datafusion::catalog::Session;
 use datafusion::common::stats::Precision;
-use datafusion::common::{DataFusionError, Result, Statistics};
+use datafusion::common::{DataFusionError, Result, ScalarValue, Statistics};
 use datafusion::datasource::{TableProvider, TableType};
 use datafusion::logical_expr::{Expr as DfExpr, TableProviderFilterPushDown};
 use datafusion::physical_plan::ExecutionPlan;
 use datafusion_distributed::WorkUnitFeed;
-use futures::StreamExt;
+use futures::{StreamExt, TryStreamExt};
 use rayquet::{ColumnSource, Expr, FileTask, Partitioning, ScanBuilder, ScanOptions};
 
 use crate::exec::{Plan, RayquetScanExec, ScanSpec};
-use crate::feed::{Planner, StartPlanning, UnitKind, Units};
+use crate::feed::{Planner, UnitKind};
 use crate::filter;
+use crate::meta::{FileKey, FileSummary, SummaryCache};
+use crate::units::Sizing;
 
 /// What a table reads.
 #[derive(Clone)]
@@ -72,11 +74,20 @@ pub struct RayquetTable {
     schema: SchemaRef,
     options: ScanOptions,
     require_remote: bool,
-    /// Output partitions of a scan node (per task in distributed runs).
-    partitions: usize,
+    /// Output partitions of a scan node (per task in distributed runs); `None`: the session's
+    /// target partitions.
+    partitions: Option<usize>,
+    /// Compressed bytes of the columns read per unit (Parquet files are cut into runs of row
+    /// groups of about this size).
+    unit_bytes: u64,
     /// Rows of the table, when metadata says (exactly, or an upper bound).
     rows: Precision<usize>,
+    /// Parquet datasets: what each file's footer told (read once per file version).
+    summaries: SummaryCache,
 }
+
+/// Compressed bytes of the columns read per unit, by default.
+pub const DEFAULT_UNIT_BYTES: u64 = 8 << 20;
 
 impl fmt::Debug for RayquetTable {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -187,8 +198,10 @@ impl RayquetTable {
             schema: Arc::new(with_views(&schema)),
             options,
             require_remote: false,
-            partitions: 1,
+            partitions: None,
+            unit_bytes: DEFAULT_UNIT_BYTES,
             rows: Precision::Absent,
+            summaries: SummaryCache::default(),
         })
     }
 
@@ -257,8 +270,10 @@ impl RayquetTable {
             schema: Arc::new(schema.as_ref().clone()),
             options,
             require_remote: false,
-            partitions: 1,
+            partitions: None,
+            unit_bytes: DEFAULT_UNIT_BYTES,
             rows,
+            summaries: SummaryCache::default(),
         })
     }
 
@@ -294,8 +309,10 @@ impl RayquetTable {
             schema: Arc::new(schema.as_ref().clone()),
             options,
             require_remote: false,
-            partitions: 1,
+            partitions: None,
+            unit_bytes: DEFAULT_UNIT_BYTES,
             rows: Precision::Absent,
+            summaries: SummaryCache::default(),
         })
     }
 
@@ -307,12 +324,22 @@ impl RayquetTable {
     }
 
     /// Output partitions of each scan node (in a distributed run: of each worker's task).
-    /// Default 1: one rayquet scan, which decodes on every core of the process by itself,
-    /// and DataFusion spreads its batches over its own partitions (round robin) for the
-    /// operators above. With `n`, the node runs `n` rayquet scans that share the units (and
-    /// the memory budget) of their task, first come first served.
+    /// Default: the session's target partitions (at most one per unit), as DataFusion's own
+    /// file scan has, so that no repartition is needed above the scan. The node runs one
+    /// rayquet scan per partition; they share the units (and the memory budget) of their task,
+    /// first come first served, and decode on the one rayquet pool of the process.
     pub fn partitions(mut self, n: usize) -> Self {
-        self.partitions = n.max(1);
+        self.partitions = Some(n.max(1));
+        self
+    }
+
+    /// Compressed bytes of the columns a scan reads, per unit of work (default
+    /// [`DEFAULT_UNIT_BYTES`], 8 MiB). A Parquet file larger than that is cut into runs of
+    /// its row groups of about this size, each a unit: spread over the scan's partitions and,
+    /// distributed, over the workers. A table is also cut into at least as many units as it
+    /// has partitions (on every worker, distributed), as far as its row groups allow.
+    pub fn unit_bytes(mut self, bytes: u64) -> Self {
+        self.unit_bytes = bytes.max(1);
         self
     }
 
@@ -345,14 +372,17 @@ impl RayquetTable {
         out
     }
 
-    /// The plan of a scan reading `delivered` columns (`read`: those and the filter's), and
-    /// how its units are planned.
+    /// The plan of a scan reading `read` columns (the projection, then the columns only the
+    /// filter needs) and delivering the first `delivered`, its units, and the statistics of
+    /// the table's rows those units hold (before the filter). Lists the dataset and reads the
+    /// footers it has not read yet (Parquet), plans the Iceberg scan, replays the Delta log.
     async fn plan(
         &self,
         read: Vec<String>,
         delivered: usize,
         filter: Option<Expr>,
-    ) -> Result<(Plan, StartPlanning)> {
+        sizing: Sizing,
+    ) -> Result<(Plan, Vec<UnitKind>, Statistics)> {
         let options = self.options.clone();
         match &self.source {
             Source::Parquet { url, hive } => {
@@ -360,70 +390,18 @@ impl RayquetTable {
                     .iter()
                     .map(|c| self.schema.index_of(c))
                     .collect::<std::result::Result<_, _>>()?;
-                let read = self.schema.project(&idx)?;
-                let url = url.clone();
-                let names: Vec<String> = read.fields().iter().map(|f| f.name().clone()).collect();
-                let prune = filter.clone();
-                let partition_cols = hive.clone();
-                let start: StartPlanning = Box::new(move || {
-                    let list = options.clone();
-                    on_io_runtime(
-                        &options,
-                        futures::stream::once(async move {
-                            let mut dataset = rayquet::layer::list_dataset_async(
-                                &list,
-                                &url,
-                                &Partitioning::Infer,
-                            )
-                            .await?;
-                            // Files whose partition values the filter excludes: not opened.
-                            if let Some(f) = &prune {
-                                dataset.retain_matching(f)?;
-                            }
-                            // Keys the table has as partition columns (a key the files
-                            // also hold is read from the files, by name).
-                            let keys: Vec<Option<String>> = dataset
-                                .partition_fields
-                                .iter()
-                                .map(|f| {
-                                    Some(f.name().clone()).filter(|n| partition_cols.contains(n))
-                                })
-                                .collect();
-                            Ok(futures::stream::iter(dataset.files.into_iter().map(
-                                move |file| {
-                                    let mut task = FileTask::new(file.location);
-                                    if let Some(s) = file.size {
-                                        task = task.size(s);
-                                    }
-                                    // Partition columns are the file's constants; the others
-                                    // its columns, by name.
-                                    if keys.iter().any(Option::is_some) {
-                                        task = task.columns(names.iter().map(|n| {
-                                            match keys.iter().position(|k| k.as_ref() == Some(n)) {
-                                                Some(i) => file.partition[i].clone(),
-                                                None => ColumnSource::file(),
-                                            }
-                                        }));
-                                    }
-                                    Ok(UnitKind::Parquet(task))
-                                },
-                            )))
-                        })
-                        .map(|r: rayquet::Result<_>| match r {
-                            Ok(s) => s.boxed(),
-                            Err(e) => futures::stream::once(async move { Err(e) }).boxed(),
-                        })
-                        .flatten()
-                        .boxed(),
-                    )
-                });
+                let read_schema = self.schema.project(&idx)?;
+                let (units, stats) = self
+                    .parquet_units(url, hive, &read, filter.as_ref(), sizing)
+                    .await?;
                 Ok((
                     Plan::Parquet {
-                        read,
+                        read: read_schema,
                         delivered,
                         filter,
                     },
-                    start,
+                    units,
+                    stats,
                 ))
             }
             Source::Iceberg { table, snapshot } => {
@@ -437,9 +415,18 @@ impl RayquetTable {
                     scan = scan.filter(f);
                 }
                 let planned = scan.plan().map_err(df)?;
-                let units = planned.units.map(|u| u.map(UnitKind::Iceberg)).boxed();
-                let start: StartPlanning = Box::new(move || on_io_runtime(&options, units));
-                Ok((Plan::Iceberg(planned.plan), start))
+                // Planned on rayquet's IO runtime, whatever runtime polls this.
+                let units: Vec<rayquet_iceberg::TaskUnit> = rayquet::layer::io_runtime(options)
+                    .spawn(planned.units.collect::<Vec<_>>())
+                    .await
+                    .map_err(|e| DataFusionError::External(Box::new(e)))?
+                    .into_iter()
+                    .collect::<rayquet::Result<_>>()
+                    .map_err(df)?;
+                let mut stats = Statistics::new_unknown(&self.schema);
+                stats.num_rows = self.rows;
+                let units = units.into_iter().map(UnitKind::Iceberg).collect();
+                Ok((Plan::Iceberg(planned.plan), units, stats))
             }
             Source::Delta { url, version } => {
                 let mut scan = rayquet_delta::TableScan::open(url.as_str())
@@ -452,61 +439,170 @@ impl RayquetTable {
                     scan = scan.filter(f);
                 }
                 // The kernel reads the log with blocking calls: not on this runtime's workers.
-                let planned = tokio::task::spawn_blocking(move || scan.plan())
+                let (plan, units) = tokio::task::spawn_blocking(move || {
+                    let planned = scan.plan()?;
+                    let units = planned.units.collect::<rayquet::Result<Vec<_>>>()?;
+                    Ok::<_, rayquet::Error>((planned.plan, units))
+                })
+                .await
+                .map_err(|e| DataFusionError::External(Box::new(e)))?
+                .map_err(df)?;
+                let units = units.into_iter().map(UnitKind::Delta).collect();
+                Ok((
+                    Plan::Delta(Box::new(plan)),
+                    units,
+                    Statistics::new_unknown(&self.schema),
+                ))
+            }
+        }
+    }
+
+    /// The units of a Parquet dataset at `url` (Hive partition columns `hive`) reading `read`
+    /// with `filter`, and the statistics of the files they read: lists the dataset, drops the
+    /// files whose partition values the filter excludes, reads the footers not read before,
+    /// and cuts the files into runs of row groups ([`crate::units`]).
+    async fn parquet_units(
+        &self,
+        url: &str,
+        hive: &[String],
+        read: &[String],
+        filter: Option<&Expr>,
+        sizing: Sizing,
+    ) -> Result<(Vec<UnitKind>, Statistics)> {
+        let list = self.options.clone();
+        let at = url.to_string();
+        let mut dataset = rayquet::layer::io_runtime(&self.options)
+            .spawn(async move {
+                rayquet::layer::list_dataset_async(&list, &at, &Partitioning::Infer).await
+            })
+            .await
+            .map_err(|e| DataFusionError::External(Box::new(e)))?
+            .map_err(df)?;
+        let key = |f: &rayquet::layer::DatasetFile| FileKey {
+            location: f.location.clone(),
+            size: f.size,
+            version: f.version.clone(),
+        };
+        let keys: Vec<FileKey> = dataset.files.iter().map(key).collect();
+        self.summaries.retain(&keys);
+        // Files whose partition values the filter excludes: not opened.
+        if let Some(f) = filter {
+            dataset.retain_matching(f).map_err(df)?;
+        }
+        // The table's file columns come first, its partition columns last.
+        let file_columns = self.schema.fields().len() - hive.len();
+        let file_schema = Arc::new(
+            self.schema
+                .project(&(0..file_columns).collect::<Vec<_>>())?,
+        );
+        let reads: Vec<_> = dataset
+            .files
+            .iter()
+            .map(|f| {
+                let key = key(f);
+                let cached = self.summaries.get(&key);
+                let options = self.options.clone();
+                let schema = Arc::clone(&file_schema);
+                let cache = self.summaries.clone();
+                async move {
+                    if let Some(s) = cached {
+                        return Ok(s);
+                    }
+                    let summary = tokio::task::spawn_blocking(move || {
+                        let (store, path) = rayquet::layer::store_for(&options, &key.location)?;
+                        let md = rayquet::read_metadata(store, path, key.size)?;
+                        let summary = Arc::new(crate::meta::summarize(&md, &schema));
+                        cache.insert(key, Arc::clone(&summary));
+                        Ok::<_, rayquet::Error>(summary)
+                    })
                     .await
                     .map_err(|e| DataFusionError::External(Box::new(e)))?
                     .map_err(df)?;
-                let units = planned.units;
-                let start: StartPlanning = Box::new(move || {
-                    on_thread(units.map(|u| u.map(UnitKind::Delta)), "rayquet-delta-plan")
-                });
-                Ok((Plan::Delta(Box::new(planned.plan)), start))
+                    Ok::<_, DataFusionError>(summary)
+                }
+            })
+            .collect();
+        let summaries: Vec<Arc<FileSummary>> = futures::stream::iter(reads)
+            .buffered(16)
+            .try_collect()
+            .await?;
+        // Keys the table has as partition columns (a key the files also hold is read from the
+        // files, by name), and the columns read among the file columns.
+        let keys: Vec<Option<String>> = dataset
+            .partition_fields
+            .iter()
+            .map(|f| Some(f.name().clone()).filter(|n| hive.contains(n)))
+            .collect();
+        let read_files: Vec<usize> = read
+            .iter()
+            .filter_map(|c| file_schema.index_of(c).ok())
+            .collect();
+        let bytes: Vec<Vec<u64>> = summaries
+            .iter()
+            .map(|s| {
+                s.row_groups
+                    .iter()
+                    .map(|rg| crate::units::read_bytes(rg, &read_files))
+                    .collect()
+            })
+            .collect();
+        let runs = crate::units::split_files(&bytes, sizing);
+        let mut units = Vec::new();
+        let mut stats = Vec::with_capacity(summaries.len());
+        for ((file, summary), runs) in dataset.files.into_iter().zip(&summaries).zip(runs) {
+            // The file's statistics, with its partition values as constants.
+            let mut file_stats = summary.stats.clone();
+            for name in hive {
+                let field = self.schema.field_with_name(name)?;
+                let value = keys
+                    .iter()
+                    .position(|k| k.as_deref() == Some(name.as_str()))
+                    .and_then(|i| match &file.partition[i] {
+                        ColumnSource::Constant(rayquet::expr::Value::Str(text)) => {
+                            ScalarValue::try_from_string(text.clone(), field.data_type()).ok()
+                        }
+                        _ => None,
+                    });
+                file_stats
+                    .column_statistics
+                    .push(crate::meta::constant_stats(value, summary.rows() as usize));
             }
-        }
-    }
-}
-
-/// Units of a planning stream polled on rayquet's IO runtime (whatever runtime polls the
-/// result), through a bounded channel.
-fn on_io_runtime(options: &ScanOptions, units: Units) -> Units {
-    let (tx, rx) = tokio::sync::mpsc::channel(64);
-    rayquet::layer::io_runtime(options).spawn(async move {
-        let mut units = units;
-        while let Some(u) = units.next().await {
-            if tx.send(u).await.is_err() {
-                return;
+            stats.push(file_stats);
+            let mut task = FileTask::new(file.location);
+            if let Some(s) = file.size {
+                task = task.size(s);
             }
-        }
-    });
-    receiver_stream(rx)
-}
-
-/// Units of a blocking iterator pulled on a thread of its own, through a bounded channel.
-fn on_thread<I>(units: I, name: &str) -> Units
-where
-    I: Iterator<Item = rayquet::Result<UnitKind>> + Send + 'static,
-{
-    let (tx, rx) = tokio::sync::mpsc::channel(64);
-    let spawned = std::thread::Builder::new()
-        .name(name.to_string())
-        .spawn(move || {
-            for u in units {
-                if tx.blocking_send(u).is_err() {
-                    return;
+            if let Some(v) = file.version {
+                task = task.version(v);
+            }
+            // Partition columns are the file's constants; the others its columns, by name.
+            if keys.iter().any(Option::is_some) {
+                task = task.columns(read.iter().map(|n| {
+                    match keys.iter().position(|k| k.as_ref() == Some(n)) {
+                        Some(i) => file.partition[i].clone(),
+                        None => ColumnSource::file(),
+                    }
+                }));
+            }
+            if runs.len() == 1 {
+                units.push(UnitKind::Parquet(task));
+            } else {
+                for run in runs {
+                    units.push(UnitKind::Parquet(task.clone().row_groups(run)));
                 }
             }
-        });
-    match spawned {
-        Ok(_) => receiver_stream(rx),
-        Err(e) => {
-            let e = rayquet::Error::new(rayquet::ErrorKind::Io, e.to_string());
-            futures::stream::once(async move { Err(e) }).boxed()
         }
+        let stats = crate::stats::merge(&stats, &self.schema)?;
+        Ok((units, stats))
     }
 }
 
-fn receiver_stream(rx: tokio::sync::mpsc::Receiver<rayquet::Result<UnitKind>>) -> Units {
-    futures::stream::unfold(rx, |mut rx| async move { rx.recv().await.map(|u| (u, rx)) }).boxed()
+/// What a session tells the tables it plans: the workers their scans are spread over (a
+/// session config extension; absent in a local session).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct ScanHints {
+    /// Workers a scan's units are dealt to.
+    pub workers: usize,
 }
 
 #[async_trait]
@@ -528,14 +624,23 @@ impl TableProvider for RayquetTable {
 
     async fn scan(
         &self,
-        _state: &dyn Session,
+        state: &dyn Session,
         projection: Option<&Vec<usize>>,
         filters: &[DfExpr],
         limit: Option<usize>,
     ) -> Result<Arc<dyn ExecutionPlan>> {
         let filter = filter::combine(filters, &self.schema);
+        // The conjuncts rayquet evaluates (the others DataFusion filters above the scan).
+        let (exact, above): (Vec<DfExpr>, Vec<DfExpr>) = filters
+            .iter()
+            .cloned()
+            .partition(|f| filter::exact(f, &self.schema).is_some());
         let rows_only = projection.is_some_and(|p| p.is_empty());
         let read = self.columns(projection, filter.as_ref());
+        let read_idx: Vec<usize> = read
+            .iter()
+            .map(|c| self.schema.index_of(c))
+            .collect::<std::result::Result<_, _>>()?;
         let delivered = match projection {
             Some(p) if p.is_empty() => 1,
             Some(p) => p.len(),
@@ -545,15 +650,31 @@ impl TableProvider for RayquetTable {
             Some(p) => self.schema.project(p)?,
             None => self.schema.as_ref().clone(),
         };
-        let partitions = self.partitions;
-        let (plan, start) = self.plan(read, delivered, filter.clone()).await?;
-        let rows = match (&filter, limit) {
-            (None, None) => self.rows,
-            (None, Some(l)) => self.rows.min(&Precision::Exact(l)),
-            _ => self.rows.to_inexact(),
+        let config = state.config();
+        let workers = config
+            .get_extension::<ScanHints>()
+            .map_or(1, |h| h.workers.max(1));
+        let wanted = self.partitions.unwrap_or(config.target_partitions()).max(1);
+        let sizing = Sizing {
+            unit_bytes: self.unit_bytes,
+            min_units: wanted * workers,
         };
-        let mut stats = Statistics::new_unknown(&out);
-        stats.num_rows = rows;
+        let (plan, units, table_stats) = self.plan(read, delivered, filter.clone(), sizing).await?;
+        let mut stats = crate::stats::scan_statistics(
+            state,
+            &self.schema,
+            table_stats,
+            &read_idx,
+            delivered,
+            &exact,
+            &above,
+            limit,
+        )?;
+        if rows_only {
+            stats = stats.project(Some(&Vec::<usize>::new()));
+            stats.total_byte_size = Precision::Absent;
+        }
+        let partitions = wanted.min(units.len()).max(1);
         let spec = ScanSpec {
             table: self.name.clone(),
             plan,
@@ -562,7 +683,8 @@ impl TableProvider for RayquetTable {
             require_remote: self.require_remote,
             schema: out,
         };
-        let feed = WorkUnitFeed::new(Planner::new(partitions, start));
+        let units_count = units.len();
+        let feed = WorkUnitFeed::new(Planner::new(partitions, units));
         Ok(Arc::new(RayquetScanExec::new(
             spec,
             feed,
@@ -570,6 +692,7 @@ impl TableProvider for RayquetTable {
             self.options.clone(),
             Some(stats),
             None,
+            units_count,
         )))
     }
 }
