@@ -137,21 +137,22 @@ fn register(ctx: &SessionContext, args: &mut SqlArgs, options: &ScanOptions) -> 
         }
     }
     let mut tables = Vec::new();
-    for (name, path) in &args.parquet {
-        tables.push(RayquetTable::parquet(name, path, options.clone())?);
+    for (_, path) in &args.parquet {
+        tables.push(RayquetTable::parquet(path, options.clone())?);
     }
     for (name, path) in &args.iceberg {
-        let snapshot = pinned(&args.snapshot, name)?;
-        tables.push(RayquetTable::iceberg(
-            name,
-            path,
-            snapshot,
-            options.clone(),
-        )?);
+        let mut scan = rayquet_iceberg::TableScan::open(path.as_str());
+        if let Some(id) = pinned(&args.snapshot, name)? {
+            scan = scan.snapshot_id(id);
+        }
+        tables.push(RayquetTable::iceberg(scan.with_options(options.clone()))?);
     }
     for (name, path) in &args.delta {
-        let version = pinned(&args.version, name)?;
-        tables.push(RayquetTable::delta(name, path, version, options.clone())?);
+        let mut scan = rayquet_delta::TableScan::open(path.as_str());
+        if let Some(v) = pinned(&args.version, name)? {
+            scan = scan.version(v);
+        }
+        tables.push(RayquetTable::delta(scan.with_options(options.clone()))?);
     }
     for (table, name) in tables.into_iter().zip(names) {
         ctx.register_table(name, Arc::new(table.require_remote(remote)))?;

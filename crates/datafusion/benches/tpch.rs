@@ -261,7 +261,7 @@ fn engine(name: &str, args: &Args) -> Engine {
         "rayquet" => {
             let ctx = SessionContext::new_with_config(config(args.threads));
             for t in TABLES {
-                let table = RayquetTable::parquet(t, &table_path(data, t), ScanOptions::new())
+                let table = RayquetTable::parquet(&table_path(data, t), ScanOptions::new())
                     .unwrap_or_else(|e| panic!("{t}: {e}"));
                 ctx.register_table(t, Arc::new(table)).unwrap();
             }
@@ -273,7 +273,7 @@ fn engine(name: &str, args: &Args) -> Engine {
             let urls: Vec<Url> = workers.iter().map(|w| w.url.clone()).collect();
             let ctx = distributed_session(urls.clone(), ScanOptions::new()).unwrap();
             for t in TABLES {
-                let table = RayquetTable::parquet(t, &table_path(data, t), ScanOptions::new())
+                let table = RayquetTable::parquet(&table_path(data, t), ScanOptions::new())
                     .unwrap_or_else(|e| panic!("{t}: {e}"))
                     .require_remote(true);
                 ctx.register_table(t, Arc::new(table)).unwrap();

@@ -12,7 +12,7 @@
 //! use rayquet_datafusion::{local_session, RayquetTable};
 //!
 //! let ctx = local_session();
-//! let trips = RayquetTable::parquet("trips", "s3://bucket/trips/", ScanOptions::new())?;
+//! let trips = RayquetTable::parquet("s3://bucket/trips/", ScanOptions::new())?;
 //! ctx.register_table("trips", Arc::new(trips))?;
 //! ctx.sql("SELECT vendor, count(*) FROM trips WHERE fare > 10 GROUP BY vendor")
 //!     .await?
@@ -37,7 +37,7 @@
 //!
 //! let workers = vec!["http://10.0.0.5:50051".parse().unwrap(), "http://10.0.0.6:50051".parse().unwrap()];
 //! let ctx = distributed_session(workers, ScanOptions::new())?;
-//! let orders = RayquetTable::iceberg("orders", "s3://lake/warehouse/orders", None, ScanOptions::new())?
+//! let orders = RayquetTable::iceberg(rayquet_iceberg::TableScan::open("s3://lake/warehouse/orders"))?
 //!     .require_remote(true);
 //! ctx.register_table("orders", Arc::new(orders))?;
 //! let batches = ctx.sql("SELECT status, sum(total) FROM orders GROUP BY status").await?.collect().await?;

@@ -41,13 +41,11 @@ enum Source {
         /// Its Hive partition columns (last in the schema), each file's constants.
         hive: Vec<String>,
     },
-    /// An Iceberg table, at a snapshot (or its current one).
-    Iceberg {
-        table: iceberg::table::Table,
-        snapshot: Option<i64>,
-    },
-    /// A Delta table, at a version (or its newest).
-    Delta { url: String, version: Option<u64> },
+    /// An Iceberg table as this scan reads it (snapshot, ref or timestamp; the table loaded),
+    /// without columns or filter: each query gives its own.
+    Iceberg(Box<rayquet_iceberg::TableScan>),
+    /// A Delta table as this scan reads it (its version), without columns or filter.
+    Delta(Box<rayquet_delta::TableScan>),
 }
 
 /// A rayquet table for DataFusion (see the module docs).
@@ -58,7 +56,7 @@ enum Source {
 /// use rayquet::ScanOptions;
 /// use rayquet_datafusion::{local_session, RayquetTable};
 /// let ctx = local_session();
-/// let lineitem = RayquetTable::parquet("lineitem", "s3://bucket/lineitem/", ScanOptions::new())?;
+/// let lineitem = RayquetTable::parquet("s3://bucket/lineitem/", ScanOptions::new())?;
 /// ctx.register_table("lineitem", Arc::new(lineitem))?;
 /// let batches = ctx
 ///     .sql("SELECT l_returnflag, count(*) FROM lineitem WHERE l_quantity < 5 GROUP BY 1")
@@ -93,10 +91,8 @@ impl fmt::Debug for RayquetTable {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let kind = match &self.source {
             Source::Parquet { url, .. } => format!("parquet {url}"),
-            Source::Iceberg { table, snapshot } => {
-                format!("iceberg {} @ {snapshot:?}", table.identifier())
-            }
-            Source::Delta { url, version } => format!("delta {url} @ {version:?}"),
+            Source::Iceberg(scan) => format!("iceberg {scan:?}"),
+            Source::Delta(scan) => format!("delta {scan:?}"),
         };
         f.debug_struct("RayquetTable")
             .field("name", &self.name)
@@ -104,6 +100,17 @@ impl fmt::Debug for RayquetTable {
             .field("schema", &self.schema)
             .finish_non_exhaustive()
     }
+}
+
+/// A table's label (thread names, plans): the last segment of its location, without a
+/// `.parquet` suffix.
+fn last_segment(location: &str) -> String {
+    let last = location
+        .trim_end_matches('/')
+        .rsplit(['/', '\\'])
+        .next()
+        .unwrap_or(location);
+    last.strip_suffix(".parquet").unwrap_or(last).to_string()
 }
 
 fn df(e: rayquet::Error) -> DataFusionError {
@@ -135,14 +142,14 @@ fn with_views(schema: &Schema) -> Schema {
 /// file or table.
 impl RayquetTable {
     /// The Parquet dataset at `url` (a file, a directory or prefix of `*.parquet` objects, or
-    /// a URL of either), named `name`. Its schema is the first file's (strings as
+    /// a URL of either). Its schema is the first file's (strings as
     /// `Utf8View`); every file is read with it (columns by name). `options`: this process's
     /// stores, pools and budget.
-    pub fn parquet(name: &str, url: &str, options: ScanOptions) -> Result<Self> {
-        Self::parquet_inner(name, url, options).map_err(df)
+    pub fn parquet(url: &str, options: ScanOptions) -> Result<Self> {
+        Self::parquet_inner(url, options).map_err(df)
     }
 
-    fn parquet_inner(name: &str, url: &str, options: ScanOptions) -> rayquet::Result<Self> {
+    fn parquet_inner(url: &str, options: ScanOptions) -> rayquet::Result<Self> {
         let dataset = rayquet::layer::list_dataset(&options, url, &Partitioning::Infer)?;
         let Some(rayquet::layer::DatasetFile {
             location: first,
@@ -190,7 +197,7 @@ impl RayquetTable {
             schema.metadata().clone(),
         );
         Ok(RayquetTable {
-            name: name.to_string(),
+            name: last_segment(url),
             source: Source::Parquet {
                 url: url.to_string(),
                 hive,
@@ -205,52 +212,30 @@ impl RayquetTable {
         })
     }
 
-    /// The Iceberg table at `location` (a table directory or metadata JSON file, as
-    /// [`rayquet_iceberg::load_table`] takes it), at `snapshot` (or its current one).
-    pub fn iceberg(
-        name: &str,
-        location: &str,
-        snapshot: Option<i64>,
-        options: ScanOptions,
-    ) -> Result<Self> {
-        let table = rayquet_iceberg::load_table(location, &options).map_err(df)?;
-        Self::iceberg_table(name, table, snapshot, options)
+    /// The Iceberg table `scan` reads, as it reads it: opened from a location
+    /// ([`rayquet_iceberg::TableScan::open`]) or a catalog's table
+    /// ([`rayquet_iceberg::TableScan::from_table`]), at its snapshot, branch, tag or timestamp,
+    /// with its options (this process's stores, pools and budget). Each query gives its own
+    /// columns and filter: the scan's are dropped.
+    ///
+    /// ```no_run
+    /// # fn example() -> datafusion::error::Result<()> {
+    /// use rayquet::prelude::*;
+    /// use rayquet_datafusion::RayquetTable;
+    /// let scan = rayquet_iceberg::TableScan::open("s3://lake/warehouse/orders").reference("audit");
+    /// let orders = RayquetTable::iceberg(scan.with_options(ScanOptions::new()))?;
+    /// # Ok(()) }
+    /// ```
+    pub fn iceberg(scan: rayquet_iceberg::TableScan) -> Result<Self> {
+        Self::iceberg_inner(scan).map_err(df)
     }
 
-    /// An Iceberg table from any catalog, at `snapshot` (or its current one).
-    pub fn iceberg_table(
-        name: &str,
-        table: iceberg::table::Table,
-        snapshot: Option<i64>,
-        options: ScanOptions,
-    ) -> Result<Self> {
-        Self::iceberg_inner(name, table, snapshot, options).map_err(df)
-    }
-
-    fn iceberg_inner(
-        name: &str,
-        table: iceberg::table::Table,
-        snapshot: Option<i64>,
-        options: ScanOptions,
-    ) -> rayquet::Result<Self> {
-        let mut scan = rayquet_iceberg::TableScan::from_table(table.clone());
-        if let Some(id) = snapshot {
-            scan = scan.snapshot_id(id);
-        }
+    fn iceberg_inner(mut scan: rayquet_iceberg::TableScan) -> rayquet::Result<Self> {
+        rayquet::layer::take_columns(scan.options_mut());
+        rayquet::layer::take_filter(scan.options_mut());
+        let options = scan.options_mut().clone();
         let schema = scan.output_schema()?;
-        let md = table.metadata();
-        let snap = match snapshot {
-            Some(id) => md.snapshot_by_id(id),
-            None => md.current_snapshot(),
-        };
-        let rows = match snap {
-            None if snapshot.is_some() => {
-                return Err(rayquet::Error::new(
-                    rayquet::ErrorKind::NotFound,
-                    format!("the table has no snapshot {}", snapshot.unwrap_or_default()),
-                )
-                .with_path(table.metadata_location().unwrap_or_default()))
-            }
+        let rows = match scan.snapshot_to_read()? {
             None => Precision::Exact(0),
             Some(s) => {
                 let props = &s.summary().additional_properties;
@@ -264,9 +249,10 @@ impl RayquetTable {
                 }
             }
         };
+        let name = scan.table()?.identifier().name().to_string();
         Ok(RayquetTable {
-            name: name.to_string(),
-            source: Source::Iceberg { table, snapshot },
+            name,
+            source: Source::Iceberg(Box::new(scan)),
             schema: Arc::new(schema.as_ref().clone()),
             options,
             require_remote: false,
@@ -277,35 +263,22 @@ impl RayquetTable {
         })
     }
 
-    /// The Delta table at `url` (its root, or a local directory), at `version` (or its
-    /// newest).
-    pub fn delta(
-        name: &str,
-        url: &str,
-        version: Option<u64>,
-        options: ScanOptions,
-    ) -> Result<Self> {
-        Self::delta_inner(name, url, version, options).map_err(df)
+    /// The Delta table `scan` reads ([`rayquet_delta::TableScan::open`]), at its version (or
+    /// the newest), with its options. Each query gives its own columns and filter: the scan's
+    /// are dropped.
+    pub fn delta(scan: rayquet_delta::TableScan) -> Result<Self> {
+        Self::delta_inner(scan).map_err(df)
     }
 
-    fn delta_inner(
-        name: &str,
-        url: &str,
-        version: Option<u64>,
-        options: ScanOptions,
-    ) -> rayquet::Result<Self> {
-        let mut scan = rayquet_delta::TableScan::open(url).with_options(options.clone());
-        if let Some(v) = version {
-            scan = scan.version(v);
-        }
-        let planned = scan.plan()?;
+    fn delta_inner(mut scan: rayquet_delta::TableScan) -> rayquet::Result<Self> {
+        rayquet::layer::take_columns(scan.options_mut());
+        rayquet::layer::take_filter(scan.options_mut());
+        let options = scan.options_mut().clone();
+        let planned = scan.clone().plan()?;
         let schema = planned.plan.output_schema()?;
         Ok(RayquetTable {
-            name: name.to_string(),
-            source: Source::Delta {
-                url: url.to_string(),
-                version,
-            },
+            name: last_segment(scan.location()),
+            source: Source::Delta(Box::new(scan)),
             schema: Arc::new(schema.as_ref().clone()),
             options,
             require_remote: false,
@@ -404,19 +377,17 @@ impl RayquetTable {
                     stats,
                 ))
             }
-            Source::Iceberg { table, snapshot } => {
-                let mut scan = rayquet_iceberg::TableScan::from_table(table.clone())
-                    .with_options(options.clone())
+            Source::Iceberg(scan) => {
+                let mut scan = scan
+                    .as_ref()
+                    .clone()
                     .columns(read.iter().take(delivered).cloned());
-                if let Some(id) = snapshot {
-                    scan = scan.snapshot_id(*id);
-                }
                 if let Some(f) = filter {
                     scan = scan.filter(f);
                 }
                 let planned = scan.plan().map_err(df)?;
                 // Planned on rayquet's IO runtime, whatever runtime polls this.
-                let units: Vec<rayquet_iceberg::TaskUnit> = rayquet::layer::io_runtime(options)
+                let units: Vec<rayquet_iceberg::TaskUnit> = rayquet::layer::io_runtime(&options)
                     .spawn(planned.units.collect::<Vec<_>>())
                     .await
                     .map_err(|e| DataFusionError::External(Box::new(e)))?
@@ -428,13 +399,11 @@ impl RayquetTable {
                 let units = units.into_iter().map(UnitKind::Iceberg).collect();
                 Ok((Plan::Iceberg(planned.plan), units, stats))
             }
-            Source::Delta { url, version } => {
-                let mut scan = rayquet_delta::TableScan::open(url.as_str())
-                    .with_options(options.clone())
+            Source::Delta(scan) => {
+                let mut scan = scan
+                    .as_ref()
+                    .clone()
                     .columns(read.iter().take(delivered).cloned());
-                if let Some(v) = version {
-                    scan = scan.version(*v);
-                }
                 if let Some(f) = filter {
                     scan = scan.filter(f);
                 }

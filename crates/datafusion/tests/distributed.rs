@@ -109,7 +109,7 @@ async fn iceberg_tables_on_three_workers() {
         ),
     ];
     for (fx, queries) in cases {
-        let table = RayquetTable::iceberg("t", &fx.metadata_location, None, ScanOptions::new())
+        let table = RayquetTable::iceberg(rayquet_iceberg::TableScan::open(fx.metadata_location.as_str()))
             .unwrap()
             .require_remote(true);
         ctx.deregister_table("t").unwrap();
@@ -160,7 +160,7 @@ async fn delta_tables_on_three_workers() {
         ),
     ];
     for (fx, queries) in cases {
-        let table = RayquetTable::delta("t", fx.url.as_str(), None, ScanOptions::new())
+        let table = RayquetTable::delta(rayquet_delta::TableScan::open(fx.url.as_str()))
             .unwrap()
             .require_remote(true);
         ctx.deregister_table("t").unwrap();
@@ -218,7 +218,7 @@ async fn parquet_prefix_on_s3_on_three_workers() {
         .store_option("aws_secret_access_key", SECRET);
     let workers = cluster(3, options.clone());
     let ctx = distributed_session(urls(&workers), options.clone()).unwrap();
-    let table = RayquetTable::parquet("t", "s3://lake/lineitem/", options.clone())
+    let table = RayquetTable::parquet("s3://lake/lineitem/", options.clone())
         .unwrap()
         .require_remote(true);
     ctx.register_table("t", Arc::new(table)).unwrap();
@@ -285,7 +285,7 @@ async fn a_worker_killed_mid_query_ends_it_cleanly() {
     let mut workers = cluster(3, ScanOptions::new());
     let urls = urls(&workers);
     let ctx = distributed_session(urls.clone(), ScanOptions::new()).unwrap();
-    let table = RayquetTable::parquet("t", dir.path().to_str().unwrap(), ScanOptions::new())
+    let table = RayquetTable::parquet(dir.path().to_str().unwrap(), ScanOptions::new())
         .unwrap()
         .require_remote(true);
     ctx.register_table("t", Arc::new(table)).unwrap();
@@ -330,7 +330,7 @@ async fn a_missing_data_file_on_a_worker_is_a_clean_error() {
     let fx = it::missing_data_file();
     let workers = cluster(3, ScanOptions::new());
     let ctx = distributed_session(urls(&workers), ScanOptions::new()).unwrap();
-    let table = RayquetTable::iceberg("t", &fx.metadata_location, None, ScanOptions::new())
+    let table = RayquetTable::iceberg(rayquet_iceberg::TableScan::open(fx.metadata_location.as_str()))
         .unwrap()
         .require_remote(true);
     ctx.register_table("t", Arc::new(table)).unwrap();
@@ -365,7 +365,7 @@ async fn an_unreachable_worker_is_a_clean_error_naming_it() {
     let mut all = urls(&workers);
     all.push(dead.clone());
     let ctx = distributed_session(all.clone(), ScanOptions::new()).unwrap();
-    let table = RayquetTable::parquet("t", dir.path().to_str().unwrap(), ScanOptions::new())
+    let table = RayquetTable::parquet(dir.path().to_str().unwrap(), ScanOptions::new())
         .unwrap()
         .require_remote(true);
     ctx.register_table("t", Arc::new(table)).unwrap();
@@ -395,7 +395,7 @@ async fn a_single_worker_still_scans_remotely() {
     generate(dir.path(), &opts).unwrap();
     let workers = cluster(1, ScanOptions::new());
     let ctx = distributed_session(urls(&workers), ScanOptions::new()).unwrap();
-    let table = RayquetTable::parquet("t", dir.path().to_str().unwrap(), ScanOptions::new())
+    let table = RayquetTable::parquet(dir.path().to_str().unwrap(), ScanOptions::new())
         .unwrap()
         .require_remote(true);
     ctx.register_table("t", Arc::new(table)).unwrap();

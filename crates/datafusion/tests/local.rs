@@ -35,7 +35,7 @@ fn parquet_pair(dir: &std::path::Path) -> (SessionContext, SessionContext) {
     }
     let expected = reference("t", schema.expect("files"), batches);
     let ctx = local_session();
-    let table = RayquetTable::parquet("t", dir.to_str().unwrap(), ScanOptions::new())
+    let table = RayquetTable::parquet(dir.to_str().unwrap(), ScanOptions::new())
         .expect("register the dataset");
     ctx.register_table("t", Arc::new(table)).expect("register");
     (ctx, expected)
@@ -203,7 +203,7 @@ async fn iceberg_tables_match_their_spec_answers() {
         let want = fx.expected_current();
         let expected = reference("t", want.schema(), vec![want]);
         let ctx = local_session();
-        let table = RayquetTable::iceberg("t", &fx.metadata_location, None, ScanOptions::new())
+        let table = RayquetTable::iceberg(rayquet_iceberg::TableScan::open(fx.metadata_location.as_str()))
             .unwrap_or_else(|e| panic!("{}: {e}", fx.name));
         ctx.register_table("t", Arc::new(table)).unwrap();
         for sql in queries {
@@ -219,7 +219,7 @@ async fn iceberg_row_counts_come_from_metadata_only_when_exact() {
     let fx = it::partitioned_identity(40);
     let ctx = local_session();
     let table =
-        RayquetTable::iceberg("t", &fx.metadata_location, None, ScanOptions::new()).unwrap();
+        RayquetTable::iceberg(rayquet_iceberg::TableScan::open(fx.metadata_location.as_str())).unwrap();
     ctx.register_table("t", Arc::new(table)).unwrap();
     let plan = physical(&ctx, "SELECT count(*) FROM t").await;
     assert!(
@@ -234,7 +234,7 @@ async fn iceberg_row_counts_come_from_metadata_only_when_exact() {
     let fx = it::deletes(40, 8);
     let ctx = local_session();
     let table =
-        RayquetTable::iceberg("t", &fx.metadata_location, None, ScanOptions::new()).unwrap();
+        RayquetTable::iceberg(rayquet_iceberg::TableScan::open(fx.metadata_location.as_str())).unwrap();
     ctx.register_table("t", Arc::new(table)).unwrap();
     let plan = physical(&ctx, "SELECT count(*) FROM t").await;
     assert!(plan.contains("RayquetScanExec"), "{plan}");
@@ -252,7 +252,7 @@ async fn iceberg_snapshots_are_pinned() {
         let want = fx.expected_at(id).clone();
         let expected = reference("t", want.schema(), vec![want]);
         let ctx = local_session();
-        let table = RayquetTable::iceberg("t", &fx.metadata_location, Some(id), ScanOptions::new())
+        let table = RayquetTable::iceberg(rayquet_iceberg::TableScan::open(fx.metadata_location.as_str()).snapshot_id(id))
             .unwrap();
         ctx.register_table("t", Arc::new(table)).unwrap();
         assert_same(&ctx, &expected, "SELECT * FROM t").await;
@@ -289,7 +289,7 @@ async fn delta_tables_match_their_expected_rows() {
         let want = fx.expected();
         let expected = reference("t", want.schema.clone(), want.batches.clone());
         let ctx = local_session();
-        let table = RayquetTable::delta("t", fx.url.as_str(), None, ScanOptions::new())
+        let table = RayquetTable::delta(rayquet_delta::TableScan::open(fx.url.as_str()))
             .unwrap_or_else(|e| panic!("{}: {e}", fx.name));
         ctx.register_table("t", Arc::new(table)).unwrap();
         for sql in queries {
@@ -300,7 +300,7 @@ async fn delta_tables_match_their_expected_rows() {
             let expected = reference("t", want.schema.clone(), want.batches.clone());
             let ctx = local_session();
             let table =
-                RayquetTable::delta("t", fx.url.as_str(), Some(v), ScanOptions::new()).unwrap();
+                RayquetTable::delta(rayquet_delta::TableScan::open(fx.url.as_str()).version(v)).unwrap();
             ctx.register_table("t", Arc::new(table)).unwrap();
             assert_same(&ctx, &expected, "SELECT * FROM t").await;
         }
@@ -313,7 +313,7 @@ async fn a_missing_data_file_is_a_clean_error_naming_it() {
     let fx = it::missing_data_file();
     let ctx = local_session();
     let table =
-        RayquetTable::iceberg("t", &fx.metadata_location, None, ScanOptions::new()).unwrap();
+        RayquetTable::iceberg(rayquet_iceberg::TableScan::open(fx.metadata_location.as_str())).unwrap();
     ctx.register_table("t", Arc::new(table)).unwrap();
     let err = run(&ctx, "SELECT * FROM t")
         .await
@@ -330,19 +330,19 @@ async fn a_missing_data_file_is_a_clean_error_naming_it() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bad_locations_are_clean_errors() {
     let dir = tempfile::tempdir().unwrap();
-    let err = RayquetTable::parquet("t", dir.path().to_str().unwrap(), ScanOptions::new())
+    let err = RayquetTable::parquet(dir.path().to_str().unwrap(), ScanOptions::new())
         .expect_err("an empty directory");
     assert!(err.to_string().contains("no *.parquet"), "{err}");
     let missing = dir.path().join("nope");
-    let err = RayquetTable::parquet("t", missing.to_str().unwrap(), ScanOptions::new())
+    let err = RayquetTable::parquet(missing.to_str().unwrap(), ScanOptions::new())
         .expect_err("a missing path");
     assert!(err.to_string().contains("nope"), "{err}");
-    let err = RayquetTable::delta("t", missing.to_str().unwrap(), None, ScanOptions::new())
+    let err = RayquetTable::delta(rayquet_delta::TableScan::open(missing.to_str().unwrap()))
         .expect_err("not a Delta table");
-    assert!(!err.to_string().is_empty());
-    let err = RayquetTable::iceberg("t", missing.to_str().unwrap(), None, ScanOptions::new())
+    assert!(err.to_string().contains("nope"), "{err}");
+    let err = RayquetTable::iceberg(rayquet_iceberg::TableScan::open(missing.to_str().unwrap()))
         .expect_err("not an Iceberg table");
-    assert!(!err.to_string().is_empty());
+    assert!(err.to_string().contains("nope"), "{err}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -350,7 +350,7 @@ async fn a_remote_only_table_refuses_to_scan_here() {
     let dir = tempfile::tempdir().unwrap();
     generate(dir.path(), &gen_options()).unwrap();
     let ctx = local_session();
-    let table = RayquetTable::parquet("t", dir.path().to_str().unwrap(), ScanOptions::new())
+    let table = RayquetTable::parquet(dir.path().to_str().unwrap(), ScanOptions::new())
         .unwrap()
         .require_remote(true);
     ctx.register_table("t", Arc::new(table)).unwrap();
@@ -419,7 +419,7 @@ async fn hive_partition_columns_are_table_columns() {
     }
     let reference = reference("t", Arc::clone(&schema), expected);
     let ctx = local_session();
-    let table = RayquetTable::parquet("t", dir.path().to_str().unwrap(), ScanOptions::new())
+    let table = RayquetTable::parquet(dir.path().to_str().unwrap(), ScanOptions::new())
         .expect("register the dataset");
     ctx.register_table("t", Arc::new(table)).expect("register");
     for sql in [

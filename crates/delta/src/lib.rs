@@ -77,6 +77,11 @@ impl ScanBuilder for TableScan {
 }
 
 impl TableScan {
+    /// The table's location, as given to [`TableScan::open`].
+    pub fn location(&self) -> &str {
+        &self.location
+    }
+
     /// A scan of the newest version of the table at `location` (a URL or a local directory:
     /// the table root, above `_delta_log`), all columns. The log is read when the scan
     /// needs it, through the scan's stores.

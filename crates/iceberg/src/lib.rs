@@ -275,6 +275,7 @@ async fn metadata_file(location: &str, options: &ScanOptions) -> Result<String> 
 /// Files come in the order iceberg's planner emits them, which varies from run to run (it
 /// reads manifests concurrently); within a file rows keep their order. A scan whose order
 /// matters should sort, or plan the tasks itself and use [`scan_tasks`].
+#[derive(Clone)]
 pub struct TableScan {
     /// The table, once loaded (given, or loaded from `location` with the scan's options).
     table: std::sync::OnceLock<Table>,
@@ -332,8 +333,18 @@ impl TableScan {
         }
     }
 
-    /// The table, loaded from its location on first use.
-    fn table(&self) -> Result<&Table> {
+    /// The snapshot the scan reads (`None`: the table has none, so the scan is empty), as
+    /// [`TableScan::snapshot_id`], [`TableScan::reference`] or
+    /// [`TableScan::as_of_timestamp`] choose it (the current one by default). Loads the table
+    /// if needed.
+    pub fn snapshot_to_read(&self) -> Result<Option<iceberg::spec::SnapshotRef>> {
+        let (id, _, _) = self.snapshot()?;
+        let md = self.table()?.metadata();
+        Ok(id.and_then(|id| md.snapshot_by_id(id).cloned()))
+    }
+
+    /// The table, loaded from its location on first use (through the scan's stores).
+    pub fn table(&self) -> Result<&Table> {
         if let Some(t) = self.table.get() {
             return Ok(t);
         }
