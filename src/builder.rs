@@ -169,10 +169,20 @@ pub trait ScanBuilder: Sized {
     /// Share parsed footers with the other scans given the same [`FooterCache`]: a file whose
     /// version (ETag, last-modified time) the scan knows from listing, a HEAD request or the
     /// file system is read without its footer request and thrift decoding when an earlier
-    /// scan read the same version of it. Default: none, every scan reads every footer (a
-    /// cache holds memory beyond the scan, so the service sizes it and shares it).
+    /// scan read the same version of it. Default: the process-wide [`FooterCache::global`]
+    /// (at most [`DEFAULT_FOOTER_CACHE_BYTES`](crate::DEFAULT_FOOTER_CACHE_BYTES)); give a
+    /// cache of your own to size it or keep a group of scans apart, or
+    /// [`no_footer_cache`](ScanBuilder::no_footer_cache) to read every footer afresh.
     fn footer_cache(mut self, cache: FooterCache) -> Self {
         self.options_mut().footer_cache = Some(cache);
+        self
+    }
+
+    /// Read every footer afresh: no footer cache, neither the process-wide one nor another
+    /// (e.g. to measure a cold scan, or for files rewritten in place faster than the file
+    /// system's timestamps tell apart).
+    fn no_footer_cache(mut self) -> Self {
+        self.options_mut().footer_cache = None;
         self
     }
 

@@ -9,7 +9,7 @@
 //! than the whole bound is not kept.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::SystemTime;
 
 use object_store::ObjectMeta;
@@ -18,9 +18,13 @@ use parquet::arrow::arrow_reader::ArrowReaderMetadata;
 /// Parsed footers (Parquet metadata, page indexes when a scan loaded them) shared by the scans
 /// of a long-running process, bounded in bytes, least recently used out first.
 ///
-/// Create one when the service starts and give a clone (cheap: it is shared) to every scan
-/// with [`ScanBuilder::footer_cache`](crate::ScanBuilder::footer_cache). A scan then reads each
-/// footer once: later scans of the same object skip the footer request and its decoding.
+/// Every scan uses the process-wide cache ([`FooterCache::global`], at most
+/// [`DEFAULT_FOOTER_CACHE_BYTES`]) unless given another with
+/// [`ScanBuilder::footer_cache`](crate::ScanBuilder::footer_cache) (a service that wants its
+/// own bound creates one at start-up and gives every scan a clone, cheap: it is shared) or
+/// none with [`ScanBuilder::no_footer_cache`](crate::ScanBuilder::no_footer_cache). A scan
+/// then reads each footer once: later scans of the same object skip the footer request and
+/// its decoding.
 ///
 /// An entry is keyed by the object's store, path, size and version (ETag, last-modified time),
 /// so an object rewritten under the same path is read afresh. The version comes from listing
@@ -112,7 +116,21 @@ struct Lru {
     map: HashMap<FooterKey, (CachedFooter, usize, u64)>,
 }
 
+/// The bound of the process-wide [`FooterCache::global`]: 64 MiB of parsed metadata, the
+/// footers of some thousands of files of tens of columns (lineitem's 16 columns and 53 row
+/// groups: about 0.5 MiB).
+pub const DEFAULT_FOOTER_CACHE_BYTES: usize = 64 << 20;
+
 impl FooterCache {
+    /// The process-wide cache every scan uses by default, created on first use with a bound of
+    /// [`DEFAULT_FOOTER_CACHE_BYTES`].
+    pub fn global() -> FooterCache {
+        static GLOBAL: OnceLock<FooterCache> = OnceLock::new();
+        GLOBAL
+            .get_or_init(|| FooterCache::new(DEFAULT_FOOTER_CACHE_BYTES))
+            .clone()
+    }
+
     /// An empty cache holding at most `bytes` of parsed metadata (as estimated by parquet's
     /// `ParquetMetaData::memory_size`, plus the key).
     pub fn new(bytes: usize) -> Self {

@@ -69,7 +69,7 @@ pub mod task;
 mod validate;
 
 pub use builder::ScanBuilder;
-pub use cache::{FooterCache, Version as FileVersion};
+pub use cache::{FooterCache, Version as FileVersion, DEFAULT_FOOTER_CACHE_BYTES};
 pub use deliver::{ScanReader, TaggedReader};
 pub use error::{Error, ErrorKind, Result};
 pub use expr::{col, Expr};

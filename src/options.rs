@@ -202,7 +202,7 @@ pub struct ScanOptions {
     pub(crate) pool: Option<Arc<rayon::ThreadPool>>,
     /// Map local files into memory rather than read them.
     pub(crate) memory_map: bool,
-    /// Parsed footers shared with other scans.
+    /// Parsed footers shared with other scans (default: the process-wide cache; `None`: off).
     pub(crate) footer_cache: Option<crate::cache::FooterCache>,
     /// Memory and connections shared with other scans.
     pub(crate) limits: Option<SharedLimits>,
@@ -231,7 +231,7 @@ impl Default for ScanOptions {
             io: None,
             pool: None,
             memory_map: false,
-            footer_cache: None,
+            footer_cache: Some(crate::cache::FooterCache::global()),
             limits: None,
         }
     }

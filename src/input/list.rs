@@ -121,7 +121,7 @@ pub(crate) async fn resolve(inputs: Vec<Input>, stores: &mut Stores) -> Result<V
                         size: Some(meta.len()),
                         name: shown.into(),
                         version: Some(Version {
-                            e_tag: None,
+                            e_tag: local_tag(&meta),
                             last_modified: meta.modified().ok(),
                         }),
                     }));
@@ -263,4 +263,23 @@ pub(crate) async fn dataset(
         files,
         partition_fields: hive.map(|h| h.fields).unwrap_or_default(),
     })
+}
+
+/// What tells a local file's versions apart beyond its size and modification time: its inode
+/// and status-change time (a file replaced by a rename is another inode; one rewritten in place
+/// has a new ctime even when its mtime was set back).
+#[cfg(unix)]
+fn local_tag(meta: &std::fs::Metadata) -> Option<String> {
+    use std::os::unix::fs::MetadataExt;
+    Some(format!(
+        "{:x}-{}.{}",
+        meta.ino(),
+        meta.ctime(),
+        meta.ctime_nsec()
+    ))
+}
+
+#[cfg(not(unix))]
+fn local_tag(_: &std::fs::Metadata) -> Option<String> {
+    None
 }

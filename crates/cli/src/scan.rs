@@ -100,10 +100,14 @@ pub struct ScanArgs {
     /// written.
     #[arg(long, value_name = "N", default_value_t = 1, value_parser = parse_positive)]
     repeat: usize,
-    /// Keep parsed footers in a cache of this size (e.g. 64M) that the --repeat runs share,
-    /// as a service's scans would (rayquet::FooterCache): later runs skip the footer requests.
+    /// Size of the cache of parsed footers that the --repeat runs share, as a service's scans
+    /// would (rayquet::FooterCache): later runs skip the footer requests. Default: rayquet's
+    /// process-wide cache (64M).
     #[arg(long, value_name = "BYTES", value_parser = parse_bytes)]
     footer_cache: Option<usize>,
+    /// Read every footer afresh, every run (no footer cache).
+    #[arg(long, conflicts_with = "footer_cache")]
+    no_footer_cache: bool,
     /// Map local files into memory instead of reading them (rayquet's `memory_map`): less
     /// CPU, but a file truncated by another process during the scan kills this process
     /// (SIGBUS). Only for files nobody rewrites in place.
@@ -263,6 +267,9 @@ fn options(args: &ScanArgs) -> ScanOptions {
     }
     if let Some(bytes) = args.footer_cache {
         o = o.footer_cache(FooterCache::new(bytes));
+    }
+    if args.no_footer_cache {
+        o = o.no_footer_cache();
     }
     o.memory_map(args.mmap)
 }

@@ -329,9 +329,4 @@ impl SummaryCache {
             .expect("summaries")
             .retain(|k, _| keep.contains(k));
     }
-
-    #[cfg(test)]
-    pub fn len(&self) -> usize {
-        self.0.lock().expect("summaries").len()
-    }
 }

@@ -109,9 +109,11 @@ async fn iceberg_tables_on_three_workers() {
         ),
     ];
     for (fx, queries) in cases {
-        let table = RayquetTable::iceberg(rayquet_iceberg::TableScan::open(fx.metadata_location.as_str()))
-            .unwrap()
-            .require_remote(true);
+        let table = RayquetTable::iceberg(rayquet_iceberg::TableScan::open(
+            fx.metadata_location.as_str(),
+        ))
+        .unwrap()
+        .require_remote(true);
         ctx.deregister_table("t").unwrap();
         ctx.register_table("t", Arc::new(table)).unwrap();
         // The single-process answer: rayquet's own scan of the table, in a MemTable.
@@ -330,9 +332,11 @@ async fn a_missing_data_file_on_a_worker_is_a_clean_error() {
     let fx = it::missing_data_file();
     let workers = cluster(3, ScanOptions::new());
     let ctx = distributed_session(urls(&workers), ScanOptions::new()).unwrap();
-    let table = RayquetTable::iceberg(rayquet_iceberg::TableScan::open(fx.metadata_location.as_str()))
-        .unwrap()
-        .require_remote(true);
+    let table = RayquetTable::iceberg(rayquet_iceberg::TableScan::open(
+        fx.metadata_location.as_str(),
+    ))
+    .unwrap()
+    .require_remote(true);
     ctx.register_table("t", Arc::new(table)).unwrap();
     let urls = urls(&workers);
     let run = collect_distributed(&ctx, "SELECT * FROM t", &urls);

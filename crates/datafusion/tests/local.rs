@@ -203,8 +203,10 @@ async fn iceberg_tables_match_their_spec_answers() {
         let want = fx.expected_current();
         let expected = reference("t", want.schema(), vec![want]);
         let ctx = local_session();
-        let table = RayquetTable::iceberg(rayquet_iceberg::TableScan::open(fx.metadata_location.as_str()))
-            .unwrap_or_else(|e| panic!("{}: {e}", fx.name));
+        let table = RayquetTable::iceberg(rayquet_iceberg::TableScan::open(
+            fx.metadata_location.as_str(),
+        ))
+        .unwrap_or_else(|e| panic!("{}: {e}", fx.name));
         ctx.register_table("t", Arc::new(table)).unwrap();
         for sql in queries {
             assert_same(&ctx, &expected, sql).await;
@@ -218,8 +220,10 @@ async fn iceberg_row_counts_come_from_metadata_only_when_exact() {
     // No deletes: the snapshot's record count answers count(*) without a scan.
     let fx = it::partitioned_identity(40);
     let ctx = local_session();
-    let table =
-        RayquetTable::iceberg(rayquet_iceberg::TableScan::open(fx.metadata_location.as_str())).unwrap();
+    let table = RayquetTable::iceberg(rayquet_iceberg::TableScan::open(
+        fx.metadata_location.as_str(),
+    ))
+    .unwrap();
     ctx.register_table("t", Arc::new(table)).unwrap();
     let plan = physical(&ctx, "SELECT count(*) FROM t").await;
     assert!(
@@ -233,8 +237,10 @@ async fn iceberg_row_counts_come_from_metadata_only_when_exact() {
     // Deletes: the record count is an upper bound, so the rows are counted.
     let fx = it::deletes(40, 8);
     let ctx = local_session();
-    let table =
-        RayquetTable::iceberg(rayquet_iceberg::TableScan::open(fx.metadata_location.as_str())).unwrap();
+    let table = RayquetTable::iceberg(rayquet_iceberg::TableScan::open(
+        fx.metadata_location.as_str(),
+    ))
+    .unwrap();
     ctx.register_table("t", Arc::new(table)).unwrap();
     let plan = physical(&ctx, "SELECT count(*) FROM t").await;
     assert!(plan.contains("RayquetScanExec"), "{plan}");
@@ -252,8 +258,10 @@ async fn iceberg_snapshots_are_pinned() {
         let want = fx.expected_at(id).clone();
         let expected = reference("t", want.schema(), vec![want]);
         let ctx = local_session();
-        let table = RayquetTable::iceberg(rayquet_iceberg::TableScan::open(fx.metadata_location.as_str()).snapshot_id(id))
-            .unwrap();
+        let table = RayquetTable::iceberg(
+            rayquet_iceberg::TableScan::open(fx.metadata_location.as_str()).snapshot_id(id),
+        )
+        .unwrap();
         ctx.register_table("t", Arc::new(table)).unwrap();
         assert_same(&ctx, &expected, "SELECT * FROM t").await;
     }
@@ -300,7 +308,8 @@ async fn delta_tables_match_their_expected_rows() {
             let expected = reference("t", want.schema.clone(), want.batches.clone());
             let ctx = local_session();
             let table =
-                RayquetTable::delta(rayquet_delta::TableScan::open(fx.url.as_str()).version(v)).unwrap();
+                RayquetTable::delta(rayquet_delta::TableScan::open(fx.url.as_str()).version(v))
+                    .unwrap();
             ctx.register_table("t", Arc::new(table)).unwrap();
             assert_same(&ctx, &expected, "SELECT * FROM t").await;
         }
@@ -312,8 +321,10 @@ async fn a_missing_data_file_is_a_clean_error_naming_it() {
     use rayquet_testkit::iceberg_tables as it;
     let fx = it::missing_data_file();
     let ctx = local_session();
-    let table =
-        RayquetTable::iceberg(rayquet_iceberg::TableScan::open(fx.metadata_location.as_str())).unwrap();
+    let table = RayquetTable::iceberg(rayquet_iceberg::TableScan::open(
+        fx.metadata_location.as_str(),
+    ))
+    .unwrap();
     ctx.register_table("t", Arc::new(table)).unwrap();
     let err = run(&ctx, "SELECT * FROM t")
         .await
