@@ -109,9 +109,13 @@ pub mod prelude {
     pub use crate::task::{ColumnSource, FileTask};
 }
 
-/// Re-exports of the crates whose types appear in rayquet's API.
+/// Re-exports of the crates whose types appear in rayquet's API: arrow's batches and schemas,
+/// parquet's row selections and metadata, object_store's stores and paths, roaring's bitmaps
+/// of deleted rows ([`task::RoaringTreemap`]), so that a user names the versions rayquet was
+/// built with.
 pub mod reexports {
     pub use arrow;
     pub use object_store;
     pub use parquet;
+    pub use roaring;
 }

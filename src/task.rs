@@ -71,6 +71,11 @@ use futures::future::BoxFuture;
 use object_store::path::Path;
 use object_store::ObjectStore;
 use parquet::arrow::arrow_reader::RowSelection;
+/// Deleted row positions of a file: the `roaring` crate's 64-bit bitmap, public on purpose.
+/// It is what table formats hand over (Iceberg's Puffin deletion vectors and Delta's are
+/// serialized roaring bitmaps, delta-kernel and iceberg-rust build them), so a table layer
+/// passes positions through without a copy into a type of rayquet's own. `roaring` is on
+/// 0.11; [`reexports::roaring`](crate::reexports::roaring) names the version rayquet uses.
 pub use roaring::RoaringTreemap;
 
 use crate::error::Result;

@@ -102,7 +102,7 @@ const PROJECTION: [&str; 3] = ["l_orderkey", "l_comment", "l_tags"];
 struct Data {
     local: Vec<PathBuf>,
     local_corrupt: PathBuf,
-    s3: Option<S3Data>,
+    s3: S3Data,
     /// By source (local, S3): the full rows, projected rows and filtered rows (parquet's
     /// reader), and the rows a failing scan may deliver before its error.
     refs: [Refs; 2],
@@ -185,7 +185,8 @@ fn data() -> Data {
         .collect();
     let local_corrupt = dir.path().join("corrupt.parquet");
     std::fs::write(&local_corrupt, corrupt(&bytes[2])).unwrap();
-    let s3 = common::s3::S3::get().map(|s3| {
+    let s3 = {
+        let s3 = common::s3::S3::get();
         s3.create_bucket("load");
         let mut objects: Vec<(String, Vec<u8>)> = (0..S3_FILES)
             .map(|i| (rayquet_gen::file_name(i), bytes[i].clone()))
@@ -200,7 +201,7 @@ fn data() -> Data {
             corrupt: "s3://load/corrupt.parquet".into(),
             s3,
         }
-    });
+    };
     let local_refs = refs(&local);
     let mut s3_refs = refs(&local[..S3_FILES]);
     // On S3 the corrupt file comes third, after both good files: its rows as written follow.
@@ -292,7 +293,7 @@ fn start<'a>(
     i: usize,
 ) -> Result<Option<Running<'a>>, String> {
     let k = kind(i);
-    let s3 = on_s3(i).then_some(()).and(d.s3.as_ref());
+    let s3 = on_s3(i).then_some(&d.s3);
     let refs = &d.refs[s3.is_some() as usize];
     let (mut urls, corrupt): (Vec<String>, String) = match s3 {
         Some(s) => (s.urls.clone(), s.corrupt.clone()),
@@ -508,9 +509,6 @@ fn mib(b: u64) -> f64 {
 #[test]
 fn many_scans_share_memory_and_connections() {
     let d = Arc::new(data());
-    if d.s3.is_none() {
-        println!("(no S3 endpoint: every scan reads local files)");
-    }
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .max_blocking_threads(4)
@@ -566,7 +564,7 @@ fn many_scans_share_memory_and_connections() {
     println!(
         "load: {SCANS} scans ({} on S3) from {THREADS} threads x {PER_THREAD}, shared limit \
          {} MiB, {CONNECTIONS} connections",
-        (0..SCANS).filter(|&i| on_s3(i) && d.s3.is_some()).count(),
+        (0..SCANS).filter(|&i| on_s3(i)).count(),
         mib(MEMORY_LIMIT as u64)
     );
     println!(

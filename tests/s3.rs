@@ -37,7 +37,7 @@ fn scan_outcome(
 
 #[test]
 fn prefix_scan_matches_reference() {
-    let Some(s3) = S3::get() else { return };
+    let s3 = S3::get();
     let data = dataset(&s3, "listing", "table");
 
     let url = "s3://listing/table/";
@@ -58,7 +58,7 @@ fn prefix_scan_matches_reference() {
 
 #[test]
 fn single_object_with_projection() {
-    let Some(s3) = S3::get() else { return };
+    let s3 = S3::get();
     let data = dataset(&s3, "single", "t");
     let (local, key) = &data.files[2];
     let url = format!("s3://single/{key}");
@@ -92,7 +92,7 @@ fn single_object_with_projection() {
 
 #[test]
 fn missing_key_is_not_found() {
-    let Some(s3) = S3::get() else { return };
+    let s3 = S3::get();
     let _data = dataset(&s3, "keys", "t");
     for url in [
         "s3://keys/t/no-such-file.parquet",
@@ -115,7 +115,7 @@ fn missing_key_is_not_found() {
 
 #[test]
 fn missing_bucket_is_a_clear_error() {
-    let Some(s3) = S3::get() else { return };
+    let s3 = S3::get();
     for url in [
         "s3://no-such-bucket-rq/t/part-0.parquet",
         "s3://no-such-bucket-rq/t/",
@@ -143,7 +143,7 @@ fn missing_bucket_is_a_clear_error() {
 /// environment of a multi-threaded test process is unsound.
 #[test]
 fn endpoint_and_credentials_from_env() {
-    let Some(s3) = S3::get() else { return };
+    let s3 = S3::get();
     let data = dataset(&s3, "envvars", "t");
     let output = Command::new(std::env::current_exe().unwrap())
         .args(["env_child", "--exact", "--nocapture", "--test-threads=1"])

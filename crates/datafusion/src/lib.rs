@@ -82,7 +82,7 @@ pub use session::{
 };
 pub use statements::{collect_sql, parse_statements};
 pub use table::{RayquetTable, DEFAULT_UNIT_BYTES};
-pub use worker::{serve, serve_worker, worker, WorkerStats};
+pub use worker::{serve, serve_worker, worker, WorkerStats, RECENT_UNITS};
 
 /// DataFusion, datafusion-distributed and datafusion-proto, the versions this crate uses.
 pub use datafusion;

@@ -6,6 +6,7 @@
 //! Invariant: a worker learns nothing from the coordinator but the plan and the units; it
 //! reads every object through its own stores.
 
+use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, Mutex};
 
@@ -16,21 +17,26 @@ use rayquet::ScanOptions;
 
 use crate::codec::RayquetCodec;
 
+/// The data files of this many recent units are kept ([`WorkerStats::files`]): a worker that
+/// runs for months keeps a bounded list.
+pub const RECENT_UNITS: usize = 4096;
+
 /// What a worker's rayquet scans have read: units (data files or splits) and rows delivered.
 #[derive(Debug, Default)]
 pub struct WorkerStats {
     units: AtomicU64,
     rows: AtomicU64,
-    files: Mutex<Vec<String>>,
+    files: Mutex<VecDeque<String>>,
 }
 
 impl WorkerStats {
     pub(crate) fn unit(&self, path: &str) {
         self.units.fetch_add(1, Relaxed);
-        self.files
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .push(path.to_string());
+        let mut files = self.files.lock().unwrap_or_else(|e| e.into_inner());
+        if files.len() == RECENT_UNITS {
+            files.pop_front();
+        }
+        files.push_back(path.to_string());
     }
 
     pub(crate) fn rows(&self, n: usize) {
@@ -47,9 +53,11 @@ impl WorkerStats {
         self.rows.load(Relaxed)
     }
 
-    /// The data files of the units received, in order (a file appears once per split).
+    /// The data files of the last [`RECENT_UNITS`] units received, oldest first (a file
+    /// appears once per unit of it).
     pub fn files(&self) -> Vec<String> {
-        self.files.lock().unwrap_or_else(|e| e.into_inner()).clone()
+        let files = self.files.lock().unwrap_or_else(|e| e.into_inner());
+        files.iter().cloned().collect()
     }
 }
 

@@ -1,10 +1,11 @@
 //! An S3 endpoint for tests: moto's server, started per test on a free loopback port
-//! (`moto_server`, else `python3 -m moto.server`), or the endpoint in `RAYQUET_S3_ENDPOINT`
+//! (`moto_server`, else `python3 -m moto.server`, else the `python -m moto.server` of a venv
+//! the tests make once with `moto-requirements.txt`), or the endpoint in `RAYQUET_S3_ENDPOINT`
 //! (it must accept the unsigned `PUT /bucket` that creates a bucket, as moto does), and a small
 //! dataset uploaded to it.
 //!
-//! Without a server [`S3::get`] prints `SKIPPED: ...` and returns `None`, except with `CI=true`,
-//! where it panics: CI installs moto (`.ci/run`).
+//! No S3 test is skipped: when no server can be started, [`S3::get`] panics saying how to
+//! provide one.
 
 use std::fs::File;
 use std::io::{Read, Write};
@@ -42,15 +43,15 @@ impl Drop for S3 {
 }
 
 impl S3 {
-    /// The endpoint to test against, or `None` after printing why the test is skipped.
-    /// Panics when there is none and `CI=true`.
-    pub fn get() -> Option<S3> {
+    /// The endpoint to test against: `RAYQUET_S3_ENDPOINT`, or a moto server started now.
+    /// Panics, saying how to fix it, when none can be started.
+    pub fn get() -> S3 {
         if let Ok(endpoint) = std::env::var("RAYQUET_S3_ENDPOINT") {
             if !endpoint.is_empty() {
-                return Some(S3 {
+                return S3 {
                     endpoint: endpoint.trim_end_matches('/').to_string(),
                     child: None,
-                });
+                };
             }
         }
         let mut tried = Vec::new();
@@ -59,22 +60,27 @@ impl S3 {
             ("python3", &["-m", "moto.server"][..]),
         ] {
             match start_moto(program, args) {
-                Ok(s3) => return Some(s3),
+                Ok(s3) => return s3,
                 Err(e) => tried.push(format!("`{}`: {e}", [&[program], args].concat().join(" "))),
             }
         }
-        let why = tried.join("\n  ");
-        if std::env::var("CI").is_ok_and(|v| v == "true") {
-            panic!(
-                "no S3 server (install moto[server]), and CI=true requires the S3 tests:\n  {why}"
-            );
+        // moto installed into a venv of the tests' own (made once, reused by every test).
+        let requirements =
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("moto-requirements.txt");
+        let python = crate::python::venv(&requirements);
+        let python = python.to_string_lossy();
+        match start_moto(&python, &["-m", "moto.server"]) {
+            Ok(s3) => s3,
+            Err(e) => {
+                tried.push(format!("`{python} -m moto.server`: {e}"));
+                panic!(
+                    "no S3 server for the S3 tests: install moto (pip install \
+                     'moto[server]'), or set RAYQUET_S3_ENDPOINT to an S3 endpoint that \
+                     accepts `PUT /bucket`:\n  {}",
+                    tried.join("\n  ")
+                )
+            }
         }
-        // Straight to stderr, past the test harness's capture of `eprintln!`, to be seen.
-        let _ = writeln!(
-            std::io::stderr(),
-            "SKIPPED: no S3 server (install moto[server])\n  {why}"
-        );
-        None
     }
 
     /// A rayquet scan of `url` configured for this endpoint through `store_option`.
