@@ -12,7 +12,7 @@
 //! The decoders are parquet's own, through its public `RowGroups` interface.
 //!
 //! Invariants: the batches equal those of parquet's `ParquetRecordBatchReaderBuilder` over the
-//! same bytes (tests/conformance.rs and tests/fuzz.rs compare the two); a page decompresses to
+//! same bytes (tests/read/conformance.rs and tests/fuzz.rs compare the two); a page decompresses to
 //! exactly the size its header claims or is an error, as in parquet; chunks of other codecs
 //! (gzip, brotli, Hadoop LZ4), and selections that must be read by selectors because only the
 //! selected pages were fetched, are read by parquet's builder unchanged.

@@ -62,9 +62,9 @@ enum Command {
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
-/// The x86-64-v3 CPU features this binary was compiled to use (only when built with a
-/// `target-cpu` in `RUSTFLAGS`: the repository's builds are generic) that this CPU lacks:
-/// running on would crash with an illegal instruction.
+/// The CPU features this binary was compiled to assume (only when built with a `target-cpu`
+/// in `RUSTFLAGS`: the repository's builds are generic) that this CPU lacks: running on would
+/// crash with an illegal instruction.
 fn missing_cpu_features() -> Vec<&'static str> {
     #[allow(unused_mut)]
     let mut missing = Vec::new();
@@ -86,8 +86,8 @@ fn main() -> ExitCode {
     let missing = missing_cpu_features();
     if !missing.is_empty() {
         eprintln!(
-            "error: this rayquet was built for a CPU with {} (x86-64-v3, .cargo/config.toml); \
-             this CPU lacks them. Rebuild with RUSTFLAGS=\"\" for any x86-64 CPU.",
+            "error: this rayquet was built for a CPU with {} (a target-cpu in RUSTFLAGS); \
+             this CPU lacks them. Rebuild without it (RUSTFLAGS=\"\") for any x86-64 CPU.",
             missing.join(", ")
         );
         return ExitCode::from(2);

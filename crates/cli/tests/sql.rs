@@ -191,7 +191,7 @@ fn sql_on_worker_processes_equals_the_local_run() {
     let file = dir.path().join("q.sql");
     std::fs::write(
         &file,
-        format!("-- counts per flag, through a view\nCREATE VIEW v AS {QUERY};\nSELECT * FROM v;\nDROP VIEW v;\n"),
+        format!("-- counts per flag, through a view\nCREATE VIEW v AS {QUERY};\nSELECT * FROM v ORDER BY 1;\nDROP VIEW v;\n"),
     )
     .unwrap();
     let viewed = json(&[

@@ -18,7 +18,6 @@
 //!   [`checkpoint_fixture`], [`time_travel_fixture`], [`row_groups_fixture`], [`bench_table`]):
 //!   every fixture carries its own expected rows, computed from the data it wrote and the rows
 //!   it deleted, never from a Delta reader.
-#![allow(dead_code)]
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fs::File;

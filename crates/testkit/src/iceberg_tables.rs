@@ -19,7 +19,6 @@
 //! Layout of the values: `V` is a small value model; `batch_from_rows` turns rows of it into an
 //! Arrow batch of any (iceberg-derived) Arrow schema, so expectations for evolved schemas are
 //! written by hand per schema version.
-#![allow(dead_code)]
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
@@ -1395,12 +1394,6 @@ impl Harness {
             expected: self.expected,
         }
     }
-}
-
-pub(crate) fn props(kv: &[(&str, &str)]) -> HashMap<String, String> {
-    kv.iter()
-        .map(|(k, v)| (k.to_string(), v.to_string()))
-        .collect()
 }
 
 pub(crate) fn prim(p: PrimitiveType) -> Type {

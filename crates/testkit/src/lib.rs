@@ -1,5 +1,5 @@
-//! Test and benchmark support for rayquet, shared by the integration tests of every crate of
-//! the workspace and by the benchmarks (never by the library or the CLI):
+//! Test support for rayquet, shared by the integration tests of every crate of the workspace
+//! and by the benchmark harness (`crates/bench`), never by the library or the CLI:
 //!
 //! - the independent reference (parquet's own sync reader) and comparisons of batch sequences
 //!   (this module), and a hang- and panic-proof way to run a scan ([`run_with_timeout`]);
@@ -13,10 +13,7 @@
 //! - [`gen`]: the synthetic dataset;
 //! - [`heap`]: a counting global allocator, and [`threads`] / [`rss`] / [`peak_rss`]: what a
 //!   process holds, for tests that bound it.
-#![allow(dead_code)]
 
-#[cfg(feature = "bench")]
-pub mod bench;
 #[cfg(feature = "delta")]
 pub mod delta_tables;
 pub mod heap;

@@ -3,7 +3,6 @@
 //! rows it holds (its own, independent expectation) and how to scan it; the suite checks
 //! ordering, unordered delivery, projection, filters, limits, a tiny memory budget, batches
 //! tied to their tasks, and cancellation.
-#![allow(dead_code)]
 
 use std::time::{Duration, Instant};
 

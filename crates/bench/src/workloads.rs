@@ -15,7 +15,7 @@ use parquet::file::metadata::ParquetMetaDataReader;
 use rayquet_gen::{self as gen, Compression, GenOptions};
 
 use super::readers::ReaderId;
-use crate::bench::CliResult;
+use crate::CliResult;
 
 /// A dataset, generated once per scale into `<data-dir>/<name>-s<scale>/` and reused.
 #[derive(Debug, Clone, Copy)]

@@ -17,7 +17,7 @@ use std::path::Path;
 
 use super::readers::ReaderId;
 use super::workloads::{Dataset, Layout};
-use crate::bench::CliResult;
+use crate::CliResult;
 
 /// The merge-on-read table: 32 files x 4 row groups (2.1 M rows at scale 1).
 pub const MOR: Dataset = Dataset {
@@ -79,49 +79,6 @@ pub fn run(
     see: &mut dyn FnMut(&arrow::array::RecordBatch),
 ) -> CliResult<()> {
     imp::run(reader, input, see)
-}
-
-/// The targets on an Iceberg workload (`None`: not one).
-pub fn targets(r: &super::report::WorkloadResult) -> Option<Vec<super::report::Target>> {
-    use super::report::Target;
-    if !is_iceberg(&r.workload.data) {
-        return None;
-    }
-    let get = |id: ReaderId| r.readers.iter().find(|s| s.reader == id);
-    let mut t = Vec::new();
-    let Some(rq) = get(ReaderId::RayquetIceberg) else {
-        return Some(t);
-    };
-    let cores = rq.cpu_seconds / rq.seconds;
-    t.push(Target {
-        what: "rayquet keeps >= 1.8 cores busy".into(),
-        measured: format!("{cores:.2} cores"),
-        met: cores >= 1.8,
-    });
-    let best = READERS[..3]
-        .iter()
-        .filter_map(|id| get(*id))
-        .min_by(|a, b| a.seconds.total_cmp(&b.seconds));
-    if let Some(b) = best {
-        let x = b.seconds / rq.seconds;
-        t.push(Target {
-            what: format!(
-                "rayquet >= 1.7x iceberg's best reader ({})",
-                b.reader.name()
-            ),
-            measured: format!("{x:.2}x"),
-            met: x >= 1.7,
-        });
-    }
-    if let Some(plain) = get(ReaderId::RayquetIcebergNoDeletes) {
-        let x = rq.seconds / plain.seconds;
-        t.push(Target {
-            what: "deletes cost <= 1.3x the delete-free scan (rayquet)".into(),
-            measured: format!("{x:.2}x"),
-            met: x <= 1.3,
-        });
-    }
-    Some(t)
 }
 
 mod imp {

@@ -1,4 +1,4 @@
-//! `bench --s3`: a moto S3 server on loopback (started like `tests/s3.rs` does), the workloads'
+//! `bench --s3`: a moto S3 server on loopback (started like `tests/s3/s3.rs` does), the workloads'
 //! files uploaded to it, and an S3 client for the readers.
 
 use std::io::{Read, Write};
@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use object_store::path::Path as ObjectPath;
 use object_store::{ObjectStore, ObjectStoreExt};
 
-use crate::bench::CliResult;
+use crate::CliResult;
 
 /// The bucket the workloads are uploaded to.
 pub const BUCKET: &str = "rayquet-bench";
@@ -112,13 +112,6 @@ pub fn prefix(dir: &Path) -> String {
 }
 
 /// An S3 client of the bench bucket at `endpoint` (moto accepts any credentials).
-#[cfg(not(feature = "cloud"))]
-pub fn client(_endpoint: &str) -> CliResult<Arc<dyn ObjectStore>> {
-    Err("--s3 needs the `cloud` feature (S3 support in object_store)".into())
-}
-
-/// An S3 client of the bench bucket at `endpoint` (moto accepts any credentials).
-#[cfg(feature = "cloud")]
 pub fn client(endpoint: &str) -> CliResult<Arc<dyn ObjectStore>> {
     Ok(Arc::new(
         object_store::aws::AmazonS3Builder::new()

@@ -16,7 +16,7 @@ use std::path::Path;
 
 use super::readers::ReaderId;
 use super::workloads::{Dataset, Layout};
-use crate::bench::CliResult;
+use crate::CliResult;
 
 /// D1's table: 100 files of one row group (about 1 MB each at scale 1).
 pub const MANY: Dataset = Dataset {
@@ -88,48 +88,6 @@ pub fn run(
     see: &mut dyn FnMut(&arrow::array::RecordBatch),
 ) -> CliResult<()> {
     imp::run(reader, input, see)
-}
-
-/// The targets on a Delta workload (`None`: not one).
-pub fn targets(
-    r: &super::report::WorkloadResult,
-    latency_bound: f64,
-) -> Option<Vec<super::report::Target>> {
-    use super::report::Target;
-    if !is_delta(&r.workload.data) {
-        return None;
-    }
-    let get = |id: ReaderId| r.readers.iter().find(|s| s.reader == id);
-    let mut t = Vec::new();
-    let Some(ts) = get(ReaderId::DeltaTableScan) else {
-        return Some(t);
-    };
-    if r.workload.latency {
-        if latency_bound > 0.0 {
-            let x = ts.seconds / latency_bound;
-            t.push(Target {
-                what: "table scan within 1.25x of the latency bound".into(),
-                measured: format!("{x:.2}x ({:.3} s vs {latency_bound:.3} s)", ts.seconds),
-                met: x <= 1.25,
-            });
-        }
-        if let Some(d) = get(ReaderId::DeltaDefault) {
-            let x = d.seconds / ts.seconds;
-            t.push(Target {
-                what: "table scan >= 10x the default engine".into(),
-                measured: format!("{x:.1}x"),
-                met: x >= 10.0,
-            });
-        }
-    } else {
-        let cores = ts.cpu_seconds / ts.seconds;
-        t.push(Target {
-            what: "table scan keeps >= 1.8 cores busy".into(),
-            measured: format!("{cores:.2} cores"),
-            met: cores >= 1.8,
-        });
-    }
-    Some(t)
 }
 
 mod imp {

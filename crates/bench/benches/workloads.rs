@@ -1,10 +1,10 @@
 //! The workload benchmark: rayquet against parquet's sync and async readers and the table
 //! formats' own readers, locally and under simulated object-store latency, each reader in its
-//! own child process. The harness is `rayquet_testkit::bench`; see BENCHMARKS.md.
+//! own child process. The harness is this crate (`rayquet_bench`); see BENCHMARKS.md.
 //!
 //! ```sh
-//! cargo bench --bench workloads -- --workloads W1,W2,W7 --readers rayquet --runs 3
-//! cargo bench --bench workloads -- --help
+//! cargo bench -p rayquet-bench --bench workloads -- --workloads W1,W2,W7 --readers rayquet --runs 3
+//! cargo bench -p rayquet-bench --bench workloads -- --help
 //! ```
 
 // The allocator of the `rayquet` binary, so every reader runs as it would there.
@@ -12,5 +12,5 @@
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() -> std::process::ExitCode {
-    rayquet_testkit::bench::main()
+    rayquet_bench::main()
 }

@@ -17,7 +17,7 @@ use parquet::arrow::{ParquetRecordBatchStreamBuilder, ProjectionMask};
 use parquet::errors::ParquetError;
 use parquet::schema::types::SchemaDescriptor;
 
-use crate::bench::CliResult;
+use crate::CliResult;
 
 /// Rows per batch, for every reader.
 pub const BATCH_SIZE: usize = 8192;

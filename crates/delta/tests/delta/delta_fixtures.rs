@@ -888,7 +888,7 @@ fn engine_on_a_caller_runtime() {
 /// Writes the two default bench tables (100 files of about 1 MiB; 8 files of one large row
 /// group each) under `$RAYQUET_DELTA_BENCH_DIR` (default: a `rayquet-delta-bench` temp dir),
 /// replacing earlier ones:
-/// `cargo test --release --test delta_fixtures -- --ignored --nocapture write_bench_tables`.
+/// `cargo test --release -p rayquet-delta --test delta -- --ignored --nocapture write_bench_tables`.
 #[test]
 #[ignore = "writes about 350 MB; run by hand for benchmarks"]
 fn write_bench_tables() {

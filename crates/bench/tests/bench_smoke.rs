@@ -1,4 +1,4 @@
-//! The workload benchmark's harness (`cargo bench --bench workloads`) at a tiny scale: every
+//! The workload benchmark's harness (`cargo bench -p rayquet-bench --bench workloads`) at a tiny scale: every
 //! reader of every workload runs and delivers the rows the workload's files (and, filtered,
 //! parquet's reader with the filter) hold.
 
@@ -9,7 +9,7 @@ fn bench_smoke_every_reader_reads_the_same_rows() {
     let tmp = tempfile::tempdir().unwrap();
     let data = tmp.path().join("data");
     let out = tmp.path().join("out");
-    let r = rayquet_testkit::bench::run_in_process([
+    let r = rayquet_bench::run_in_process([
         "--scale",
         "0.002",
         "--runs",

@@ -1,4 +1,4 @@
-//! Medians, lower bounds, targets, and the three outputs of the workload benchmark
+//! Medians, lower bounds, and the three outputs of the workload benchmark
 //! (`cargo bench --bench workloads`): a text table, JSON and an SVG chart.
 //!
 //! The chart is a small hand-written SVG rather than `plotters`: plotters is not in the local
@@ -69,14 +69,6 @@ impl Summary {
     }
 }
 
-/// One target of the issue, measured.
-#[derive(Debug)]
-pub struct Target {
-    pub what: String,
-    pub measured: String,
-    pub met: bool,
-}
-
 /// Everything measured on one workload.
 #[derive(Debug)]
 pub struct WorkloadResult {
@@ -144,127 +136,6 @@ impl WorkloadResult {
     fn lower_bound(&self, c: &Config) -> Option<f64> {
         self.decode_bound(c).map(|d| d.max(self.latency_bound(c)))
     }
-
-    /// The issue's targets that apply to this workload.
-    pub fn targets(&self, c: &Config) -> Vec<Target> {
-        if let Some(t) = super::iceberg::targets(self) {
-            return t;
-        }
-        if let Some(t) = super::delta::targets(self, self.latency_bound(c)) {
-            return t;
-        }
-        let mut t = Vec::new();
-        let Some(rq) = self.get(ReaderId::Rayquet) else {
-            return t;
-        };
-        let mut speedup = |base: ReaderId, at_least: f64| {
-            if let Some(b) = self.get(base) {
-                let x = b.seconds / rq.seconds;
-                t.push(Target {
-                    what: format!("rayquet >= {at_least}x {}", base.name()),
-                    measured: format!("{x:.2}x"),
-                    met: x >= at_least,
-                });
-            }
-        };
-        match self.workload.id {
-            "W1" => {
-                speedup(ReaderId::Sync, 1.8);
-                speedup(ReaderId::AsyncConcurrent, 1.3);
-                speedup(ReaderId::AsyncSpawned, 1.0);
-            }
-            "W2" => speedup(ReaderId::AsyncSerial, 10.0),
-            "W3" => speedup(ReaderId::AsyncConcurrent, 3.0),
-            "W5" => speedup(ReaderId::Sync, 1.6),
-            _ => {}
-        }
-        if self.workload.id == "W2" {
-            if let Some(lb) = self.lower_bound(c) {
-                let x = rq.seconds / lb;
-                t.push(Target {
-                    what: "rayquet within 1.25x of the lower bound".into(),
-                    measured: format!("{x:.2}x ({:.3} s vs {lb:.3} s)", rq.seconds),
-                    met: x <= 1.25,
-                });
-            }
-        }
-        if self.workload.id == "W4" {
-            let x = rq.bytes_fetched as f64 / self.layout.projected_bytes.max(1) as f64;
-            t.push(Target {
-                what: "rayquet bytes fetched <= 1.1x projected column chunks".into(),
-                measured: format!(
-                    "{x:.2}x ({:.1} MiB vs {:.1} MiB; footers {:.1} MiB)",
-                    rq.bytes_fetched as f64 / MIB,
-                    self.layout.projected_bytes as f64 / MIB,
-                    self.layout.footer_bytes as f64 / MIB
-                ),
-                met: x <= 1.1,
-            });
-        }
-        if let (Some(page_bytes), Some(plain)) = (
-            self.layout.matching_page_bytes,
-            self.get(ReaderId::RayquetNoFilter),
-        ) {
-            let x = plain.seconds / rq.seconds;
-            if self.workload.id == "W7" {
-                let b = rq.bytes_fetched as f64 / page_bytes.max(1) as f64;
-                t.push(Target {
-                    what: "bytes fetched <= 2x the pages holding matching rows".into(),
-                    measured: format!(
-                        "{b:.2}x ({:.2} MiB vs {:.2} MiB, footers and page indexes included)",
-                        rq.bytes_fetched as f64 / MIB,
-                        page_bytes as f64 / MIB
-                    ),
-                    met: b <= 2.0,
-                });
-                t.push(Target {
-                    what: "selective filter >= 10x faster than the plain scan".into(),
-                    measured: format!("{x:.1}x"),
-                    met: x >= 10.0,
-                });
-            } else {
-                t.push(Target {
-                    what: "unselective filter costs <= 5% over the plain scan".into(),
-                    measured: format!("{:+.1}%", (1.0 / x - 1.0) * 100.0),
-                    met: 1.0 / x <= 1.05,
-                });
-            }
-        }
-        if let (Some(budget), Some(unbounded)) =
-            (self.workload.budget, self.get(ReaderId::RayquetUnbounded))
-        {
-            let limit = budget as u64 + (100 << 20);
-            t.push(Target {
-                what: format!(
-                    "peak RSS <= budget + 100 MiB ({:.0} MiB)",
-                    limit as f64 / MIB
-                ),
-                measured: format!("{:.0} MiB", rq.peak_rss as f64 / MIB),
-                met: rq.peak_rss <= limit,
-            });
-            let x = rq.seconds / unbounded.seconds;
-            t.push(Target {
-                what: "budgeted throughput within 10% of unbounded".into(),
-                measured: format!("{x:.2}x the unbounded time"),
-                met: x <= 1.1,
-            });
-        }
-        if let (Some(ttfb), Some(b0)) = (rq.first_batch, self.get(ReaderId::Sync)) {
-            let unit = b0.cpu_seconds / self.layout.row_groups.max(1) as f64;
-            let hops = if self.workload.latency && !c.s3 {
-                2.0
-            } else {
-                0.0
-            };
-            let bound = hops * c.first_byte.as_secs_f64() + unit;
-            t.push(Target {
-                what: "time to first batch <= 2 first-byte delays + one row group's decode".into(),
-                measured: format!("{:.0} ms vs {:.0} ms", ttfb * 1e3, bound * 1e3),
-                met: ttfb <= bound,
-            });
-        }
-        t
-    }
 }
 
 fn reader_json(s: &Summary, rq: Option<&Summary>, l: &Layout) -> Value {
@@ -324,9 +195,6 @@ pub fn to_json(c: &Config, results: &[WorkloadResult]) -> Value {
                 "lower_bound_seconds": lb,
                 "rayquet_over_lower_bound": rq.zip(lb).map(|(s, lb)| s.seconds / lb),
                 "readers": r.readers.iter().map(|s| reader_json(s, rq, &r.layout)).collect::<Vec<_>>(),
-                "targets": r.targets(c).iter().map(|t| json!({
-                    "target": t.what, "measured": t.measured, "met": t.met,
-                })).collect::<Vec<_>>(),
             })
         })
         .collect();
@@ -426,15 +294,6 @@ pub fn table(c: &Config, results: &[WorkloadResult]) -> String {
                     "; rayquet at {:.2}x the bound",
                     q.seconds / lb
                 ))
-            );
-        }
-        for t in r.targets(c) {
-            let _ = writeln!(
-                s,
-                "   [{}] {}: {}",
-                if t.met { "met" } else { "MISSED" },
-                t.what,
-                t.measured
             );
         }
     }

@@ -1,15 +1,15 @@
-//! The workload benchmark (feature `bench`): rayquet against parquet's sync and async readers
-//! and the table formats' own readers, on a table of workloads, each reader in its own child
-//! process (the benchmark binary again, with `one`) for a fair peak RSS. The binary is
-//! `benches/workloads.rs` at the workspace root:
+//! The workload benchmark: rayquet against parquet's sync and async readers and the table
+//! formats' own readers, on a table of workloads, each reader in its own child process (the
+//! benchmark binary again, with `one`) for a fair peak RSS. The binary is
+//! `benches/workloads.rs` of this crate:
 //!
 //! ```sh
-//! cargo bench --bench workloads -- --workloads W1,W2,W7 --readers rayquet --runs 3
+//! cargo bench -p rayquet-bench --bench workloads -- --workloads W1,W2,W7 --readers rayquet --runs 3
 //! ```
 //!
 //! The parent generates (or reuses) the datasets, runs every (workload, reader) pair `--runs`
 //! times, alternating readers, and reports medians: a text table (or `--json`), the lower bound
-//! of each workload, the targets met or missed, and an SVG chart in `--out-dir`.
+//! of each workload, and an SVG chart in `--out-dir`.
 
 mod delta;
 mod iceberg;
@@ -23,11 +23,11 @@ use std::process::Command;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::latency::LatencyStore;
 use clap::{Args, Parser, Subcommand};
 use futures::TryStreamExt;
 use object_store::local::LocalFileSystem;
 use object_store::{ObjectMeta, ObjectStore};
+use rayquet_testkit::latency::LatencyStore;
 use serde_json::{json, Value};
 
 use readers::ReaderId;
@@ -316,7 +316,7 @@ fn run_one(args: BenchOneArgs) -> CliResult<Value> {
     let outcome = readers::run(args.reader, &input, start)?;
     let seconds = start.elapsed().as_secs_f64();
     let (user1, sys1) = cpu_times();
-    let peak_rss = crate::peak_rss();
+    let peak_rss = rayquet_testkit::peak_rss();
     let counters = store.counters();
     let line = json!({
         "workload": w.id,

@@ -1,0 +1,6 @@
+//! The `rayquet` binary run as a user runs it: `gen` and `scan` of files (`scan`), and of
+//! Iceberg and Delta tables (`tables`). `sql` and `worker` are in `tests/sql.rs` (feature
+//! `datafusion`); the real writers' tables in `tests/real_writers.rs`.
+
+mod scan;
+mod tables;
