@@ -70,7 +70,7 @@ mod validate;
 
 pub use builder::ScanBuilder;
 pub use cache::FooterCache;
-pub use deliver::{ScanReader, TaggedReader};
+pub use deliver::{Canceller, ScanReader, TaggedReader};
 pub use error::{Error, ErrorKind, Result};
 pub use expr::{col, Expr};
 pub use footer::read_metadata;
