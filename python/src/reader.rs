@@ -5,10 +5,11 @@
 //! first read starts a helper thread that owns the scan and pulls its batches one at a time,
 //! handing each over a rendezvous channel (it holds at most the one batch it offers); the
 //! Python thread waits on that channel in slices of [`SLICE`] with the GIL released, and
-//! between slices checks for signals. A KeyboardInterrupt (or `close()`, or the reader being
-//! garbage-collected) drops the channel: the helper thread's next hand-over fails, it drops the
-//! `ScanReader`, and that cancels the scan (no further requests; tasks wind down). Until the
-//! helper's current `next()` returns, one batch of work may still complete.
+//! between slices checks for signals. A KeyboardInterrupt (or `close()`) cancels the scan
+//! through its `rayquet::Canceller` (the helper's `next()` returns at once, however selective
+//! the filter) and drops the channel: the helper thread's hand-over fails and it drops the
+//! `ScanReader`. A reader garbage-collected mid-scan does the same (unless a stream exported by
+//! `__arrow_c_stream__` has taken the scan: then the stream's consumer owns it).
 //!
 //! Several Python threads may share a reader: each batch goes to exactly one of them, in
 //! order of arrival; a thread waiting for the reader's lock waits with the GIL released too.
@@ -28,7 +29,7 @@ use crossbeam_channel::{Receiver, RecvTimeoutError};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyCapsule, PyDict};
-use rayquet::{ErrorKind, Metrics, ScanReader};
+use rayquet::{Canceller, ErrorKind, Metrics, ScanReader};
 
 use crate::errors::{arrow_to_py, new_err, to_py};
 use crate::export::{pyarrow_batch, pyarrow_schema, pyarrow_table, stream_capsule, BoxedReader};
@@ -68,6 +69,8 @@ enum Step {
 pub(crate) struct Reader {
     schema: SchemaRef,
     metrics: Arc<Metrics>,
+    /// Stops the scan even while the helper thread is blocked in its `next()`.
+    canceller: Canceller,
     /// Shared with the streams `__arrow_c_stream__` exported, which take the scan from it
     /// when their consumer first asks for a batch.
     state: Arc<Mutex<State>>,
@@ -79,6 +82,7 @@ impl Reader {
         Reader {
             schema: scan.schema(),
             metrics: scan.metrics(),
+            canceller: scan.canceller(),
             state: Arc::new(Mutex::new(State::Ready(Box::new(scan)))),
         }
     }
@@ -154,6 +158,9 @@ impl Reader {
                 _ => std::mem::replace(&mut *state, State::Closed(why)),
             }
         };
+        // The helper thread may be inside the scan's `next()`, waiting for a batch that a
+        // selective filter may take long to find: cancelling makes it return at once.
+        self.canceller.cancel();
         drop(old);
     }
 
@@ -173,6 +180,17 @@ impl Reader {
                         return Err(e);
                     }
                 }
+            }
+        }
+    }
+}
+
+/// A reader dropped while its scan runs (not handed to a stream) cancels the scan.
+impl Drop for Reader {
+    fn drop(&mut self) {
+        if let Ok(state) = self.state.try_lock() {
+            if matches!(&*state, State::Ready(_) | State::Running(_)) {
+                self.canceller.cancel();
             }
         }
     }
