@@ -23,6 +23,9 @@ from __future__ import annotations
 import os
 from typing import Iterable, Mapping, Optional, Sequence, Union
 
+# Every result is a pyarrow object: import it now, not inside the first read.
+import pyarrow  # noqa: F401
+
 from . import _rayquet
 from ._errors import (
     CancelledError,

@@ -9,7 +9,7 @@
 //!
 //! Threads: a Python thread never blocks with the GIL held. Building a scan (listing, the first
 //! footer, a table's metadata) and reading its batches happen on a helper thread per reader
-//! (see [`reader`]); the Python thread waits for them in slices of [`SLICE`] with the GIL
+//! (module `reader`); the Python thread waits for them in slices of 50 ms with the GIL
 //! released and checks for signals between slices, so Ctrl-C (KeyboardInterrupt) interrupts a
 //! wait at once and cancels the scan. Decoding stays on rayquet's rayon pool and IO on its
 //! tokio runtime; the helper thread only waits.
