@@ -7,7 +7,8 @@ Every reader reads into memory (rayquet `scan(...).read_all()`, pyarrow `dataset
 polars `scan_parquet(...).collect()`, duckdb `read_parquet` -> an Arrow table), each
 (reader, workload) in a fresh Python process that runs the read `--runs` times, building the
 scan anew each time: **first** is run 1 (a fresh process: imports done, nothing else warm but
-the page cache), **warm** the median of runs 2..N. Timers cover discovery (listing, footers),
+the page cache), **warm** the median of runs 2..N; both are medians over `--processes`
+processes per reader and workload (readers interleaved). Timers cover discovery (listing, footers),
 the read and the result. Every run's row count must match duckdb's `count(*)` for the workload.
 Prints a markdown table.
 
@@ -183,6 +184,8 @@ def main():
     ap.add_argument("--tpchgen", default=shutil.which("tpchgen-cli")
                     or os.path.join(os.path.dirname(sys.executable), "tpchgen-cli"))
     ap.add_argument("--runs", type=int, default=6, help="reads per process (first + warm runs)")
+    ap.add_argument("--processes", type=int, default=3,
+                    help="processes per reader and workload (medians over them; interleaved)")
     ap.add_argument("--readers", default=",".join(READERS))
     ap.add_argument("--workloads", default=",".join(WORKLOADS))
     ap.add_argument("--child", help=argparse.SUPPRESS)
@@ -199,20 +202,30 @@ def main():
     results = []
     for key in workloads:
         want = expected_rows(data, key)
+        firsts, warms, bad = {r: [] for r in readers}, {r: [] for r in readers}, {}
+        for p in range(args.processes):
+            # Readers interleaved, the order rotated per round: load drifts hit all alike.
+            for reader in readers[p % len(readers):] + readers[:p % len(readers)]:
+                spec = {"reader": reader, "workload": key, "data": data, "runs": args.runs}
+                r = subprocess.run([sys.executable, __file__, "--child", json.dumps(spec)],
+                                   capture_output=True, text=True)
+                if r.returncode != 0:
+                    print(f"{reader} {key} failed:\n{r.stderr[-3000:]}", file=sys.stderr)
+                    bad[reader] = "FAILED"
+                    continue
+                out = json.loads(r.stdout.strip().splitlines()[-1])
+                times = out["times"]
+                if not all(n == want for n in out["rows"]):
+                    bad[reader] = f"ROWS DIFFER {out['rows']} vs {want}"
+                firsts[reader].append(times[0])
+                if len(times) > 1:
+                    warms[reader].append(statistics.median(times[1:]))
+                print(f"{key:10} {reader:8} first {times[0]:.3f}s warm {warms[reader][-1] if warms[reader] else 0:.3f}s",
+                      file=sys.stderr)
         for reader in readers:
-            spec = {"reader": reader, "workload": key, "data": data, "runs": args.runs}
-            r = subprocess.run([sys.executable, __file__, "--child", json.dumps(spec)],
-                               capture_output=True, text=True)
-            if r.returncode != 0:
-                print(f"{reader} {key} failed:\n{r.stderr[-3000:]}", file=sys.stderr)
-                results.append((key, reader, None, None, "FAILED"))
-                continue
-            out = json.loads(r.stdout.strip().splitlines()[-1])
-            times = out["times"]
-            ok = all(n == want for n in out["rows"])
-            warm = statistics.median(times[1:]) if len(times) > 1 else None
-            results.append((key, reader, times[0], warm, f"{want}" if ok else f"ROWS DIFFER {out['rows']} vs {want}"))
-            print(f"{key:10} {reader:8} first {times[0]:.3f}s warm {warm or 0:.3f}s", file=sys.stderr)
+            first = statistics.median(firsts[reader]) if firsts[reader] else None
+            warm = statistics.median(warms[reader]) if warms[reader] else None
+            results.append((key, reader, first, warm, bad.get(reader, f"{want}")))
     print("| workload | reader | first (s) | warm (s) | rows |")
     print("| --- | --- | ---: | ---: | ---: |")
     for key, reader, first, warm, rows in results:
