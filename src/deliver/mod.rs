@@ -7,5 +7,5 @@
 pub(crate) mod reader;
 pub(crate) mod tagged;
 
-pub use reader::ScanReader;
+pub use reader::{Canceller, ScanReader};
 pub use tagged::TaggedReader;

@@ -14,7 +14,7 @@
 //! Imports only `flow` (events, budget, part control) and the leaf modules.
 
 use std::collections::BTreeMap;
-use std::sync::atomic::Ordering::Relaxed;
+use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -95,7 +95,53 @@ impl std::fmt::Debug for ScanReader {
     }
 }
 
+/// Cancels a running scan from any thread, even while another thread is blocked in the
+/// reader's `next()`: that `next()` then returns a [`ErrorKind::Cancelled`] error at once (the
+/// reader winds the scan down, as when dropped), and later calls return `None`. Obtained from
+/// [`ScanReader::canceller`]; cheap to clone. For a caller that waits for batches on a helper
+/// thread and must be able to give up (an interrupt, a deadline), as rayquet's Python package
+/// does.
+///
+/// ```no_run
+/// # fn main() -> rayquet::Result<()> {
+/// let mut reader = rayquet::Scan::new("/data/lineitem/")?.build()?;
+/// let canceller = reader.canceller();
+/// std::thread::spawn(move || {
+///     std::thread::sleep(std::time::Duration::from_secs(1));
+///     canceller.cancel();
+/// });
+/// for batch in reader.by_ref() {
+///     if batch.is_err() { break; } // Cancelled, if the scan was still running after 1 s
+/// }
+/// # Ok(()) }
+/// ```
+#[derive(Debug, Clone)]
+pub struct Canceller {
+    quit: Arc<AtomicBool>,
+    driver: Option<tokio::task::AbortHandle>,
+}
+
+impl Canceller {
+    /// Stop the scan: no further requests, its tasks wind down, and the reader's `next()`
+    /// (running or next) returns a `Cancelled` error. Calling it again, or after the scan
+    /// ended, does nothing.
+    pub fn cancel(&self) {
+        self.quit.store(true, Relaxed);
+        if let Some(driver) = &self.driver {
+            driver.abort();
+        }
+    }
+}
+
 impl ScanReader {
+    /// A handle that cancels this scan from another thread ([`Canceller`]).
+    pub fn canceller(&self) -> Canceller {
+        Canceller {
+            quit: self.outbox.quit_flag(),
+            driver: self.task.as_ref().map(|t| t.abort_handle()),
+        }
+    }
+
     /// A reader of the events of a pipeline (driven by `task`, sending through `outbox` to
     /// `rx`, accounting in `flow`) of a scan with `opts`, delivering batches of `schema`.
     pub(crate) fn new(
@@ -285,6 +331,13 @@ impl ScanReader {
         }
         let mut waited: Option<Instant> = None;
         let item = loop {
+            // Cancelled through a `Canceller` (our own `cancel()` also sets `done`).
+            if self.outbox.cancelled() {
+                break Some(Err(Error::new(
+                    ErrorKind::Cancelled,
+                    "the scan was cancelled",
+                )));
+            }
             if let Some(item) = self.ready() {
                 break item;
             }

@@ -75,6 +75,11 @@ impl Outbox {
         self.quit.load(Relaxed)
     }
 
+    /// The quit flag itself, for a handle that cancels from another thread.
+    pub fn quit_flag(&self) -> Arc<AtomicBool> {
+        Arc::clone(&self.quit)
+    }
+
     /// The consumer cancels the scan.
     pub fn cancel(&self) {
         self.quit.store(true, Relaxed);

@@ -1,0 +1,231 @@
+"""rayquet for Python: Parquet files, Iceberg tables and Delta tables read on every core into
+Arrow record batches.
+
+A small tokio runtime does the IO (prefetching upcoming row groups into a bounded buffer), a
+rayon pool decodes, and your thread pulls batches, in order by default. Every function returns a
+:class:`Reader`: iterate it for ``pyarrow.RecordBatch``\\ es, call ``read_all()`` for a
+``pyarrow.Table``, or hand it to anything that reads an Arrow stream (it has
+``__arrow_c_stream__``): ``pa.table(reader)``, ``pl.DataFrame(reader)``,
+``duckdb.sql("select ... from reader")``, without copies.
+
+>>> import rayquet
+>>> reader = rayquet.scan("lineitem/", columns=["l_orderkey", "l_quantity"],
+...                       filter="l_quantity < 5")
+>>> table = reader.read_all()
+
+While a reader waits for a batch the GIL is released; Ctrl-C (KeyboardInterrupt) interrupts the
+wait and cancels the scan, as does ``reader.close()`` or dropping the reader. Errors are
+:class:`RayquetError` subclasses carrying rayquet's ``kind``, ``path`` and ``row_group``.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Iterable, Mapping, Optional, Sequence, Union
+
+# Every result is a pyarrow object: import it now, not inside the first read.
+import pyarrow  # noqa: F401
+
+from . import _rayquet
+from ._errors import (
+    CancelledError,
+    CorruptFileError,
+    CorruptTableError,
+    InvalidArgumentError,
+    NotFoundError,
+    PanicError,
+    PermissionDeniedError,
+    RayquetError,
+    SchemaMismatchError,
+    StorageError,
+    UnsupportedError,
+)
+from ._rayquet import Reader
+
+__version__ = _rayquet.__version__
+
+__all__ = [
+    "scan",
+    "iceberg",
+    "delta",
+    "Reader",
+    "RayquetError",
+    "NotFoundError",
+    "PermissionDeniedError",
+    "StorageError",
+    "CorruptFileError",
+    "CorruptTableError",
+    "UnsupportedError",
+    "SchemaMismatchError",
+    "InvalidArgumentError",
+    "CancelledError",
+    "PanicError",
+]
+
+PathLike = Union[str, "os.PathLike[str]"]
+
+
+def _location(path: PathLike) -> str:
+    return os.fspath(path)
+
+
+def _locations(paths: Union[PathLike, Iterable[PathLike]]) -> list:
+    if isinstance(paths, (str, os.PathLike)):
+        return [os.fspath(paths)]
+    out = [os.fspath(p) for p in paths]
+    if not out:
+        raise InvalidArgumentError("no input given", kind="InvalidArgument")
+    return out
+
+
+def _columns(columns: Optional[Sequence[str]]) -> Optional[list]:
+    if columns is None:
+        return None
+    if isinstance(columns, str):
+        return [columns]
+    return list(columns)
+
+
+def scan(
+    paths_or_urls: Union[PathLike, Iterable[PathLike]],
+    columns: Optional[Sequence[str]] = None,
+    filter: Optional[str] = None,
+    limit: Optional[int] = None,
+    batch_size: int = 8192,
+    ordered: bool = True,
+    storage_options: Optional[Mapping[str, str]] = None,
+    *,
+    memory_budget: Optional[int] = None,
+    string_views: bool = False,
+    memory_map: bool = False,
+    row_index: Optional[str] = None,
+) -> Reader:
+    """Scan Parquet files, directories or prefixes.
+
+    Args:
+        paths_or_urls: a local path or URL (``s3://``, ``gs://``, ``az://``, ``file://``), or a
+            list of them, read in that order. A directory or prefix (or a trailing ``/``) means
+            every ``*.parquet`` object under it, in lexical order; Hive-style ``name=value``
+            directories become columns.
+        columns: the columns to read, in this order (``"a.b"`` selects a nested field).
+            Default: all.
+        filter: only rows where this SQL expression is true (rayquet's parser: ``= != < <= >
+            >=``, ``IN``, ``IS [NOT] NULL``, ``BETWEEN``, ``AND``/``OR``/``NOT``), e.g.
+            ``"l_quantity < 5 AND l_shipmode = 'AIR'"``. Exact, and used to skip row groups
+            and pages that cannot match.
+        limit: at most this many rows.
+        batch_size: rows per batch (a row group's last batch may be shorter).
+        ordered: deliver batches in file and row order (``True``) or as soon as they are ready.
+        storage_options: object_store configuration keys (``aws_region``, ``aws_endpoint``,
+            ``aws_allow_http``, ``google_service_account``, ``azure_storage_account_name``...);
+            the environment (``AWS_*``, ``GOOGLE_*``, ``AZURE_*``) is read too.
+        memory_budget: bytes fetched or decoded but not yet delivered (default 256 MiB).
+        string_views: strings and binaries as ``string_view``/``binary_view``.
+        memory_map: map local files instead of reading them (only for files nobody rewrites).
+        row_index: add an ``int64`` column of this name: each row's position in its file.
+
+    Returns:
+        A :class:`Reader`; its schema is known (the first footer was read).
+    """
+    return _rayquet.scan(
+        _locations(paths_or_urls),
+        _columns(columns),
+        filter,
+        limit,
+        batch_size,
+        ordered,
+        dict(storage_options) if storage_options is not None else None,
+        memory_budget=memory_budget,
+        string_views=string_views,
+        memory_map=memory_map,
+        row_index=row_index,
+    )
+
+
+def iceberg(
+    table_location: PathLike,
+    snapshot_id: Optional[int] = None,
+    ref: Optional[str] = None,
+    columns: Optional[Sequence[str]] = None,
+    filter: Optional[str] = None,
+    limit: Optional[int] = None,
+    batch_size: int = 8192,
+    ordered: bool = True,
+    storage_options: Optional[Mapping[str, str]] = None,
+    *,
+    as_of_timestamp: Optional[int] = None,
+    case_sensitive: bool = True,
+    memory_budget: Optional[int] = None,
+    string_views: bool = False,
+    memory_map: bool = False,
+) -> Reader:
+    """Scan an Iceberg table (formats v1, v2 and v3: deletes, schema evolution, partitions).
+
+    Args:
+        table_location: the table's directory (with its ``metadata/`` folder) or a metadata
+            JSON file, a local path or URL.
+        snapshot_id: read this snapshot (time travel). Default: the current one.
+        ref: read the snapshot this branch or tag points to (wins over ``snapshot_id``).
+        columns, filter, limit, batch_size, ordered, storage_options, memory_budget,
+            string_views, memory_map: as for :func:`scan`; ``columns`` and ``filter`` name
+            the table's columns.
+        as_of_timestamp: read the snapshot current at this time (milliseconds since the epoch).
+        case_sensitive: match column names case-sensitively.
+
+    Files come in the order Iceberg's planner emits them, which may vary between runs;
+    within a file rows keep their order.
+    """
+    return _rayquet.iceberg(
+        _location(table_location),
+        snapshot_id,
+        ref,
+        _columns(columns),
+        filter,
+        limit,
+        batch_size,
+        ordered,
+        dict(storage_options) if storage_options is not None else None,
+        as_of_timestamp=as_of_timestamp,
+        case_sensitive=case_sensitive,
+        memory_budget=memory_budget,
+        string_views=string_views,
+        memory_map=memory_map,
+    )
+
+
+def delta(
+    table_uri: PathLike,
+    version: Optional[int] = None,
+    columns: Optional[Sequence[str]] = None,
+    filter: Optional[str] = None,
+    limit: Optional[int] = None,
+    batch_size: int = 8192,
+    ordered: bool = True,
+    storage_options: Optional[Mapping[str, str]] = None,
+    *,
+    memory_budget: Optional[int] = None,
+    string_views: bool = False,
+    memory_map: bool = False,
+) -> Reader:
+    """Scan a Delta table's logical rows (deletion vectors, partitions, column mapping).
+
+    Args:
+        table_uri: the table root (above ``_delta_log``), a local path or URL.
+        version: read this version of the table. Default: the newest.
+        columns, filter, limit, batch_size, ordered, storage_options, memory_budget,
+            string_views, memory_map: as for :func:`scan`; ``columns`` and ``filter`` name
+            the table's columns.
+    """
+    return _rayquet.delta(
+        _location(table_uri),
+        version,
+        _columns(columns),
+        filter,
+        limit,
+        batch_size,
+        ordered,
+        dict(storage_options) if storage_options is not None else None,
+        memory_budget=memory_budget,
+        string_views=string_views,
+        memory_map=memory_map,
+    )

@@ -1,0 +1,137 @@
+"""Cancellation: dropping or closing a reader mid-scan, KeyboardInterrupt while waiting."""
+
+from __future__ import annotations
+
+import _thread
+import gc
+import os
+import signal
+import threading
+import time
+
+import pyarrow.parquet as pq
+import pytest
+
+import rayquet
+
+# A hang guard for waits on background work winding down, not a performance bound.
+GUARD = 60.0
+
+
+def reader_threads() -> int:
+    """rayquet's helper threads alive in this process (Linux: /proc/self/task/*/comm)."""
+    n = 0
+    for tid in os.listdir("/proc/self/task"):
+        try:
+            with open(f"/proc/self/task/{tid}/comm") as f:
+                if f.read().startswith("rayquet-py"):
+                    n += 1
+        except OSError:
+            pass
+    return n
+
+
+def wait_until(cond) -> bool:
+    deadline = time.monotonic() + GUARD
+    while time.monotonic() < deadline:
+        if cond():
+            return True
+        time.sleep(0.01)
+    return cond()
+
+
+def long_scan(big_file, **kw):
+    """A scan that runs for a long while without delivering a row: a filter no row matches,
+    over the same 2M-row file many times (random values: no statistics prune it)."""
+    return rayquet.scan([big_file] * 400, filter="v = 549755813887", **kw)
+
+
+pytestmark = pytest.mark.skipif(not os.path.isdir("/proc/self/task"), reason="Linux /proc")
+
+
+def test_drop_mid_scan_stops_the_scan(dataset):
+    root, _, _ = dataset
+    before = reader_threads()
+    for _ in range(5):
+        reader = rayquet.scan(root, batch_size=500)
+        next(reader)
+        next(reader)
+        del reader
+        gc.collect()
+    assert wait_until(lambda: reader_threads() == before)
+
+
+def test_close_mid_scan_winds_down(dataset):
+    root, _, _ = dataset
+    reader = rayquet.scan(root, batch_size=500)
+    rows = next(reader).num_rows
+    reader.close()
+    with pytest.raises(rayquet.CancelledError):
+        next(reader)
+    assert wait_until(lambda: reader.metrics()["tasks_running"] == 0)
+    total = sum(pq.read_metadata(f).num_rows for f in sorted(root.iterdir()))
+    assert reader.metrics()["rows"] < total
+    assert rows == 500
+
+
+def interrupt_later(how: str, after: float = 0.3) -> threading.Thread:
+    def fire():
+        time.sleep(after)
+        if how == "interrupt_main":
+            _thread.interrupt_main()
+        else:
+            os.kill(os.getpid(), signal.SIGINT)
+
+    t = threading.Thread(target=fire, daemon=True)
+    t.start()
+    return t
+
+
+@pytest.mark.parametrize("how", ["interrupt_main", "sigint"])
+def test_keyboard_interrupt_while_iterating(big_file, how):
+    reader = long_scan(big_file)
+    t = interrupt_later(how)
+    with pytest.raises(KeyboardInterrupt):
+        for _ in reader:
+            pass
+    t.join()
+    # The interrupt ended the scan early, and cancelled it.
+    with pytest.raises(rayquet.CancelledError):
+        next(reader)
+    assert wait_until(lambda: reader.metrics()["tasks_running"] == 0)
+    assert reader.metrics()["row_groups"] < 400 * pq.read_metadata(big_file).num_row_groups
+
+
+def test_keyboard_interrupt_in_read_all(big_file):
+    reader = long_scan(big_file)
+    t = interrupt_later("interrupt_main")
+    with pytest.raises(KeyboardInterrupt):
+        reader.read_all()
+    t.join()
+    with pytest.raises(rayquet.CancelledError):
+        reader.read_all()
+    assert wait_until(lambda: reader.metrics()["tasks_running"] == 0)
+
+
+def test_other_threads_keep_running_while_a_reader_waits(big_file):
+    """The GIL is released while waiting: a Python thread makes progress meanwhile."""
+    reader = long_scan(big_file)
+    ticks = []
+    stop = threading.Event()
+
+    def tick():
+        while not stop.is_set():
+            ticks.append(1)
+            time.sleep(0.001)
+
+    t = threading.Thread(target=tick)
+    t.start()
+    interrupter = interrupt_later("interrupt_main", after=0.5)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            reader.read_all()
+    finally:
+        stop.set()
+        t.join()
+        interrupter.join()
+    assert len(ticks) > 10

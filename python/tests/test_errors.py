@@ -1,0 +1,87 @@
+"""Errors are Python exceptions carrying rayquet's kind, file and row group."""
+
+from __future__ import annotations
+
+import shutil
+
+import pyarrow.parquet as pq
+import pytest
+
+import rayquet
+
+
+def test_missing_file_is_file_not_found(tmp_path):
+    missing = tmp_path / "nope.parquet"
+    with pytest.raises(FileNotFoundError) as info:
+        rayquet.scan(missing)
+    e = info.value
+    assert isinstance(e, rayquet.NotFoundError) and isinstance(e, rayquet.RayquetError)
+    assert e.kind == "NotFound"
+    assert "nope.parquet" in str(e)
+    assert e.path is not None and "nope.parquet" in e.path
+    assert e.filename == e.path
+
+
+def test_missing_table_is_file_not_found(tmp_path):
+    with pytest.raises(FileNotFoundError):
+        rayquet.delta(tmp_path / "no_table")
+    with pytest.raises(rayquet.RayquetError):
+        rayquet.iceberg(tmp_path / "no_table")
+
+
+def test_not_parquet_names_the_file(tmp_path):
+    bad = tmp_path / "bad.parquet"
+    bad.write_bytes(b"this is not a parquet file at all, not even close" * 10)
+    with pytest.raises(rayquet.CorruptFileError) as info:
+        rayquet.scan(bad).read_all()
+    e = info.value
+    assert e.kind == "CorruptFooter"
+    assert "bad.parquet" in str(e) and "bad.parquet" in e.path
+
+
+def test_corrupt_data_names_file_and_row_group(dataset, tmp_path):
+    _, files, _ = dataset
+    bad = tmp_path / "damaged.parquet"
+    shutil.copy(files[0], bad)
+    meta = pq.read_metadata(bad)
+    # Overwrite the middle of the second row group's first column chunk's data: the footer
+    # stays intact, the pages do not.
+    col = meta.row_group(1).column(0)
+    start = col.data_page_offset
+    data = bytearray(bad.read_bytes())
+    for i in range(start, start + col.total_compressed_size):
+        data[i] = 0xFF
+    bad.write_bytes(bytes(data))
+    reader = rayquet.scan(bad, batch_size=100_000)
+    with pytest.raises(rayquet.RayquetError) as info:
+        for _ in reader:
+            pass
+    e = info.value
+    assert isinstance(e, rayquet.CorruptFileError), e
+    assert "damaged.parquet" in str(e) and "damaged.parquet" in e.path
+    assert e.row_group == 1
+    # the reader is fused after the error
+    assert list(reader) == []
+
+
+def test_bad_arguments_are_value_errors(dataset):
+    root, _, _ = dataset
+    with pytest.raises(ValueError) as info:
+        rayquet.scan(root, columns=["no_such_column"])
+    assert isinstance(info.value, rayquet.InvalidArgumentError)
+    assert info.value.kind == "InvalidArgument"
+    with pytest.raises(rayquet.InvalidArgumentError):
+        rayquet.scan(root, filter="id <")
+    with pytest.raises(rayquet.InvalidArgumentError):
+        rayquet.scan(root, filter="no_such_column = 1")
+    with pytest.raises(ValueError):
+        rayquet.scan([])
+    with pytest.raises(rayquet.InvalidArgumentError):
+        rayquet.scan(root, batch_size=0)
+
+
+def test_pyarrow_consumer_sees_the_message(tmp_path):
+    bad = tmp_path / "x.parquet"
+    bad.write_bytes(b"PAR1" + b"\0" * 64 + b"PAR1")
+    with pytest.raises(rayquet.CorruptFileError):
+        rayquet.scan(bad)
