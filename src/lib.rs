@@ -54,6 +54,9 @@ mod error;
 pub mod expr;
 mod flow;
 mod footer;
+#[cfg(feature = "fuzzing")]
+#[doc(hidden)]
+pub mod fuzzing;
 mod input;
 mod io;
 pub mod layer;

@@ -277,7 +277,10 @@ unsafe fn copy64(from: *const u8, to: *mut u8, len: usize) {
 /// `to` writable for `len + 15` bytes.
 #[inline(always)]
 unsafe fn copy_pattern(to: *mut u8, off: usize, len: usize) {
-    debug_assert!(off >= 1 && len <= 64, "copy_pattern of {len} bytes {off} back");
+    debug_assert!(
+        off >= 1 && len <= 64,
+        "copy_pattern of {len} bytes {off} back"
+    );
     let from = to.sub(off);
     // Each move reads bytes already written (`off` >= its size).
     if off >= 16 {

@@ -203,7 +203,10 @@ impl DirectReader {
             // CI's debug step, cargo-fuzz builds); a violation is a bug, so a panic.
             #[cfg(debug_assertions)]
             if let Err(e) = a.to_data().validate_full() {
-                panic!("the direct reader built an invalid {} array: {e}", a.data_type());
+                panic!(
+                    "the direct reader built an invalid {} array: {e}",
+                    a.data_type()
+                );
             }
             arrays.push(a);
         }
