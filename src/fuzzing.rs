@@ -231,7 +231,15 @@ pub fn rle(data: &[u8]) {
             },
             1 if bw == 1 => match c.skip_sum(k, &buf) {
                 Ok(ones) => {
-                    assert!(i + k <= avail, "rle: skip_sum past {avail} from {i}");
+                    // Nothing to read for no values (even past the readable ones).
+                    assert!(
+                        k == 0 || i + k <= avail,
+                        "rle: skip_sum past {avail} from {i}"
+                    );
+                    if k == 0 {
+                        assert_eq!(ones, 0, "rle: skip_sum of none");
+                        continue;
+                    }
                     let expect = want[i..i + k].iter().filter(|&&v| v == 1).count();
                     assert_eq!(ones, expect, "rle: skip_sum of {k} from {i}");
                     i += k;
@@ -456,50 +464,21 @@ pub fn direct(data: &[u8]) {
     if group.num_columns() == 0 {
         return;
     }
-    let leaf = usize::from(ctrl[0]) % group.num_columns();
-    let col = group.column(leaf);
-    let start = col
-        .dictionary_page_offset()
-        .unwrap_or(col.data_page_offset());
-    let clen = col.compressed_size();
-    if start < 0 || clen < 0 || (start as u64).saturating_add(clen as u64) > meta.data_end {
-        return;
-    }
-    let (start, end) = (start as usize, (start + clen) as usize);
-    let mut chunk = SparseChunk::new(size);
-    chunk.insert(start as u64, Bytes::copy_from_slice(&file[start..end]));
     let rows = usize::try_from(group.num_rows()).unwrap_or(0);
     if rows == 0 || rows > 1 << 20 {
         return;
     }
     let selection = scattered_selection(rows, ctrl[2]);
     let batch = [1, 7, 100, 1024][usize::from(ctrl[3] & 3)];
-    let limit = 16 << 20;
-    let Ok(sizes) = crate::validate::check_row_group(
-        (md.as_ref(), "fuzz.parquet"),
-        rg,
-        &[leaf],
-        &chunk,
-        (limit, batch),
-    ) else {
+    // The first leaf from `ctrl[0]` on that the direct reader takes.
+    let n = group.num_columns();
+    let Some((leaf, ours)) = (0..n).find_map(|i| {
+        let leaf = (usize::from(ctrl[0]) + i) % n;
+        direct_chunk(&meta, &file, rg, leaf, &selection, batch).map(|r| (leaf, r))
+    }) else {
         return;
     };
-    let ours = guarded("direct reader", || {
-        let leaves = pages::Leaves {
-            leaves: &[leaf],
-            sizes,
-        };
-        let sel = (Some(selection.clone()), false);
-        match direct_reader::open(&reader_meta, rg, leaves, chunk, sel, batch) {
-            Ok(direct_reader::RowGroupReader::Direct(r)) => {
-                Some(r.collect::<Result<Vec<RecordBatch>, _>>())
-            }
-            // Not the direct reader's: nothing to compare.
-            Ok(direct_reader::RowGroupReader::Parquet(_)) => None,
-            Err(e) => Some(Err(e.into())),
-        }
-    });
-    let Ok(Some(Ok(ours))) = ours else { return };
+    let Ok(ours) = ours else { return };
     for b in &ours {
         assert!(
             b.num_rows() <= batch,
@@ -539,6 +518,58 @@ pub fn direct(data: &[u8]) {
     }
 }
 
+/// Column chunk `leaf` of row group `rg` read by the direct reader with `selection`, its
+/// bytes the only fetched piece (an exact allocation), its page headers checked first; `None`
+/// when the chunk lies outside the file's data, its pages are refused, or the direct reader
+/// does not take it.
+fn direct_chunk(
+    meta: &crate::footer::meta::FileMeta,
+    file: &Bytes,
+    rg: usize,
+    leaf: usize,
+    selection: &RowSelection,
+    batch: usize,
+) -> Option<Result<Vec<RecordBatch>, arrow::error::ArrowError>> {
+    let md = meta.reader.metadata();
+    let col = md.row_group(rg).column(leaf);
+    let start = col
+        .dictionary_page_offset()
+        .unwrap_or(col.data_page_offset());
+    let len = col.compressed_size();
+    if start < 0 || len < 0 || (start as u64).saturating_add(len as u64) > meta.data_end {
+        return None;
+    }
+    let (start, end) = (start as usize, (start + len) as usize);
+    let mut chunk = SparseChunk::new(file.len() as u64);
+    chunk.insert(start as u64, Bytes::copy_from_slice(&file[start..end]));
+    let limit = 16 << 20;
+    let sizes = crate::validate::check_row_group(
+        (md.as_ref(), "fuzz.parquet"),
+        rg,
+        &[leaf],
+        &chunk,
+        (limit, batch),
+    )
+    .ok()?;
+    let ours = guarded("direct reader", || {
+        let leaves = pages::Leaves {
+            leaves: &[leaf],
+            sizes,
+        };
+        let sel = (Some(selection.clone()), false);
+        match direct_reader::open(&meta.reader, rg, leaves, chunk, sel, batch) {
+            Ok(direct_reader::RowGroupReader::Direct(r)) => {
+                Some(r.collect::<Result<Vec<RecordBatch>, _>>())
+            }
+            // Not the direct reader's: nothing to compare.
+            Ok(direct_reader::RowGroupReader::Parquet(_)) => None,
+            Err(e) => Some(Err(e.into())),
+        }
+    });
+    // A panic in parquet's reader (after a fallback): an error, as in a scan.
+    ours.unwrap_or_else(|e| Some(Err(arrow::error::ArrowError::ExternalError(e.into()))))
+}
+
 static DIRECT_COMPARED: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
 
 /// How many [`direct`] calls in this process compared the direct reader's batches with
@@ -549,7 +580,8 @@ pub fn direct_compared() -> usize {
 }
 
 /// A selection of a `rows`-row row group the direct reader reads (short runs, at most half
-/// the rows): about one row in 2-256 (`ctrl`'s low bits), alone or in runs.
+/// the rows): runs of 1-8 rows after skips of 1-2k rows, k = 2-256 (`ctrl`'s low bits), each
+/// run no longer than the skip before it.
 fn scattered_selection(rows: usize, ctrl: u8) -> RowSelection {
     let k = [2, 4, 16, 256][usize::from(ctrl & 3)];
     let mut mix = Mix(u64::from(ctrl) ^ rows as u64);
@@ -560,7 +592,8 @@ fn scattered_selection(rows: usize, ctrl: u8) -> RowSelection {
         selectors.push(RowSelector::skip(skip));
         at += skip;
         if at < rows {
-            let take = (mix.below(8) as usize + 1).min(rows - at);
+            // At most as many rows as were skipped: at most half the rows selected.
+            let take = (mix.below(8) as usize + 1).min(skip).min(rows - at);
             selectors.push(RowSelector::select(take));
             at += take;
         }

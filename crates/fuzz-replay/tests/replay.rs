@@ -80,16 +80,131 @@ fn direct() {
     let n = replay("direct", rayquet::fuzzing::direct);
     let compared = rayquet::fuzzing::direct_compared();
     println!("direct: {compared} of {n} compared with parquet's reader");
-    // The seeds alone (two selections of each small parquet-testing file the direct reader
-    // reads) compare dozens.
+    // The seeds alone compare 77 (the generated files and the parquet-testing files the
+    // direct reader takes, two selections each).
     assert!(
         compared >= 20,
         "direct: only {compared} of {n} inputs compared"
     );
 }
 
-/// Writes the seed corpora: `RAYQUET_SEEDS_FROM` (a folder of Parquet files) to
-/// `RAYQUET_SEEDS_TO/<target>/` (`fuzz/seeds.sh` runs it).
+/// Small files of the column kinds the direct reader reads (integers, floats, dates,
+/// timestamps, decimals, strings and binaries; nullable or not; dictionary or plain; pages of
+/// 100 rows, v1 and v2; each codec rayquet decompresses itself), written by parquet's writer.
+fn generated() -> Vec<(String, Vec<u8>)> {
+    use arrow::array::{
+        ArrayRef, BinaryArray, Date32Array, Decimal128Array, Float64Array, Int32Array, Int64Array,
+        RecordBatch, StringArray, TimestampMicrosecondArray,
+    };
+    use parquet::arrow::ArrowWriter;
+    use parquet::basic::Compression;
+    use parquet::file::properties::{WriterProperties, WriterVersion};
+    use std::sync::Arc;
+    let n = 600usize;
+    let words = [
+        "a",
+        "bb",
+        "héllo",
+        "",
+        "a much longer string than twelve bytes",
+        "zz",
+    ];
+    let cols: Vec<(&str, ArrayRef)> = vec![
+        (
+            "i32",
+            Arc::new(Int32Array::from_iter(
+                (0..n).map(|i| (i % 7 != 0).then_some((i * 37 % 1000) as i32)),
+            )),
+        ),
+        (
+            "i64",
+            Arc::new(Int64Array::from_iter_values(
+                (0..n).map(|i| (i as i64) << 20),
+            )),
+        ),
+        (
+            "f64",
+            Arc::new(Float64Array::from_iter_values(
+                (0..n).map(|i| i as f64 / 3.0),
+            )),
+        ),
+        (
+            "date",
+            Arc::new(Date32Array::from_iter_values(
+                (0..n).map(|i| (i % 50) as i32),
+            )),
+        ),
+        (
+            "ts",
+            Arc::new(TimestampMicrosecondArray::from_iter_values(
+                (0..n).map(|i| i as i64 * 1_000_003),
+            )),
+        ),
+        (
+            "dec",
+            Arc::new(
+                Decimal128Array::from_iter_values((0..n).map(|i| i as i128 * 101 - 5000))
+                    .with_precision_and_scale(12, 2)
+                    .unwrap(),
+            ),
+        ),
+        (
+            "str",
+            Arc::new(StringArray::from_iter(
+                (0..n).map(|i| (i % 5 != 1).then_some(words[i % words.len()])),
+            )),
+        ),
+        (
+            "bin",
+            Arc::new(BinaryArray::from_iter_values(
+                (0..n).map(|i| format!("value-{}", i * 7919 % 100_000).into_bytes()),
+            )),
+        ),
+    ];
+    let mut out = Vec::new();
+    let codecs = [
+        Compression::UNCOMPRESSED,
+        Compression::SNAPPY,
+        Compression::ZSTD(Default::default()),
+        Compression::LZ4_RAW,
+    ];
+    for (k, (name, col)) in cols.iter().enumerate() {
+        for (j, (dict, v2)) in [(true, false), (false, true), (true, true)]
+            .into_iter()
+            .enumerate()
+        {
+            let codec = codecs[(k + j) % codecs.len()];
+            let props = WriterProperties::builder()
+                .set_compression(codec)
+                .set_dictionary_enabled(dict)
+                // Not the v2 writer's delta encodings, which the direct reader leaves to parquet.
+                .set_encoding(parquet::basic::Encoding::PLAIN)
+                .set_data_page_row_count_limit(100)
+                .set_write_batch_size(100)
+                .set_writer_version(if v2 {
+                    WriterVersion::PARQUET_2_0
+                } else {
+                    WriterVersion::PARQUET_1_0
+                })
+                .build();
+            let batch = RecordBatch::try_from_iter([(*name, Arc::clone(col))]).unwrap();
+            let mut file = Vec::new();
+            let mut w = ArrowWriter::try_new(&mut file, batch.schema(), Some(props)).unwrap();
+            w.write(&batch).unwrap();
+            w.close().unwrap();
+            let kind = format!(
+                "{}-v{}",
+                if dict { "dict" } else { "plain" },
+                1 + usize::from(v2)
+            );
+            out.push((format!("gen-{name}-{kind}"), file));
+        }
+    }
+    out
+}
+
+/// Writes the seed corpora: `RAYQUET_SEEDS_FROM` (a folder of Parquet files) and small
+/// generated files ([`generated`]) to `RAYQUET_SEEDS_TO/<target>/` (`fuzz/seeds.sh` runs it).
 #[test]
 #[ignore = "writes files: run by fuzz/seeds.sh"]
 fn write_seeds() {
@@ -106,9 +221,14 @@ fn write_seeds() {
         .collect();
     files.sort();
     let mut count = std::collections::BTreeMap::<&str, usize>::new();
-    for f in files {
-        let bytes = std::fs::read(&f).unwrap();
-        let stem = f.file_stem().unwrap().to_string_lossy().to_string();
+    let files = files
+        .into_iter()
+        .map(|f| {
+            let stem = f.file_stem().unwrap().to_string_lossy().to_string();
+            (stem, std::fs::read(&f).unwrap())
+        })
+        .chain(generated());
+    for (stem, bytes) in files {
         for (i, (target, seed)) in rayquet::fuzzing::seeds(&bytes, max_file)
             .into_iter()
             .enumerate()
