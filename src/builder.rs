@@ -183,7 +183,7 @@ pub trait ScanBuilder: Sized {
     /// Share a memory limit and a connection cap with every other scan given the same
     /// [`SharedLimits`] (a service creates one at start-up and hands it to all its scans).
     /// The scan's own [`memory_budget`](ScanBuilder::memory_budget) and
-    /// [`max_requests_in_flight`](ScanBuilder::max_requests_in_flight) still apply; the shared
+    /// [`max_requests_in_flight`](crate::IoTuning::max_requests_in_flight) still apply; the shared
     /// limits bound all the scans together, serve them in turn, and make each prefetch less
     /// as the shared memory fills. Default: none (the scan is bounded only by its own budget).
     fn shared_limits(mut self, limits: SharedLimits) -> Self {

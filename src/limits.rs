@@ -42,7 +42,7 @@ use tokio::sync::{Notify, Semaphore};
 ///   least 1).
 /// - **Connections**: at most `max_connections` GET requests in flight across all these
 ///   scans, granted in request order, on top of each scan's own
-///   [`max_requests_in_flight`](crate::ScanBuilder::max_requests_in_flight).
+///   [`max_requests_in_flight`](crate::IoTuning::max_requests_in_flight).
 ///
 /// Without shared limits (the default) each scan has only its own budget and request cap.
 ///
