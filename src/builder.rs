@@ -158,9 +158,13 @@ pub trait ScanBuilder: Sized {
     /// Map local files (`file://` and plain paths) into memory instead of reading them into
     /// buffers (default `false`). Saves copying every byte out of the page cache, about a tenth
     /// of a local scan's CPU, as polars does by default and pyarrow's `memory_map=True` does.
-    /// The risk, as for them: a file truncated by another process *while the scan maps it*
-    /// kills the process with SIGBUS instead of an error. Turn it on for files that are never
-    /// rewritten in place (table data files, written once); object stores are not affected.
+    /// The mapping is private and read-only, so the scan never writes to the file; the risks,
+    /// as for polars and pyarrow, come from other processes *while the scan maps the file*:
+    /// truncating it kills the process with SIGBUS instead of an error, and writing it in
+    /// place changes the bytes under the decoders (Linux shows other processes' writes even in
+    /// a private mapping), so values, even strings already checked to be UTF-8, are undefined.
+    /// Turn it on only for files nobody modifies while they are scanned (table data files,
+    /// written once); object stores are not affected.
     fn memory_map(mut self, yes: bool) -> Self {
         self.options_mut().memory_map = yes;
         self

@@ -34,6 +34,8 @@
 //!   memory always work.
 //! - `sql`: `Expr::parse_sql`, filters written as SQL.
 //! - `serde`: tasks and filters serialize (to ship them to other processes).
+//! - `fuzzing`: a hidden module with the checks of the fuzz targets (`fuzz/`) and their replay
+//!   tests; for rayquet's own testing, it changes nothing a scan does.
 //!
 //! ## Layout
 //! The pipeline, one folder a stage, each depending only on those before it: `input`
@@ -54,6 +56,9 @@ mod error;
 pub mod expr;
 mod flow;
 mod footer;
+#[cfg(feature = "fuzzing")]
+#[doc(hidden)]
+pub mod fuzzing;
 mod input;
 mod io;
 pub mod layer;

@@ -101,8 +101,9 @@ fn header(src: &[u8]) -> Option<(usize, usize)> {
 fn decode(src: &[u8], dst: &mut [u8], n: usize) -> Result<usize, SnappyError> {
     let mut s = 0; // the next tag
     let mut d = 0; // the next output byte; d <= n throughout
-    if src.len() > SRC_SLOP && dst.len() >= DST_SLOP {
-        (s, d) = fast(src, dst, n)?;
+    if src.len() > SRC_SLOP && dst.len() >= DST_SLOP && n <= dst.len() {
+        // SAFETY: the three conditions just checked are `fast`'s contract.
+        (s, d) = unsafe { fast(src, dst, n)? };
         if s >= src.len() {
             return Ok(d);
         }
@@ -152,10 +153,17 @@ fn le(b: &[u8]) -> usize {
 }
 
 /// The fast loop: decodes while [`SRC_SLOP`] input and [`DST_SLOP`] output bytes remain;
-/// returns where it stopped (the next tag, the next output byte).
+/// returns where it stopped (the next tag, the next output byte), with `d <= n`.
 ///
-/// Requires `src.len() > SRC_SLOP`, `dst.len() >= DST_SLOP`, `n <= dst.len()`.
-fn fast(src: &[u8], dst: &mut [u8], n: usize) -> Result<(usize, usize), SnappyError> {
+/// # Safety
+/// `src.len() > SRC_SLOP`, `dst.len() >= DST_SLOP` and `n <= dst.len()`: the loop reads up to
+/// [`SRC_SLOP`] bytes past each tag and writes up to [`DST_SLOP`] bytes from the current output
+/// position without checking either against the slices' ends (only against `s_end`, `d_end`
+/// computed from them), and checks copies and literals against `n`, not `dst.len()`.
+unsafe fn fast(src: &[u8], dst: &mut [u8], n: usize) -> Result<(usize, usize), SnappyError> {
+    debug_assert!(src.len() > SRC_SLOP, "fast: {} input bytes", src.len());
+    debug_assert!(dst.len() >= DST_SLOP, "fast: {} output bytes", dst.len());
+    debug_assert!(n <= dst.len(), "fast: {n} bytes wanted in {}", dst.len());
     let sp = src.as_ptr();
     let dp = dst.as_mut_ptr();
     let s_end = src.len() - SRC_SLOP;
@@ -165,9 +173,13 @@ fn fast(src: &[u8], dst: &mut [u8], n: usize) -> Result<(usize, usize), SnappyEr
     let mut ip = 1;
     let mut tag = usize::from(src[0]);
     while ip <= s_end && d <= d_end {
+        debug_assert!(ip >= 1 && ip + SRC_SLOP <= src.len() && d + DST_SLOP <= dst.len());
+        debug_assert!(d <= n && tag == usize::from(src[ip - 1]));
         // SAFETY: every read below is within `sp[ip - 1 .. ip + 65]`, inside `src` as
-        // `ip + SRC_SLOP <= src.len()`; every write is within `dp[d .. d + 80]`, inside `dst`
-        // as `d + DST_SLOP <= dst.len()`; copies read `dp[d - off ..]` with `1 <= off <= d`.
+        // `ip + SRC_SLOP <= src.len()` (the contract and the loop's condition); every write is
+        // within `dp[d .. d + 80]`, inside `dst` as `d + DST_SLOP <= dst.len()`; copies read
+        // `dp[d - off ..]` with `1 <= off <= d` (checked before each); literals of over 60
+        // bytes are checked against the input left, all lengths against `n - d`.
         unsafe {
             let e = ELEMENTS[tag] as usize;
             let kind = tag & 3;
@@ -245,9 +257,10 @@ fn fast(src: &[u8], dst: &mut [u8], n: usize) -> Result<(usize, usize), SnappyEr
 /// the first `len` bytes at `to` are right when `from` is a literal or `len` or more bytes back.
 ///
 /// # Safety
-/// `from` readable and `to` writable for 64 bytes.
+/// `from` readable and `to` writable for 64 bytes; `len <= 64`.
 #[inline(always)]
 unsafe fn copy64(from: *const u8, to: *mut u8, len: usize) {
+    debug_assert!(len <= 64, "copy64 of {len} bytes");
     let a = ptr::read_unaligned(from.cast::<[u8; 32]>());
     ptr::write_unaligned(to.cast::<[u8; 32]>(), a);
     if len > 32 {
@@ -260,9 +273,14 @@ unsafe fn copy64(from: *const u8, to: *mut u8, len: usize) {
 /// than `len` (the last `off` bytes repeated); may write up to 15 bytes more.
 ///
 /// # Safety
-/// `to - off` readable for `off` bytes, `to` writable for `len + 15` bytes.
+/// `1 <= off`, `len <= 64`; `to - off` readable for `off` bytes (they are already written),
+/// `to` writable for `len + 15` bytes.
 #[inline(always)]
 unsafe fn copy_pattern(to: *mut u8, off: usize, len: usize) {
+    debug_assert!(
+        off >= 1 && len <= 64,
+        "copy_pattern of {len} bytes {off} back"
+    );
     let from = to.sub(off);
     // Each move reads bytes already written (`off` >= its size).
     if off >= 16 {

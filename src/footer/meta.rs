@@ -305,8 +305,9 @@ pub(crate) fn check_metadata(metadata: &[u8], name: &str) -> Result<()> {
 }
 
 /// Whether every column and offset index of `meta` that `chunk` holds is well-formed thrift
-/// whose lengths fit (`validate::thrift_struct`), so parquet can parse it without allocating
-/// from a corrupt count.
+/// whose fields have the types parquet reads and whose lengths fit
+/// (`validate::thrift::typed_struct`), so parquet can parse it without allocating from a
+/// corrupt count.
 fn page_index_sane(meta: &FileMeta, chunk: &SparseChunk) -> bool {
     use parquet::file::reader::ChunkReader;
     let md = meta.reader.metadata();
@@ -314,15 +315,24 @@ fn page_index_sane(meta: &FileMeta, chunk: &SparseChunk) -> bool {
         .iter()
         .flat_map(|rg| rg.columns())
         .flat_map(|c| {
+            use crate::validate::thrift::{COLUMN_INDEX, OFFSET_INDEX};
             [
-                (c.column_index_offset(), c.column_index_length()),
-                (c.offset_index_offset(), c.offset_index_length()),
+                (
+                    c.column_index_offset(),
+                    c.column_index_length(),
+                    COLUMN_INDEX,
+                ),
+                (
+                    c.offset_index_offset(),
+                    c.offset_index_length(),
+                    OFFSET_INDEX,
+                ),
             ]
         })
         .all(|pair| match pair {
-            (Some(off), Some(len)) if off >= 0 && len > 0 => chunk
+            (Some(off), Some(len), fields) if off >= 0 && len > 0 => chunk
                 .get_bytes(off as u64, len as usize)
-                .is_ok_and(|b| crate::validate::thrift::thrift_struct(&b).is_ok()),
+                .is_ok_and(|b| crate::validate::thrift::typed_struct(&b, fields).is_ok()),
             _ => true,
         })
 }

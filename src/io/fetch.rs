@@ -74,7 +74,9 @@ impl Fetcher {
                 GetResultPayload::File(f, path) => {
                     let (range, map) = (got.range, self.memory_map);
                     tokio::task::spawn_blocking(move || match map {
-                        true => map_file(f, range, &path),
+                        // SAFETY: `memory_map` is on only when the caller accepted its contract
+                        // (`ScanBuilder::memory_map`): nobody modifies the file meanwhile.
+                        true => unsafe { map_file(f, range, &path) },
                         false => read_file(f, range, &path),
                     })
                     .await
@@ -182,10 +184,17 @@ fn read_file(
     Ok(buf.freeze())
 }
 
-/// Bytes `range` of the open local file `f` (at `path`), mapped into memory (no copy; the
-/// page tables are filled here, on the IO thread); read as [`read_file`] does when the file is
-/// now shorter than `range`.
-fn map_file(
+/// Bytes `range` of the open local file `f` (at `path`), mapped into memory privately and
+/// read-only (no copy; the page tables are filled here, on the IO thread); read as
+/// [`read_file`] does when the file is now shorter than `range`.
+///
+/// # Safety
+/// Nobody truncates or writes the file while the returned bytes (or any slice of them, such as
+/// a page or a string view's buffer) live: the mapping is handed out as immutable bytes, which
+/// a truncation turns into SIGBUS and a write into bytes changing under their readers. Not
+/// checkable here: the contract of `ScanBuilder::memory_map`, which callers accept by turning
+/// it on.
+unsafe fn map_file(
     f: std::fs::File,
     range: Range<u64>,
     path: &std::path::Path,
@@ -195,15 +204,22 @@ fn map_file(
     if n == 0 || size < range.end {
         return read_file(f, range, path);
     }
-    // SAFETY: the mapping is read-only and private. A file truncated by another process while
-    // mapped makes reads past its new end fault (SIGBUS): the documented risk of
-    // `ScanBuilder::memory_map`, which callers opt into for files nobody rewrites in place.
+    // SAFETY: `Mmap` hands out `&[u8]` that Rust treats as immutable for the mapping's life,
+    // which only holds while nobody changes the file: this function's contract (the contract
+    // of `ScanBuilder::memory_map`, which callers opt into for files nobody modifies while they
+    // are scanned). The mapping is private and read-only (MAP_PRIVATE, PROT_READ): this process
+    // cannot write through it and nothing reaches the file. What that does not prevent, and
+    // the option's documentation says: a file truncated by another process makes reads past
+    // its new end fault (SIGBUS, the process dies); a file written in place by another process
+    // shows the new bytes (POSIX leaves it unspecified for private mappings; Linux shows them
+    // on every page this process has not written, here all), so bytes already checked (page
+    // lengths, UTF-8 of strings viewed in place) may change under the decoders.
     let map = unsafe {
         memmap2::MmapOptions::new()
             .offset(range.start)
             .len(n as usize)
             .populate()
-            .map(&f)
+            .map_copy_read_only(&f)
     };
     match map {
         Ok(map) => Ok(Bytes::from_owner(map)),

@@ -7,7 +7,8 @@
 //! 2 GiB before the decompressor finds out. So before parquet sees them:
 //!
 //! - **Footer metadata** and **page indexes** are walked once with a minimal Thrift
-//!   compact-protocol reader ([`thrift`]).
+//!   compact-protocol reader ([`thrift`]), which also checks that every field has the type
+//!   parquet's decoders read it as (they go by field id, whatever the type sent).
 //! - **Page headers** of every column chunk a decoder is about to read are checked against the
 //!   chunk and the scan's page limit ([`pages`]), and a dictionary-encoded data page must have
 //!   a dictionary page before it (parquet's decoders panic otherwise).

@@ -5,6 +5,16 @@
 //! Invariant: it reads only the bytes given and allocates nothing proportional to a claimed
 //! size; every list, map and binary must fit in the bytes that remain, structs nest at most
 //! [`MAX_THRIFT_DEPTH`] deep, the schema at most [`MAX_SCHEMA_DEPTH`].
+//!
+//! Typed: parquet's decoders read a field by its id, whatever type its header declares (a
+//! field parquet reads as a list, sent as an integer, makes it read a list header, and
+//! allocate for its count, from bytes this walker skipped as the integer's). So every field
+//! parquet reads, in every struct it decodes ([`FILE_METADATA`], [`PAGE_HEADER`],
+//! [`COLUMN_INDEX`], [`OFFSET_INDEX`] and what they hold), must carry the type parquet reads
+//! it as (list elements too); only then do the two walks stay in step, and a count this walker
+//! checked is the count parquet allocates for. Unknown fields are skipped, as parquet skips
+//! them. (Found by the `direct` fuzz target: a column index field sent as another type made
+//! parquet allocate 1.3 GB.)
 
 /// Deepest nesting of Thrift structs, lists and maps accepted in metadata (parquet's own
 /// metadata nests about 6 deep).
@@ -29,6 +39,211 @@ mod ty {
     pub const STRUCT: u8 = 12;
     pub const UUID: u8 = 13;
 }
+
+/// The type parquet reads a field (or a list element) as.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Ty {
+    Bool,
+    /// An `i8` (one byte).
+    Byte,
+    /// An `i16`, `i32` (enums too) or `i64`: a varint.
+    Int,
+    Double,
+    /// Binary or string.
+    Binary,
+    /// A struct or a union: its fields by id.
+    Struct(&'static [(i16, Ty)]),
+    List(&'static Ty),
+}
+
+const STATISTICS: &[(i16, Ty)] = &[
+    (1, Ty::Binary),
+    (2, Ty::Binary),
+    (3, Ty::Int),
+    (4, Ty::Int),
+    (5, Ty::Binary),
+    (6, Ty::Binary),
+    (7, Ty::Bool),
+    (8, Ty::Bool),
+];
+const EMPTY: &[(i16, Ty)] = &[];
+const TIME_UNIT: &[(i16, Ty)] = &[
+    (1, Ty::Struct(EMPTY)),
+    (2, Ty::Struct(EMPTY)),
+    (3, Ty::Struct(EMPTY)),
+];
+const LOGICAL_TYPE: &[(i16, Ty)] = &[
+    (1, Ty::Struct(EMPTY)),
+    (2, Ty::Struct(EMPTY)),
+    (3, Ty::Struct(EMPTY)),
+    (4, Ty::Struct(EMPTY)),
+    (5, Ty::Struct(&[(1, Ty::Int), (2, Ty::Int)])),
+    (6, Ty::Struct(EMPTY)),
+    (7, Ty::Struct(&[(1, Ty::Bool), (2, Ty::Struct(TIME_UNIT))])),
+    (8, Ty::Struct(&[(1, Ty::Bool), (2, Ty::Struct(TIME_UNIT))])),
+    (10, Ty::Struct(&[(1, Ty::Byte), (2, Ty::Bool)])),
+    (11, Ty::Struct(EMPTY)),
+    (12, Ty::Struct(EMPTY)),
+    (13, Ty::Struct(EMPTY)),
+    (14, Ty::Struct(EMPTY)),
+    (15, Ty::Struct(EMPTY)),
+    (16, Ty::Struct(&[(1, Ty::Byte)])),
+    (17, Ty::Struct(&[(1, Ty::Binary)])),
+    (18, Ty::Struct(&[(1, Ty::Binary), (2, Ty::Int)])),
+];
+const SCHEMA_ELEMENT: &[(i16, Ty)] = &[
+    (1, Ty::Int),
+    (2, Ty::Int),
+    (3, Ty::Int),
+    (4, Ty::Binary),
+    (5, Ty::Int),
+    (6, Ty::Int),
+    (7, Ty::Int),
+    (8, Ty::Int),
+    (9, Ty::Int),
+    (10, Ty::Struct(LOGICAL_TYPE)),
+];
+const KEY_VALUE: &[(i16, Ty)] = &[(1, Ty::Binary), (2, Ty::Binary)];
+const COLUMN_META_DATA: &[(i16, Ty)] = &[
+    (1, Ty::Int),
+    (2, Ty::List(&Ty::Int)),
+    (3, Ty::List(&Ty::Binary)),
+    (4, Ty::Int),
+    (5, Ty::Int),
+    (6, Ty::Int),
+    (7, Ty::Int),
+    (8, Ty::List(&Ty::Struct(KEY_VALUE))),
+    (9, Ty::Int),
+    (10, Ty::Int),
+    (11, Ty::Int),
+    (12, Ty::Struct(STATISTICS)),
+    (
+        13,
+        Ty::List(&Ty::Struct(&[(1, Ty::Int), (2, Ty::Int), (3, Ty::Int)])),
+    ),
+    (14, Ty::Int),
+    (15, Ty::Int),
+    (
+        16,
+        Ty::Struct(&[
+            (1, Ty::Int),
+            (2, Ty::List(&Ty::Int)),
+            (3, Ty::List(&Ty::Int)),
+        ]),
+    ),
+    (
+        17,
+        Ty::Struct(&[
+            (
+                1,
+                Ty::Struct(&[
+                    (1, Ty::Double),
+                    (2, Ty::Double),
+                    (3, Ty::Double),
+                    (4, Ty::Double),
+                    (5, Ty::Double),
+                    (6, Ty::Double),
+                    (7, Ty::Double),
+                    (8, Ty::Double),
+                ]),
+            ),
+            (2, Ty::List(&Ty::Int)),
+        ]),
+    ),
+];
+const COLUMN_CRYPTO: &[(i16, Ty)] = &[
+    (1, Ty::Struct(EMPTY)),
+    (
+        2,
+        Ty::Struct(&[(1, Ty::List(&Ty::Binary)), (2, Ty::Binary)]),
+    ),
+];
+const COLUMN_CHUNK: &[(i16, Ty)] = &[
+    (1, Ty::Binary),
+    (2, Ty::Int),
+    (3, Ty::Struct(COLUMN_META_DATA)),
+    (4, Ty::Int),
+    (5, Ty::Int),
+    (6, Ty::Int),
+    (7, Ty::Int),
+    (8, Ty::Struct(COLUMN_CRYPTO)),
+    (9, Ty::Binary),
+];
+const ROW_GROUP: &[(i16, Ty)] = &[
+    (1, Ty::List(&Ty::Struct(COLUMN_CHUNK))),
+    (2, Ty::Int),
+    (3, Ty::Int),
+    (
+        4,
+        Ty::List(&Ty::Struct(&[(1, Ty::Int), (2, Ty::Bool), (3, Ty::Bool)])),
+    ),
+    (5, Ty::Int),
+    (6, Ty::Int),
+    (7, Ty::Int),
+];
+const AES: &[(i16, Ty)] = &[(1, Ty::Binary), (2, Ty::Binary), (3, Ty::Bool)];
+/// `FileMetaData`, the footer.
+pub(crate) const FILE_METADATA: &[(i16, Ty)] = &[
+    (1, Ty::Int),
+    (2, Ty::List(&Ty::Struct(SCHEMA_ELEMENT))),
+    (3, Ty::Int),
+    (4, Ty::List(&Ty::Struct(ROW_GROUP))),
+    (5, Ty::List(&Ty::Struct(KEY_VALUE))),
+    (6, Ty::Binary),
+    (7, Ty::List(&Ty::Struct(&[(1, Ty::Struct(EMPTY))]))),
+    (8, Ty::Struct(&[(1, Ty::Struct(AES)), (2, Ty::Struct(AES))])),
+    (9, Ty::Binary),
+];
+/// `PageHeader`.
+pub(crate) const PAGE_HEADER: &[(i16, Ty)] = &[
+    (1, Ty::Int),
+    (2, Ty::Int),
+    (3, Ty::Int),
+    (4, Ty::Int),
+    (
+        5,
+        Ty::Struct(&[
+            (1, Ty::Int),
+            (2, Ty::Int),
+            (3, Ty::Int),
+            (4, Ty::Int),
+            (5, Ty::Struct(STATISTICS)),
+        ]),
+    ),
+    (6, Ty::Struct(EMPTY)),
+    (7, Ty::Struct(&[(1, Ty::Int), (2, Ty::Int), (3, Ty::Bool)])),
+    (
+        8,
+        Ty::Struct(&[
+            (1, Ty::Int),
+            (2, Ty::Int),
+            (3, Ty::Int),
+            (4, Ty::Int),
+            (5, Ty::Int),
+            (6, Ty::Int),
+            (7, Ty::Bool),
+            (8, Ty::Struct(STATISTICS)),
+        ]),
+    ),
+];
+/// `ColumnIndex` (page index).
+pub(crate) const COLUMN_INDEX: &[(i16, Ty)] = &[
+    (1, Ty::List(&Ty::Bool)),
+    (2, Ty::List(&Ty::Binary)),
+    (3, Ty::List(&Ty::Binary)),
+    (4, Ty::Int),
+    (5, Ty::List(&Ty::Int)),
+    (6, Ty::List(&Ty::Int)),
+    (7, Ty::List(&Ty::Int)),
+];
+/// `OffsetIndex` (page index).
+pub(crate) const OFFSET_INDEX: &[(i16, Ty)] = &[
+    (
+        1,
+        Ty::List(&Ty::Struct(&[(1, Ty::Int), (2, Ty::Int), (3, Ty::Int)])),
+    ),
+    (2, Ty::List(&Ty::Int)),
+];
 
 /// A cursor over Thrift compact-protocol bytes.
 struct Reader<'a> {
@@ -181,6 +396,47 @@ impl<'a> Reader<'a> {
         }
     }
 
+    /// Walk a struct whose fields parquet reads as `fields` says.
+    fn typed_struct(&mut self, fields: &'static [(i16, Ty)], depth: usize) -> R<()> {
+        let mut last = 0;
+        while let Some((id, t)) = self.field(&mut last)? {
+            match fields.iter().find(|(f, _)| *f == id) {
+                Some((_, want)) => self.typed(*want, t, false, depth)?,
+                None => self.skip(t, depth)?,
+            }
+        }
+        Ok(())
+    }
+
+    /// Walk a value sent as wire type `t` that parquet reads as `want` (`element`: inside a
+    /// list, where booleans take a byte).
+    fn typed(&mut self, want: Ty, t: u8, element: bool, depth: usize) -> R<()> {
+        match (want, t) {
+            (Ty::Bool, ty::TRUE | ty::FALSE) if element => self.byte().map(drop),
+            (Ty::Bool, ty::TRUE | ty::FALSE) => Ok(()),
+            (Ty::Byte, ty::BYTE) => self.byte().map(drop),
+            (Ty::Int, ty::I16 | ty::I32 | ty::I64) => self.varint().map(drop),
+            (Ty::Double, ty::DOUBLE) => self.skip_bytes(8),
+            (Ty::Binary, ty::BINARY) => {
+                let n = self.varint()?;
+                self.skip_bytes(n)
+            }
+            (Ty::Struct(fields), ty::STRUCT) => self.typed_struct(fields, deeper(depth)?),
+            (Ty::List(elem), ty::LIST | ty::SET) => {
+                let depth = deeper(depth)?;
+                let (et, n) = self.list()?;
+                for _ in 0..n {
+                    self.typed(*elem, et, true, depth)?;
+                }
+                Ok(())
+            }
+            (want, t) => Err(format!(
+                "thrift value of type {t} at byte {} where parquet reads {want:?}",
+                self.pos
+            )),
+        }
+    }
+
     fn skip_struct(&mut self, depth: usize) -> R<()> {
         let mut last = 0;
         while let Some((_, t)) = self.field(&mut last)? {
@@ -200,15 +456,27 @@ fn deeper(depth: usize) -> R<usize> {
 }
 
 /// Check that `bytes` start with one well-formed Thrift struct whose lengths all fit; returns
-/// its length in bytes.
+/// its length in bytes. Untyped: [`typed_struct`] is what scans check; this one is the
+/// reference the fuzz target and tests compare it with.
+#[cfg(any(test, feature = "fuzzing"))]
 pub(crate) fn thrift_struct(bytes: &[u8]) -> R<usize> {
     let mut r = Reader::new(bytes);
     r.skip_struct(1)?;
     Ok(r.pos)
 }
 
+/// Check that `bytes` start with one struct whose fields have the types parquet reads them as
+/// (`fields`: [`FILE_METADATA`], [`PAGE_HEADER`], [`COLUMN_INDEX`], [`OFFSET_INDEX`]) and
+/// whose lengths all fit; returns its length in bytes.
+pub(crate) fn typed_struct(bytes: &[u8], fields: &'static [(i16, Ty)]) -> R<usize> {
+    let mut r = Reader::new(bytes);
+    r.typed_struct(fields, 1)?;
+    Ok(r.pos)
+}
+
 /// Check a file's Thrift-encoded `FileMetaData` (see the module docs).
 pub(crate) fn file_metadata(bytes: &[u8]) -> R<()> {
+    typed_struct(bytes, FILE_METADATA)?;
     let mut r = Reader::new(bytes);
     let mut last = 0;
     let mut children: Option<Vec<Option<i64>>> = None;
@@ -304,8 +572,9 @@ pub(crate) struct PageHead {
 }
 
 /// Parse the sizes out of a Thrift `PageHeader` at the start of `bytes`, checking every length
-/// in it (statistics included) against the bytes given.
+/// in it (statistics included) against the bytes given, and every field's type.
 pub(crate) fn page_header(bytes: &[u8]) -> R<PageHead> {
+    typed_struct(bytes, PAGE_HEADER)?;
     let mut r = Reader::new(bytes);
     let mut last = 0;
     let (mut kind, mut uncompressed, mut compressed) = (None, None, None);
@@ -360,6 +629,26 @@ mod tests {
         assert!(schema_tree(&[Some(1), Some(-1), None]).is_err());
         let deep: Vec<_> = (0..100).map(|i| Some(if i < 99 { 1 } else { 0 })).collect();
         assert!(schema_tree(&deep).is_err(), "100 levels");
+    }
+
+    #[test]
+    fn fields_must_have_the_type_parquet_reads() {
+        // A ColumnIndex whose field 1 (null_pages, a list parquet reads whatever the header
+        // says) is sent as an i32 varint, whose bytes read as a list header claim 2^28
+        // elements: the untyped walk accepts it, the typed walk refuses it.
+        let bytes = [0x15, 0xff, 0x80, 0x80, 0x80, 0x01, 0x00];
+        assert!(thrift_struct(&bytes).is_ok());
+        let e = typed_struct(&bytes, COLUMN_INDEX).unwrap_err();
+        assert!(e.contains("where parquet reads"), "{e}");
+        // A list of i64 sent as a list of binaries.
+        let bytes = [0x59, 0x18, 0x01, 0x41, 0x00];
+        assert!(thrift_struct(&bytes).is_ok());
+        assert!(typed_struct(&bytes, COLUMN_INDEX).is_err());
+        // Well-typed: null_pages [true], min_values [""], max_values [""], boundary_order 0.
+        let bytes = [
+            0x19, 0x11, 0x01, 0x19, 0x18, 0x00, 0x19, 0x18, 0x00, 0x15, 0x00, 0x00,
+        ];
+        assert_eq!(typed_struct(&bytes, COLUMN_INDEX), Ok(bytes.len()));
     }
 
     #[test]

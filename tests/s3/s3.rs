@@ -146,7 +146,12 @@ fn endpoint_and_credentials_from_env() {
     let s3 = S3::get();
     let data = dataset(&s3, "envvars", "t");
     let output = Command::new(std::env::current_exe().unwrap())
-        .args(["s3::env_child", "--exact", "--nocapture", "--test-threads=1"])
+        .args([
+            "s3::env_child",
+            "--exact",
+            "--nocapture",
+            "--test-threads=1",
+        ])
         .env("RAYQUET_ENV_CHILD_URL", "s3://envvars/t/")
         .env(
             "RAYQUET_ENV_CHILD_EXPECT",

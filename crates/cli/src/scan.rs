@@ -110,7 +110,8 @@ pub struct ScanArgs {
     no_footer_cache: bool,
     /// Map local files into memory instead of reading them (rayquet's `memory_map`): less
     /// CPU, but a file truncated by another process during the scan kills this process
-    /// (SIGBUS). Only for files nobody rewrites in place.
+    /// (SIGBUS), and one written in place changes under the decoders. Only for files nobody
+    /// modifies while they are scanned.
     #[arg(long)]
     mmap: bool,
 }

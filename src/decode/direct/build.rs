@@ -315,6 +315,10 @@ impl Views {
 
 impl Build for Views {
     fn dictionary(&mut self, dict: DictPage<'_>) -> Result<(), Fallback> {
+        // Views hold 32-bit offsets.
+        if dict.buf.len() > u32::MAX as usize {
+            return Err(Fallback("a dictionary page over 4 GiB"));
+        }
         let mut views = Vec::with_capacity(dict.n);
         let mut at = 0;
         let mut check = Utf8Runs::default();
@@ -453,23 +457,39 @@ impl Build for Views {
         if *dt != DataType::Utf8View {
             return Err(Fallback("views of another type"));
         }
-        #[cfg(test)]
-        {
-            // Tests check what the unchecked constructor below is told.
-            let a = StringViewArray::try_new(views, buffers, nulls)
-                .expect("every view made over checked UTF-8, inside its buffer");
-            Ok(Arc::new(a))
-        }
-        #[cfg(not(test))]
-        {
-            // SAFETY: every view was made by `Views::view` (a dictionary value or a plain
-            // value, checked to be UTF-8, at its offset inside the dictionary page's or the data
-            // page's buffer) and only moved to the index where that buffer sits in `buffers`,
-            // or is a null's zero view: what `try_new` would check, and which tests check.
-            let a = unsafe { StringViewArray::new_unchecked(views, buffers, nulls) };
-            Ok(Arc::new(a))
-        }
+        // SAFETY: every view was made by `Views::view`, `Views::dictionary` or the dense path
+        // of `Views::append` (a dictionary value or a plain value, checked to be UTF-8, at its
+        // offset inside the dictionary page's or the data page's buffer, both under 4 GiB) and
+        // only moved to the index where that buffer sits in `buffers`, or is a null's zero
+        // view: what `try_new` would check, and what `string_views` checks under
+        // `debug_assertions`.
+        let a = unsafe { string_views(views, buffers, nulls) };
+        Ok(Arc::new(a))
     }
+}
+
+/// `StringViewArray::new_unchecked`, the one constructor of string views in the decoders:
+/// checked as `StringViewArray::try_new` checks (a panic on a violation) when built with
+/// `debug_assertions` (tests in the dev profile, CI's debug step, cargo-fuzz builds), unchecked
+/// in release builds. Either way the array is made by `new_unchecked`: one path in tests and in
+/// production.
+///
+/// # Safety
+/// Every non-null view of `views` is a valid view into `buffers`: an inline view (length at
+/// most 12) holds its bytes and zeros after them; a longer one names a buffer of `buffers`
+/// and an offset and length inside it, and its prefix equals the first 4 bytes there; every
+/// value is UTF-8; `nulls`, if any, has the length of `views`.
+pub(crate) unsafe fn string_views(
+    views: ScalarBuffer<u128>,
+    buffers: Vec<Buffer>,
+    nulls: Option<NullBuffer>,
+) -> StringViewArray {
+    #[cfg(debug_assertions)]
+    if let Err(e) = StringViewArray::try_new(views.clone(), buffers.clone(), nulls.clone()) {
+        panic!("string views break new_unchecked's contract: {e}");
+    }
+    // SAFETY: the caller's contract, checked above under `debug_assertions`.
+    unsafe { StringViewArray::new_unchecked(views, buffers, nulls) }
 }
 
 /// Offset-based strings or binaries (`O`: `i32` or `i64` offsets): bytes copied.

@@ -199,6 +199,15 @@ impl DirectReader {
             if a.len() != rows.len() {
                 return Err(Fallback("a column of another length"));
             }
+            // Every array checked in full under `debug_assertions` (tests in the dev profile,
+            // CI's debug step, cargo-fuzz builds); a violation is a bug, so a panic.
+            #[cfg(debug_assertions)]
+            if let Err(e) = a.to_data().validate_full() {
+                panic!(
+                    "the direct reader built an invalid {} array: {e}",
+                    a.data_type()
+                );
+            }
             arrays.push(a);
         }
         let opts = RecordBatchOptions::new().with_row_count(Some(rows.len()));

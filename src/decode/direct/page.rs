@@ -108,6 +108,10 @@ impl DataPage {
         let (rows, encoding) = (page.rows, page.encoding);
         let levels = page.defs.map(|r| page.buf.slice(r));
         let values = page.buf.slice(page.values);
+        // Offsets into the values are kept as `u32` (dense offsets, views).
+        if values.len() > u32::MAX as usize {
+            return Err(Fallback("a page over 4 GiB"));
+        }
         let kind = match (encoding, width) {
             (Encoding::PLAIN, Some(width)) => Kind::Fixed {
                 count: values.len() / width,

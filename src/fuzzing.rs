@@ -1,0 +1,767 @@
+//! Fuzzing entry points (feature `fuzzing`, off by default, hidden from the documentation):
+//! one safe function per `cargo fuzz` target of `fuzz/`, each feeding its input to one of
+//! rayquet's own decoders or validators, comparing the result with an independent reference
+//! and panicking on a mismatch. The same functions serve libFuzzer (`fuzz/fuzz_targets/`, built
+//! with AddressSanitizer) and the replay tests of every committed corpus and past finding
+//! (`crates/fuzz-replay`, stable, in the README's test command), so a finding stays fixed.
+//!
+//! | target | what runs | reference |
+//! | --- | --- | --- |
+//! | [`snappy`] | `decode::snappy::decompress_into` | the `snap` crate: same bytes, or both refuse |
+//! | [`rle`] | `decode::rle::decode` and `Cursor` (next, skip, skip_sum) | a bit-by-bit decoder written here from the format's description |
+//! | [`validate`] | the thrift walkers, `validate::pages` and the pooled page reader of one column chunk | parquet's metadata decoder and schema conversion: what the walkers accept must not crash them |
+//! | [`direct`] | the direct reader on one column chunk of a file, with a scattered row selection | parquet's reader with the same selection: the same batches, or a clean error |
+//!
+//! A panic inside parquet or arrow (a crate from the registry) is caught, as scans catch it,
+//! and is not a finding; a panic in rayquet's own code is. [`seeds`] extracts small seeds for
+//! every target from a Parquet file (`fuzz/seeds.sh`).
+//!
+//! The feature adds only this module (and the `snap` crate, which parquet already builds): it
+//! changes nothing in what scans do, so builds that unify it in (the workspace's tests) run the
+//! same decoders as production.
+
+use std::sync::Arc;
+
+use arrow::array::{Array, RecordBatch};
+use bytes::Bytes;
+use parquet::arrow::arrow_reader::{ParquetRecordBatchReaderBuilder, RowSelection, RowSelector};
+use parquet::arrow::ProjectionMask;
+use parquet::basic::{Compression, Repetition, Type as PhysicalType};
+use parquet::column::page::Page;
+use parquet::file::metadata::{
+    ColumnChunkMetaData, FileMetaData, ParquetMetaData, ParquetMetaDataReader, RowGroupMetaData,
+};
+use parquet::schema::types::{SchemaDescriptor, Type};
+
+use crate::decode::{direct as direct_reader, flat, pages, rle as hybrid, snappy as snappy_codec};
+use crate::io::chunk::SparseChunk;
+use crate::validate::thrift;
+
+/// Run `f` as scans run decoders (a panic caught); `Err(message)` for a panic inside a crate
+/// from the registry (parquet, arrow: becomes an `ErrorKind::Panic` error in a scan); a panic
+/// in rayquet's own code is a finding, so it panics again.
+fn guarded<T>(what: &str, f: impl FnOnce() -> T) -> Result<T, String> {
+    match crate::panic::catch(f) {
+        Ok(v) => Ok(v),
+        Err(msg) if msg.contains("/registry/src/") => Err(msg),
+        Err(msg) => panic!("{what}: rayquet panicked: {msg}"),
+    }
+}
+
+/// A tiny deterministic generator for the choices a target derives from one input byte.
+struct Mix(u64);
+
+impl Mix {
+    fn next(&mut self) -> u64 {
+        self.0 = self
+            .0
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        self.0 >> 33
+    }
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n.max(1)
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// snappy
+
+/// Snappy: `data[0]` chooses the spare bytes after the output (bits 0-1: 0, 7, [`DST_SLOP`],
+/// 200) and how many bytes more than the stream declares the page claims (bits 2-7); the rest
+/// is the stream. rayquet's decoder and the `snap` crate must give the same bytes, or both
+/// refuse. The input and output are exact allocations, so AddressSanitizer sees any read or
+/// write past them.
+///
+/// [`DST_SLOP`]: crate::decode::snappy::DST_SLOP
+pub fn snappy(data: &[u8]) {
+    let Some((&ctrl, stream)) = data.split_first() else {
+        return;
+    };
+    let slack = [0, 7, snappy_codec::DST_SLOP, 200][usize::from(ctrl & 3)];
+    let declared = snap::raw::decompress_len(stream).unwrap_or(0);
+    // At most 1 MiB: a larger claim is refused by both without decoding.
+    let want = declared.min(1 << 20) + usize::from(ctrl >> 2);
+    let src = stream.to_vec();
+    let mut theirs_buf = vec![0u8; want];
+    let theirs = snap::raw::Decoder::new()
+        .decompress(&src, &mut theirs_buf)
+        .ok()
+        .map(|n| &theirs_buf[..n]);
+    let mut ours_buf = vec![0xA5u8; want + slack];
+    let ours = snappy_codec::decompress_into(&src, &mut ours_buf, want);
+    match (theirs, &ours) {
+        (Some(t), Ok(n)) => assert!(
+            *n == t.len() && ours_buf[..*n] == *t,
+            "snappy: {n} bytes differ from snap's {}",
+            t.len()
+        ),
+        (None, Err(_)) => {}
+        (t, o) => panic!(
+            "snappy: snap {} and rayquet {o:?} disagree (want {want}, slack {slack})",
+            if t.is_some() { "decodes" } else { "refuses" }
+        ),
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// RLE / bit-packing hybrid
+
+/// The values of a hybrid stream of width `bw` (at most 32), read value by value from the
+/// format's description, until `max` values or the first that cannot be read (a truncated
+/// header, run value or bit-packed value, a header over 5 bytes, a run value wider than `bw`).
+fn rle_reference(buf: &[u8], bw: usize, max: usize) -> Vec<u32> {
+    let mut out = Vec::new();
+    let mut at = 0usize;
+    while out.len() < max {
+        let mut header = 0u64;
+        let mut ended = false;
+        for i in 0..5 {
+            let Some(&b) = buf.get(at) else { return out };
+            at += 1;
+            header |= u64::from(b & 0x7f) << (7 * i);
+            if b & 0x80 == 0 {
+                ended = true;
+                break;
+            }
+        }
+        if !ended {
+            return out;
+        }
+        if header & 1 == 0 {
+            let width = bw.div_ceil(8);
+            let Some(bytes) = buf.get(at..at + width) else {
+                return out;
+            };
+            at += width;
+            let v = bytes
+                .iter()
+                .rev()
+                .fold(0u64, |v, &b| (v << 8) | u64::from(b));
+            if v >> bw != 0 {
+                return out;
+            }
+            let count = (header >> 1).min((max - out.len()) as u64) as usize;
+            out.extend(std::iter::repeat_n(v as u32, count));
+        } else {
+            let values = (header >> 1) * 8;
+            for j in 0..values {
+                if out.len() == max {
+                    return out;
+                }
+                let first = at as u64 * 8 + j * bw as u64;
+                if first + bw as u64 > buf.len() as u64 * 8 {
+                    return out;
+                }
+                let mut v = 0u32;
+                for k in 0..bw as u64 {
+                    let bit = first + k;
+                    if buf[(bit / 8) as usize] >> (bit % 8) & 1 == 1 {
+                        v |= 1 << k;
+                    }
+                }
+                out.push(v);
+            }
+            at += (values * bw as u64 / 8) as usize;
+        }
+    }
+    out
+}
+
+/// RLE / bit-packing hybrid streams: `data[0]` is the bit width (0-33), `data[1..3]` the
+/// number of values to decode (at most 4096), `data[3]` seeds a script of cursor moves; the
+/// rest is the stream. `rle::decode` and a `Cursor` following the script (`next`, `skip`, and
+/// `skip_sum` at width 1) must agree with [`rle_reference`]: the same values where the
+/// reference reads them, an error where it cannot (the cursor may step over values it cannot
+/// read, then fails on the next it reads).
+pub fn rle(data: &[u8]) {
+    if data.len() < 4 {
+        return;
+    }
+    let bw = data[0] % 34;
+    let n = usize::from(u16::from_le_bytes([data[1], data[2]])) % 4097;
+    let mut mix = Mix(u64::from(data[3]) | (data.len() as u64) << 8);
+    let buf = data[4..].to_vec();
+    let mut out = vec![7u32];
+    let decoded = hybrid::decode(&buf, bw, n, &mut out);
+    let cursor = hybrid::Cursor::new(bw);
+    if bw > 32 {
+        assert!(decoded.is_err() && cursor.is_err(), "rle: bit width {bw}");
+        return;
+    }
+    let bw = usize::from(bw);
+    // The script: up to 64 moves of up to 300 values each.
+    let script: Vec<(u64, usize)> = (0..mix.below(64) + 1)
+        .map(|_| (mix.below(3), mix.below(300) as usize))
+        .collect();
+    let reach = script.iter().map(|(_, k)| k + 1).sum::<usize>();
+    let want = rle_reference(&buf, bw, n.max(reach));
+    match decoded {
+        Ok(()) => {
+            assert!(
+                want.len() >= n,
+                "rle: decode read {n} values, the reference {}",
+                want.len()
+            );
+            assert!(
+                out[0] == 7 && out[1..] == want[..n],
+                "rle: decode's values differ"
+            );
+        }
+        Err(e) => assert!(
+            want.len() < n,
+            "rle: decode refused ({e}) {n} readable values"
+        ),
+    }
+    let mut c = cursor.expect("width at most 32");
+    let avail = want.len();
+    let mut i = 0usize;
+    for (op, k) in script {
+        match op {
+            0 => match c.next(&buf) {
+                Ok(v) => {
+                    assert!(i < avail, "rle: cursor read value {i} of {avail}");
+                    assert_eq!(v, want[i], "rle: cursor value {i}");
+                    i += 1;
+                }
+                Err(e) => {
+                    assert!(i >= avail, "rle: cursor refused value {i} of {avail}: {e}");
+                    return;
+                }
+            },
+            1 if bw == 1 => match c.skip_sum(k, &buf) {
+                Ok(ones) => {
+                    // Nothing to read for no values (even past the readable ones).
+                    assert!(
+                        k == 0 || i + k <= avail,
+                        "rle: skip_sum past {avail} from {i}"
+                    );
+                    if k == 0 {
+                        assert_eq!(ones, 0, "rle: skip_sum of none");
+                        continue;
+                    }
+                    let expect = want[i..i + k].iter().filter(|&&v| v == 1).count();
+                    assert_eq!(ones, expect, "rle: skip_sum of {k} from {i}");
+                    i += k;
+                }
+                Err(e) => {
+                    assert!(
+                        i + k > avail,
+                        "rle: skip_sum refused {k} from {i} of {avail}: {e}"
+                    );
+                    return;
+                }
+            },
+            _ => match c.skip(k, &buf) {
+                Ok(()) => i += k,
+                Err(e) => {
+                    assert!(
+                        i + k > avail,
+                        "rle: skip refused {k} from {i} of {avail}: {e}"
+                    );
+                    return;
+                }
+            },
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// validators
+
+/// The validators: `data[0] % 3` chooses what the rest is.
+///
+/// - 0: a `FileMetaData` (thrift): when `validate::thrift::file_metadata` accepts it, parquet's
+///   decoder, the `ARROW:schema` check and the Arrow schema conversion run on it as a scan runs
+///   them (their panics caught; run with `-malloc_limit_mb` so an allocation from a claimed
+///   count is a crash).
+/// - 1: a page header: `page_header` and `thrift_struct` must agree on its length, inside
+///   the bytes.
+/// - 2: one column chunk (`data[1]`: physical type, `data[2]`: codec, `data[3..5]`: rows, then
+///   the chunk's bytes): `validate::pages` checks its headers, then rayquet's pooled page reader
+///   (snappy, zstd, LZ4 into pooled buffers) reads every page. No panic in rayquet's code, no
+///   allocation beyond the page limit.
+pub fn validate(data: &[u8]) {
+    let Some((&mode, rest)) = data.split_first() else {
+        return;
+    };
+    match mode % 3 {
+        0 => {
+            if thrift::file_metadata(rest).is_err() {
+                return;
+            }
+            let _ = guarded("metadata", || {
+                let md = ParquetMetaDataReader::decode_metadata(rest).ok()?;
+                crate::validate::ipc::arrow_schema(&md).ok()?;
+                parquet::arrow::arrow_reader::ArrowReaderMetadata::try_new(
+                    Arc::new(md),
+                    Default::default(),
+                )
+                .ok()
+            });
+        }
+        1 => {
+            if let Ok(h) = thrift::page_header(rest) {
+                assert!(
+                    h.len <= rest.len(),
+                    "page header of {} in {}",
+                    h.len,
+                    rest.len()
+                );
+                assert_eq!(thrift::thrift_struct(rest), Ok(h.len), "page header length");
+            }
+        }
+        _ => column_chunk(rest),
+    }
+}
+
+/// Physical types and codecs [`validate`] and [`seeds`] number.
+const PHYSICAL: [PhysicalType; 6] = [
+    PhysicalType::INT32,
+    PhysicalType::INT64,
+    PhysicalType::BYTE_ARRAY,
+    PhysicalType::DOUBLE,
+    PhysicalType::BOOLEAN,
+    PhysicalType::FLOAT,
+];
+fn codecs() -> [Compression; 4] {
+    [
+        Compression::UNCOMPRESSED,
+        Compression::SNAPPY,
+        Compression::LZ4_RAW,
+        Compression::ZSTD(Default::default()),
+    ]
+}
+
+fn column_chunk(data: &[u8]) {
+    if data.len() < 4 {
+        return;
+    }
+    let physical = PHYSICAL[usize::from(data[0]) % PHYSICAL.len()];
+    let codec = codecs()[usize::from(data[1] >> 4) % 4];
+    let nullable = data[1] & 1 == 1;
+    let rows = i64::from(u16::from_le_bytes([data[2], data[3]]));
+    let chunk_bytes = &data[4..];
+    let Ok(md) = one_column_file(physical, nullable, codec, rows, chunk_bytes.len()) else {
+        return;
+    };
+    let mut chunk = SparseChunk::new(chunk_bytes.len() as u64);
+    chunk.insert(0, Bytes::copy_from_slice(chunk_bytes));
+    // A small page limit, so that a claimed size over it is refused, not allocated.
+    let limit = 4 << 20;
+    let Ok(sizes) = crate::validate::check_row_group((&md, "fuzz"), 0, &[0], &chunk, (limit, 64))
+    else {
+        return;
+    };
+    let md = Arc::new(md);
+    let _ = guarded("page reader", || {
+        let Ok(mut reader) = pages::leaf_pages(&md, 0, 0, &chunk, sizes.into_iter().next()) else {
+            return;
+        };
+        for _ in 0..10_000 {
+            match reader.get_next_page() {
+                Ok(Some(Page::DictionaryPage { buf, .. })) => {
+                    assert!(buf.len() as u64 <= limit, "a page over the limit")
+                }
+                Ok(Some(page)) => {
+                    assert!(page.buffer().len() as u64 <= limit, "a page over the limit");
+                    let _ = flat::split(&page, nullable);
+                }
+                _ => return,
+            }
+        }
+    });
+}
+
+/// The metadata of a file of one row group of `rows` rows with one top-level column of
+/// `physical` type, whose chunk of `len` bytes starts at offset 0.
+fn one_column_file(
+    physical: PhysicalType,
+    nullable: bool,
+    codec: Compression,
+    rows: i64,
+    len: usize,
+) -> parquet::errors::Result<ParquetMetaData> {
+    let repetition = if nullable {
+        Repetition::OPTIONAL
+    } else {
+        Repetition::REQUIRED
+    };
+    let leaf = Type::primitive_type_builder("c", physical)
+        .with_repetition(repetition)
+        .build()?;
+    let root = Type::group_type_builder("schema")
+        .with_fields(vec![Arc::new(leaf)])
+        .build()?;
+    let schema = Arc::new(SchemaDescriptor::new(Arc::new(root)));
+    let col = ColumnChunkMetaData::builder(schema.column(0))
+        .set_compression(codec)
+        .set_data_page_offset(0)
+        .set_total_compressed_size(len as i64)
+        .set_total_uncompressed_size(len as i64 * 4)
+        .set_num_values(rows)
+        .build()?;
+    let group = RowGroupMetaData::builder(Arc::clone(&schema))
+        .set_num_rows(rows)
+        .set_column_metadata(vec![col])
+        .build()?;
+    let file = FileMetaData::new(1, rows, None, None, schema, None);
+    Ok(ParquetMetaData::new(file, vec![group]))
+}
+
+// ---------------------------------------------------------------------------------------------
+// the direct reader
+
+/// The direct reader on one column chunk: `data[0]` picks the leaf, `data[1]` the row group,
+/// `data[2]` the rows selected (density and pattern), `data[3]` the batch size (bits 0-1) and
+/// string views (bit 2); the rest is a Parquet file. The footer is read as scans read it
+/// (checked thrift, page index), the chunk's page headers checked, its bytes given as the only
+/// fetched piece (an exact allocation); when the direct reader takes the chunk (a flat column
+/// it reads, a scattered selection), its batches (each validated with `validate_full`) must
+/// equal parquet's reader's with the same metadata, selection and batch size whenever parquet
+/// reads them; rayquet may refuse more (a clean error), never read otherwise.
+pub fn direct(data: &[u8]) {
+    if data.len() < 4 + 12 {
+        return;
+    }
+    let (ctrl, file) = data.split_at(4);
+    let file = Bytes::copy_from_slice(file);
+    let size = file.len() as u64;
+    let tail = &file[file.len() - 8..];
+    if &tail[4..] != b"PAR1" {
+        return;
+    }
+    let len = u32::from_le_bytes(tail[..4].try_into().expect("4 bytes")) as u64;
+    let Some(meta_start) = (size - 8).checked_sub(len) else {
+        return;
+    };
+    let views = ctrl[3] & 4 != 0;
+    let store: Arc<dyn object_store::ObjectStore> = Arc::new(object_store::memory::InMemory::new());
+    let name: Arc<str> = Arc::from("fuzz.parquet");
+    let f = crate::input::FileRef {
+        store,
+        path: object_store::path::Path::from("fuzz.parquet"),
+        size: Some(size),
+        name,
+        version: None,
+    };
+    let metadata = file.slice(meta_start as usize..(size - 8) as usize);
+    let Ok(Ok(meta)) = guarded("footer", || {
+        crate::footer::meta::decode_footer(f, size, metadata, (Bytes::new(), 0), views)
+    }) else {
+        return;
+    };
+    let mut whole = SparseChunk::new(size);
+    whole.insert(0, file.clone());
+    let meta = crate::footer::meta::with_page_index(meta, &whole);
+    let reader_meta = meta.reader.clone();
+    let md = reader_meta.metadata();
+    if md.num_row_groups() == 0 {
+        return;
+    }
+    let rg = usize::from(ctrl[1]) % md.num_row_groups();
+    let group = md.row_group(rg);
+    if group.num_columns() == 0 {
+        return;
+    }
+    let rows = usize::try_from(group.num_rows()).unwrap_or(0);
+    if rows == 0 || rows > 1 << 20 {
+        return;
+    }
+    let selection = scattered_selection(rows, ctrl[2]);
+    let batch = [1, 7, 100, 1024][usize::from(ctrl[3] & 3)];
+    // The first leaf from `ctrl[0]` on that the direct reader takes.
+    let n = group.num_columns();
+    let Some((leaf, ours)) = (0..n).find_map(|i| {
+        let leaf = (usize::from(ctrl[0]) + i) % n;
+        direct_chunk(&meta, &file, rg, leaf, &selection, batch).map(|r| (leaf, r))
+    }) else {
+        return;
+    };
+    let Ok(ours) = ours else { return };
+    for b in &ours {
+        assert!(
+            b.num_rows() <= batch,
+            "direct: a batch of {} rows",
+            b.num_rows()
+        );
+        for c in b.columns() {
+            if let Err(e) = c.to_data().validate_full() {
+                panic!("direct: an invalid {} array: {e}", c.data_type());
+            }
+        }
+    }
+    let theirs = guarded("parquet's reader", || {
+        let mask = ProjectionMask::leaves(reader_meta.parquet_schema(), [leaf]);
+        ParquetRecordBatchReaderBuilder::new_with_metadata(file.clone(), reader_meta.clone())
+            .with_row_groups(vec![rg])
+            .with_projection(mask)
+            .with_batch_size(batch)
+            .with_row_selection(selection)
+            .build()
+            .ok()?
+            .collect::<Result<Vec<_>, _>>()
+            .ok()
+    });
+    let Ok(Some(theirs)) = theirs else { return };
+    DIRECT_COMPARED.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let sizes = |b: &[RecordBatch]| b.iter().map(|b| b.num_rows()).collect::<Vec<_>>();
+    assert_eq!(sizes(&ours), sizes(&theirs), "direct: batch sizes");
+    for (i, (a, b)) in ours.iter().zip(&theirs).enumerate() {
+        assert_eq!(a.schema().fields(), b.schema().fields(), "direct: schema");
+        for (x, y) in a.columns().iter().zip(b.columns()) {
+            assert!(
+                x.to_data() == y.to_data(),
+                "direct: batch {i} differs from parquet's:\n{x:?}\n{y:?}"
+            );
+        }
+    }
+}
+
+/// Column chunk `leaf` of row group `rg` read by the direct reader with `selection`, its
+/// bytes the only fetched piece (an exact allocation), its page headers checked first; `None`
+/// when the chunk lies outside the file's data, its pages are refused, or the direct reader
+/// does not take it.
+fn direct_chunk(
+    meta: &crate::footer::meta::FileMeta,
+    file: &Bytes,
+    rg: usize,
+    leaf: usize,
+    selection: &RowSelection,
+    batch: usize,
+) -> Option<Result<Vec<RecordBatch>, arrow::error::ArrowError>> {
+    let md = meta.reader.metadata();
+    let col = md.row_group(rg).column(leaf);
+    let start = col
+        .dictionary_page_offset()
+        .unwrap_or(col.data_page_offset());
+    let len = col.compressed_size();
+    if start < 0 || len < 0 || (start as u64).saturating_add(len as u64) > meta.data_end {
+        return None;
+    }
+    let (start, end) = (start as usize, (start + len) as usize);
+    let mut chunk = SparseChunk::new(file.len() as u64);
+    chunk.insert(start as u64, Bytes::copy_from_slice(&file[start..end]));
+    let limit = 16 << 20;
+    let sizes = crate::validate::check_row_group(
+        (md.as_ref(), "fuzz.parquet"),
+        rg,
+        &[leaf],
+        &chunk,
+        (limit, batch),
+    )
+    .ok()?;
+    let ours = guarded("direct reader", || {
+        let leaves = pages::Leaves {
+            leaves: &[leaf],
+            sizes,
+        };
+        let sel = (Some(selection.clone()), false);
+        match direct_reader::open(&meta.reader, rg, leaves, chunk, sel, batch) {
+            Ok(direct_reader::RowGroupReader::Direct(r)) => {
+                Some(r.collect::<Result<Vec<RecordBatch>, _>>())
+            }
+            // Not the direct reader's: nothing to compare.
+            Ok(direct_reader::RowGroupReader::Parquet(_)) => None,
+            Err(e) => Some(Err(e.into())),
+        }
+    });
+    // A panic in parquet's reader (after a fallback): an error, as in a scan.
+    ours.unwrap_or_else(|e| Some(Err(arrow::error::ArrowError::ExternalError(e.into()))))
+}
+
+static DIRECT_COMPARED: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+/// How many [`direct`] calls in this process compared the direct reader's batches with
+/// parquet's (the others stopped earlier: a footer or chunk refused, a column or selection the
+/// direct reader does not take, parquet's reader failing).
+pub fn direct_compared() -> usize {
+    DIRECT_COMPARED.load(std::sync::atomic::Ordering::Relaxed)
+}
+
+/// A selection of a `rows`-row row group the direct reader reads (short runs, at most half
+/// the rows): runs of 1-8 rows after skips of 1-2k rows, k = 2-256 (`ctrl`'s low bits), each
+/// run no longer than the skip before it.
+fn scattered_selection(rows: usize, ctrl: u8) -> RowSelection {
+    let k = [2, 4, 16, 256][usize::from(ctrl & 3)];
+    let mut mix = Mix(u64::from(ctrl) ^ rows as u64);
+    let mut selectors = Vec::new();
+    let mut at = 0;
+    while at < rows {
+        let skip = (mix.below(2 * k) as usize + 1).min(rows - at);
+        selectors.push(RowSelector::skip(skip));
+        at += skip;
+        if at < rows {
+            // At most as many rows as were skipped: at most half the rows selected.
+            let take = (mix.below(8) as usize + 1).min(skip).min(rows - at);
+            selectors.push(RowSelector::select(take));
+            at += take;
+        }
+    }
+    selectors.into()
+}
+
+// ---------------------------------------------------------------------------------------------
+// seeds
+
+/// Small seeds for every target from the Parquet file `bytes`: (target, input) pairs. The
+/// direct reader's seeds are whole files, only for files up to `max_file` bytes; column chunks
+/// up to 8 KiB, snappy pages up to 16 KiB, the first 4 KiB of level and index streams, of the
+/// first two row groups (two pages of each column).
+pub fn seeds(bytes: &[u8], max_file: usize) -> Vec<(&'static str, Vec<u8>)> {
+    let mut out = Vec::new();
+    let Ok(reader) =
+        parquet::file::reader::SerializedFileReader::new(Bytes::copy_from_slice(bytes))
+    else {
+        return out;
+    };
+    use parquet::file::reader::FileReader;
+    let md = reader.metadata();
+    // The footer's thrift.
+    if bytes.len() >= 8 {
+        let len = u32::from_le_bytes(bytes[bytes.len() - 8..bytes.len() - 4].try_into().unwrap());
+        if let Some(start) = (bytes.len() - 8).checked_sub(len as usize) {
+            let mut s = vec![0];
+            s.extend_from_slice(&bytes[start..bytes.len() - 8]);
+            out.push(("validate", s));
+        }
+    }
+    if bytes.len() <= max_file {
+        for ctrl in [[0u8, 0, 0, 6], [1, 0, 1, 1]] {
+            let mut s = ctrl.to_vec();
+            s.extend_from_slice(bytes);
+            out.push(("direct", s));
+        }
+    }
+    for rg in 0..md.num_row_groups().min(2) {
+        let group = md.row_group(rg);
+        let Ok(rgr) = reader.get_row_group(rg) else {
+            continue;
+        };
+        for leaf in 0..group.num_columns() {
+            let col = group.column(leaf);
+            let start = col
+                .dictionary_page_offset()
+                .unwrap_or(col.data_page_offset());
+            let len = col.compressed_size();
+            let cd = col.column_descr();
+            let Some(range) = usize::try_from(start)
+                .ok()
+                .zip(usize::try_from(len).ok())
+                .map(|(s, l)| s..s + l)
+                .filter(|r| r.end <= bytes.len())
+            else {
+                continue;
+            };
+            // A page header, and the whole chunk for the page checks.
+            let mut h = vec![1];
+            h.extend_from_slice(&bytes[range.start..range.end.min(range.start + 256)]);
+            out.push(("validate", h));
+            let physical = PHYSICAL.iter().position(|p| *p == cd.physical_type());
+            let codec = codecs().iter().position(|c| {
+                std::mem::discriminant(c) == std::mem::discriminant(&col.compression())
+            });
+            if let (Some(p), Some(c), true) = (physical, codec, range.len() <= 8 << 10) {
+                let nullable = u8::from(cd.max_def_level() > 0);
+                let rows = (group.num_rows().clamp(0, 65535) as u16).to_le_bytes();
+                let mut s = vec![2, p as u8, (c as u8) << 4 | nullable, rows[0], rows[1]];
+                s.extend_from_slice(&bytes[range.clone()]);
+                out.push(("validate", s));
+            }
+            // Snappy streams: the compressed page bodies after their headers.
+            if col.compression() == Compression::SNAPPY {
+                let mut at = range.start;
+                while at < range.end {
+                    let Ok(head) = thrift::page_header(&bytes[at..range.end]) else {
+                        break;
+                    };
+                    let body = at + head.len;
+                    let end = body + head.compressed.max(0) as usize;
+                    if end > range.end {
+                        break;
+                    }
+                    // A v2 page's levels are not compressed: its snappy stream comes after.
+                    if head.kind != 3 && end - body <= 16 << 10 {
+                        // The spare bytes of a page, nothing claimed beyond the stream.
+                        let mut s = vec![2u8];
+                        s.extend_from_slice(&bytes[body..end]);
+                        out.push(("snappy", s));
+                    }
+                    at = end;
+                }
+            }
+            // Levels and dictionary indices of decompressed data pages.
+            if !flat::flat(cd) {
+                continue;
+            }
+            let nullable = cd.max_def_level() == 1;
+            let Ok(mut pages) = rgr.get_column_page_reader(leaf) else {
+                continue;
+            };
+            for _ in 0..2 {
+                let Ok(Some(page)) = pages.get_next_page() else {
+                    break;
+                };
+                let Ok(p) = flat::split(&page, nullable) else {
+                    continue;
+                };
+                let rows = (p.rows.min(4096) as u16).to_le_bytes();
+                if let Some(defs) = p.defs.clone() {
+                    let mut s = vec![1, rows[0], rows[1], 3];
+                    s.extend_from_slice(&p.buf[defs]);
+                    out.push(("rle", s));
+                }
+                let values = &p.buf[p.values.clone()];
+                if matches!(
+                    p.encoding,
+                    parquet::basic::Encoding::RLE_DICTIONARY
+                        | parquet::basic::Encoding::PLAIN_DICTIONARY
+                ) && !values.is_empty()
+                {
+                    let mut s = vec![values[0], rows[0], rows[1], 5];
+                    s.extend_from_slice(&values[1..]);
+                    out.push(("rle", s));
+                }
+            }
+        }
+    }
+    // Level and index streams: their first 4 KiB.
+    for (target, s) in &mut out {
+        if *target == "rle" {
+            s.truncate(4 << 10);
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_rle_reference_reads_what_decode_reads() {
+        // Width 3: an RLE run of 5 sevens, then one bit-packed group of 0..8.
+        let mut s = vec![5 << 1, 7, 0b11];
+        let mut bits = 0u32;
+        for v in 0..8u32 {
+            bits |= v << (3 * v);
+        }
+        s.extend_from_slice(&bits.to_le_bytes()[..3]);
+        let want: Vec<u32> = [7; 5].into_iter().chain(0..8).collect();
+        assert_eq!(rle_reference(&s, 3, 100), want);
+        let mut data = vec![3, 13, 0, 9];
+        data.extend_from_slice(&s);
+        rle(&data);
+    }
+
+    #[test]
+    fn targets_take_any_bytes() {
+        for n in 0..40u8 {
+            let data: Vec<u8> = (0..n).map(|i| i.wrapping_mul(37) ^ n).collect();
+            snappy(&data);
+            rle(&data);
+            validate(&data);
+            direct(&data);
+        }
+    }
+}
