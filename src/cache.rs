@@ -62,7 +62,7 @@ pub struct FooterCache {
 
 /// Which version of an object a file is: its ETag and last-modified time, as listing or a HEAD
 /// request reports them (or the modification time of a local file). Public as
-/// [`FileVersion`](crate::FileVersion): [`DatasetFile::version`](crate::DatasetFile::version)
+/// [`FileVersion`](crate::FileVersion): [`DatasetFile::version`](crate::layer::DatasetFile::version)
 /// gives it, [`FileTask::version`](crate::FileTask::version) takes it, so that tasks built
 /// from a listing use the [`FooterCache`] as a plain scan does.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]

@@ -337,7 +337,7 @@ impl FileTask {
     }
 
     /// The object's version (ETag, last-modified time), as listing gave it
-    /// ([`DatasetFile::version`](crate::DatasetFile::version)): with the size, it keys the
+    /// ([`DatasetFile::version`](crate::layer::DatasetFile::version)): with the size, it keys the
     /// scan's [`FooterCache`](crate::FooterCache), so the tasks of one file (splits of it, or
     /// repeated scans) read its footer once. Without it a task's footer bypasses the cache.
     pub fn version(mut self, version: crate::FileVersion) -> Self {
