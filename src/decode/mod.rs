@@ -15,6 +15,8 @@
 //! - [`flat`]: flat columns and their data pages split into levels and values, as both
 //!   readers above parse them.
 //! - [`positions`]: the row-index column.
+//! - [`byte_pages`]: PLAIN byte-array pages checked before parquet's reader may skip in them
+//!   (its skip does not check their lengths).
 //! - [`pages`]: pages decompressed into pooled buffers ([`crate::pool`]; snappy pages by
 //!   [`snappy`]), decoded by parquet's decoders (parts, the filter stage's row path) or walked
 //!   by the direct reader.
@@ -24,6 +26,7 @@
 //! allowance ahead of the consumer and then parks and returns.
 
 pub(crate) mod assemble;
+pub(crate) mod byte_pages;
 pub(crate) mod dict_filter;
 pub(crate) mod dictionary;
 pub(crate) mod direct;

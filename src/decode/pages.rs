@@ -35,6 +35,7 @@ use parquet::file::properties::ReaderProperties;
 use parquet::file::reader::{ChunkReader, Length};
 use parquet::file::serialized_reader::SerializedPageReader;
 
+use super::byte_pages::{check_page, CheckedPages, Levels};
 use super::snappy;
 use crate::io::chunk::{SparseChunk, SparseRead};
 use crate::validate::pages::PageSizes;
@@ -70,9 +71,16 @@ pub(crate) fn row_group_reader(
             RowSelection::from(vec![])
         }
     });
+    // A reader with a selection may skip values in a page: PLAIN byte-array pages are
+    // checked first (parquet's skip steps out of a malformed one, see `byte_pages`).
+    let check = selection.as_ref().is_some_and(|s| s.iter().any(|r| r.skip));
     if page_level && selection.as_ref().is_some_and(masked) {
         // Only the selected pages were fetched: they must be read by selectors, which
-        // `try_new_with_row_groups` cannot be told to use for a fragmented selection.
+        // `try_new_with_row_groups` cannot be told to use for a fragmented selection. parquet
+        // reads the pages itself, so the fetched byte-array pages are checked here first.
+        for (&leaf, sizes) in leaves.leaves.iter().zip(&leaves.sizes) {
+            check_fetched(md, rg, leaf, &chunk, sizes)?;
+        }
         return ParquetRecordBatchReaderBuilder::new_with_metadata(chunk, meta.clone())
             .with_projection(mask)
             .with_row_groups(vec![rg])
@@ -94,6 +102,7 @@ pub(crate) fn row_group_reader(
         md: Arc::clone(md),
         rg,
         sizes,
+        check,
     };
     ParquetRecordBatchReader::try_new_with_row_groups(&levels, &groups, batch_size, selection)
 }
@@ -117,6 +126,8 @@ struct PooledRowGroups {
     rg: usize,
     /// The page sizes of each leaf read.
     sizes: Vec<(usize, PageSizes)>,
+    /// Whether byte-array pages are checked before parquet reads them ([`CheckedPages`]).
+    check: bool,
 }
 
 impl RowGroups for PooledRowGroups {
@@ -130,7 +141,11 @@ impl RowGroups for PooledRowGroups {
             .iter()
             .find(|(leaf, _)| *leaf == i)
             .map(|(_, s)| s.clone());
-        let reader = leaf_pages(&self.md, self.rg, i, &self.chunk, sizes)?;
+        let mut reader = leaf_pages(&self.md, self.rg, i, &self.chunk, sizes)?;
+        let cd = self.md.file_metadata().schema_descr().column(i);
+        if let Some(levels) = Levels::of(&cd).filter(|_| self.check) {
+            reader = Box::new(CheckedPages::new(reader, levels));
+        }
         Ok(Box::new(OnePage(Some(reader))))
     }
 
@@ -196,6 +211,51 @@ pub(crate) fn leaf_pages(
             props,
         )?),
     })
+}
+
+/// Check the PLAIN byte-array pages of leaf `i` that `chunk` holds ([`check_page`]), walking
+/// the leaf's pages as a reader by selectors does: every fetched page read, the others (not in
+/// `chunk`, at the offset index's locations) skipped.
+fn check_fetched(
+    md: &Arc<ParquetMetaData>,
+    rg: usize,
+    i: usize,
+    chunk: &SparseChunk,
+    sizes: &PageSizes,
+) -> Result<()> {
+    let cd = md.file_metadata().schema_descr().column(i);
+    let Some(levels) = Levels::of(&cd) else {
+        return Ok(());
+    };
+    let locations = md
+        .offset_index()
+        .and_then(|oi| oi.get(rg))
+        .and_then(|cols| cols.get(i))
+        .map(|o| o.page_locations().clone())
+        .unwrap_or_default();
+    let mut pages = leaf_pages(md, rg, i, chunk, Some(sizes.clone()))?;
+    let mut data = locations.iter();
+    while let Some(head) = pages.peek_next_page()? {
+        if head.is_dict {
+            if let Some(p) = pages.get_next_page()? {
+                check_page(&p, levels)?;
+            }
+            continue;
+        }
+        let fetched = data.next().is_none_or(|loc| {
+            let at = loc.offset.max(0) as u64;
+            chunk.covers(&(at..at.saturating_add(loc.compressed_page_size.max(0) as u64)))
+        });
+        if fetched {
+            match pages.get_next_page()? {
+                Some(p) => check_page(&p, levels)?,
+                None => break,
+            }
+        } else {
+            pages.skip_next_page()?;
+        }
+    }
+    Ok(())
 }
 
 /// parquet's default reader properties (page statistics not decoded), made once.
