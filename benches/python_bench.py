@@ -12,6 +12,20 @@ processes per reader and workload (readers interleaved). Timers cover discovery 
 the read and the result. Every run's row count must match duckdb's `count(*)` for the workload.
 Prints a markdown table.
 
+Two more kinds of workload:
+- `first-batch`: the time from the call to the first batch of a full lineitem scan (a reader
+  that streams hands over its first batch long before the last): rayquet (`next(iter(reader))`),
+  pyarrow (`dataset.to_batches()`), duckdb (`fetch_record_batch()`); polars has no streaming
+  read into Arrow batches and is left out.
+- `iceberg-mor`, `delta-dv`: a whole table read into memory: an Iceberg v2 merge-on-read table
+  (8 files x 500k rows, ~10% position-deleted) by rayquet against pyiceberg's `to_arrow()`, and
+  a Delta table with deletion vectors (8 files x 500k rows, ~10% deleted) by rayquet against
+  deltalake (its DataFusion `QueryBuilder`: `to_pyarrow_table()` refuses deletion vectors).
+  The tables are written once by `cargo run --release -p rayquet-bench --bin python-tables --
+  DIR` (iceberg-rust and delta-kernel writers) under `--tables DIR`
+  (default ~/.cache/rayquet/python-bench-tables); every reader must deliver the rows left
+  after deletes, counted when they were written.
+
 Runs in the venv of the Python package (`pip install ./python -r python/requirements-test.txt`).
 Data: `--data DIR` (a directory of lineitem parquet files), else lineitem at `--sf` made by
 tpchgen-cli as the peers harness makes it (benches/peers: 8 files, snappy, 7 MiB row groups),
@@ -32,6 +46,13 @@ import sys
 import time
 
 READERS = ["rayquet", "pyarrow", "polars", "duckdb"]
+# The readers of the workloads that are not lineitem reads (the rest take READERS).
+TABLE_READERS = {
+    "first-batch": ["rayquet", "pyarrow", "duckdb"],
+    "iceberg-mor": ["rayquet", "pyiceberg"],
+    "delta-dv": ["rayquet", "deltalake"],
+}
+TABLES = ["iceberg-mor", "delta-dv"]
 
 # The same predicates in each reader's own language (as benches/peers/peers.py).
 SQL = {
@@ -42,7 +63,7 @@ SQL = {
     "shipdate": "l_shipdate BETWEEN DATE '1995-01-01' AND DATE '1995-01-31'",
 }
 COLUMNS = {"2col": ["l_orderkey", "l_extendedprice"]}
-WORKLOADS = list(SQL)
+WORKLOADS = list(SQL) + ["first-batch"] + TABLES
 
 
 def polars_filter(pl, key):
@@ -79,12 +100,76 @@ def pyarrow_filter(pa, pc, schema, key):
     }[key]()
 
 
+def table_once(reader, key, tables):
+    """One read of a whole table (`iceberg-mor`, `delta-dv`) by `reader`: its row count."""
+    if key == "iceberg-mor":
+        location = tables["iceberg"]
+        if reader == "rayquet":
+            import rayquet
+
+            return lambda: rayquet.iceberg(location).read_all().num_rows
+        if reader == "pyiceberg":
+            from pyiceberg.table import StaticTable
+
+            return lambda: StaticTable.from_metadata(location).scan().to_arrow().num_rows
+    if key == "delta-dv":
+        uri = tables["delta"]
+        if reader == "rayquet":
+            import rayquet
+
+            return lambda: rayquet.delta(uri).read_all().num_rows
+        if reader == "deltalake":
+            from deltalake import DeltaTable, QueryBuilder
+
+            def once():
+                table = DeltaTable(uri)
+                return QueryBuilder().register("t", table).execute("SELECT * FROM t").read_all().num_rows
+
+            return once
+    raise SystemExit(f"no reader {reader} for {key}")
+
+
+def first_batch_once(reader, data):
+    """The first batch of a full lineitem scan by `reader`: its row count (the rest is not read)."""
+    if reader == "rayquet":
+        import rayquet
+
+        def once():
+            r = rayquet.scan(data)
+            n = next(iter(r)).num_rows
+            r.close()
+            return n
+    elif reader == "pyarrow":
+        import pyarrow.dataset as ds
+
+        def once():
+            return next(ds.dataset(data, format="parquet").to_batches()).num_rows
+    elif reader == "duckdb":
+        import duckdb
+
+        con = duckdb.connect()
+        glob = os.path.join(data, "*.parquet")
+
+        def once():
+            r = con.execute(f"SELECT * FROM read_parquet('{glob}')").fetch_record_batch()
+            n = r.read_next_batch().num_rows
+            r.close()
+            return n
+    else:
+        raise SystemExit(f"no reader {reader} for first-batch")
+    return once
+
+
 def child(spec):
     """Run one reader's workload `runs` times in this process; print one JSON line."""
     reader, key, data, runs = spec["reader"], spec["workload"], spec["data"], spec["runs"]
-    columns, sql = COLUMNS.get(key), SQL[key]
+    columns, sql = COLUMNS.get(key), SQL.get(key)
     glob = os.path.join(data, "*.parquet")
-    if reader == "rayquet":
+    if key in TABLES:
+        once = table_once(reader, key, spec["tables"])
+    elif key == "first-batch":
+        once = first_batch_once(reader, data)
+    elif reader == "rayquet":
         import rayquet
 
         def once():
@@ -145,6 +230,19 @@ def expected_rows(data, key):
     return duckdb.sql(q).fetchone()[0]
 
 
+def make_tables(out):
+    """The tables of the table workloads under `out` (written once, by the python-tables
+    binary of rayquet-bench): {"iceberg", "iceberg_rows", "delta", "delta_rows"}."""
+    saved = os.path.join(out, "tables.json")
+    if not os.path.isfile(saved):
+        root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+        cmd = ["cargo", "run", "--release", "--quiet", "-p", "rayquet-bench", "--bin", "python-tables", "--", out]
+        print(f"writing the table workloads' tables: {' '.join(cmd)}", file=sys.stderr)
+        subprocess.run(cmd, check=True, cwd=root, stdout=subprocess.DEVNULL)
+    with open(saved) as f:
+        return json.load(f)
+
+
 def generate(sf, tpchgen):
     base = os.path.expanduser(f"~/.cache/rayquet/peers-data/sf{sf:g}")
     out = os.path.join(base, "lineitem")
@@ -169,7 +267,7 @@ def generate(sf, tpchgen):
 
 def versions():
     out = {}
-    for name in ("rayquet", "pyarrow", "polars", "duckdb"):
+    for name in ("rayquet", "pyarrow", "polars", "duckdb", "pyiceberg", "deltalake"):
         try:
             out[name] = __import__(name).__version__
         except Exception:  # noqa: BLE001
@@ -188,6 +286,8 @@ def main():
                     help="processes per reader and workload (medians over them; interleaved)")
     ap.add_argument("--readers", default=",".join(READERS))
     ap.add_argument("--workloads", default=",".join(WORKLOADS))
+    ap.add_argument("--tables", default=os.path.expanduser("~/.cache/rayquet/python-bench-tables"),
+                    help="where the table workloads' tables are (written there when missing)")
     ap.add_argument("--child", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
@@ -199,14 +299,24 @@ def main():
     print(f"data: {data} ({len(files)} files, {size / 2**20:.0f} MiB); runs per process: {args.runs}; "
           f"{os.cpu_count()} cores; {platform.processor() or platform.machine()}; {versions()}",
           file=sys.stderr)
+    tables = make_tables(os.path.abspath(args.tables)) if set(workloads) & set(TABLES) else None
     results = []
     for key in workloads:
-        want = expected_rows(data, key)
-        firsts, warms, bad = {r: [] for r in readers}, {r: [] for r in readers}, {}
+        if key in TABLES:
+            want = tables["iceberg_rows" if key == "iceberg-mor" else "delta_rows"]
+        elif key == "first-batch":
+            want = None  # any non-empty first batch
+        else:
+            want = expected_rows(data, key)
+        chosen = [r for r in readers if r in TABLE_READERS.get(key, READERS)]
+        if key in TABLE_READERS and args.readers == ",".join(READERS):
+            chosen = TABLE_READERS[key]
+        firsts, warms, bad = {r: [] for r in chosen}, {r: [] for r in chosen}, {}
         for p in range(args.processes):
             # Readers interleaved, the order rotated per round: load drifts hit all alike.
-            for reader in readers[p % len(readers):] + readers[:p % len(readers)]:
-                spec = {"reader": reader, "workload": key, "data": data, "runs": args.runs}
+            for reader in chosen[p % len(chosen):] + chosen[:p % len(chosen)]:
+                spec = {"reader": reader, "workload": key, "data": data, "runs": args.runs,
+                        "tables": tables}
                 r = subprocess.run([sys.executable, __file__, "--child", json.dumps(spec)],
                                    capture_output=True, text=True)
                 if r.returncode != 0:
@@ -215,17 +325,17 @@ def main():
                     continue
                 out = json.loads(r.stdout.strip().splitlines()[-1])
                 times = out["times"]
-                if not all(n == want for n in out["rows"]):
+                if not all(n == want if want is not None else n > 0 for n in out["rows"]):
                     bad[reader] = f"ROWS DIFFER {out['rows']} vs {want}"
                 firsts[reader].append(times[0])
                 if len(times) > 1:
                     warms[reader].append(statistics.median(times[1:]))
                 print(f"{key:10} {reader:8} first {times[0]:.3f}s warm {warms[reader][-1] if warms[reader] else 0:.3f}s",
                       file=sys.stderr)
-        for reader in readers:
+        for reader in chosen:
             first = statistics.median(firsts[reader]) if firsts[reader] else None
             warm = statistics.median(warms[reader]) if warms[reader] else None
-            results.append((key, reader, first, warm, bad.get(reader, f"{want}")))
+            results.append((key, reader, first, warm, bad.get(reader, f"{want}" if want is not None else "> 0")))
     print("| workload | reader | first (s) | warm (s) | rows |")
     print("| --- | --- | ---: | ---: | ---: |")
     for key, reader, first, warm, rows in results:

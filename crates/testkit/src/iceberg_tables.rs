@@ -2555,6 +2555,26 @@ pub fn bench(
     row_group_rows: usize,
     with_deletes: bool,
 ) -> Fixture {
+    bench_with(files, rows_per_file, row_group_rows, with_deletes, true)
+}
+
+/// [`bench`]'s table with position deletes only (S2 deletes ~10% of each file's rows, no
+/// equality deletes): what pyiceberg 0.12, which refuses equality deletes, can read.
+pub fn bench_position_deletes(
+    files: usize,
+    rows_per_file: usize,
+    row_group_rows: usize,
+) -> Fixture {
+    bench_with(files, rows_per_file, row_group_rows, true, false)
+}
+
+fn bench_with(
+    files: usize,
+    rows_per_file: usize,
+    row_group_rows: usize,
+    with_deletes: bool,
+    equality: bool,
+) -> Fixture {
     let schema = schema_of(vec![
         req(1, "id", prim(PrimitiveType::Long)),
         opt(2, "k", prim(PrimitiveType::Int)),
@@ -2594,7 +2614,10 @@ pub fn bench(
                 dels.push(h.write_pos_deletes(rows, None, Some(path.clone())));
             }
         }
-        let eq_ids: Vec<usize> = (0..total).filter(|_| rng.below(100) == 0).collect();
+        let eq_ids: Vec<usize> = (0..total)
+            .filter(|_| rng.below(100) == 0)
+            .filter(|_| equality)
+            .collect();
         for g in &eq_ids {
             deleted[*g] = true;
         }
