@@ -1183,4 +1183,23 @@ fn shredded_variants_read_unshredded_for_an_unshredded_variant_field() {
         .map(|(i, t)| t.filter(|_| i != 2))
         .collect();
     assert_eq!(w, want_w);
+
+    // A file whose `v` is not a variant group (plain bytes): an error naming the column and
+    // the file.
+    let bytes = dir.path().join("bytes.parquet");
+    let b = RecordBatch::try_from_iter([(
+        "v",
+        Arc::new(arrow::array::BinaryArray::from(vec![&b"x"[..]])) as ArrayRef,
+    )])
+    .unwrap();
+    let mut w = ArrowWriter::try_new(File::create(&bytes).unwrap(), b.schema(), None).unwrap();
+    w.write(&b).unwrap();
+    w.close().unwrap();
+    let only_v = Arc::new(Schema::new(vec![variant("v")]));
+    let e = read_tasks(only_v, vec![FileTask::new(bytes.to_str().unwrap())]).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::SchemaMismatch, "{e}");
+    assert!(
+        e.to_string().contains("\"v\"") && e.to_string().contains("bytes.parquet"),
+        "{e}"
+    );
 }
