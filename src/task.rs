@@ -52,8 +52,11 @@
 //! belongs to another output field is never taken by name); nested struct, list and map
 //! fields are matched the same way, level by level, so a struct gains or loses fields like the
 //! table does. The value is cast to the output type (`int` → `long`, `float` → `double`, wider
-//! decimals, `date` → `timestamp`, ...). A column the file lacks is the source's default, or
-//! null (an error naming the file if the field is not nullable).
+//! decimals, `date` → `timestamp`, ...). An output field of Arrow's Parquet variant extension
+//! type (`arrow.parquet.variant`) without a `typed_value` field reads a shredded Parquet
+//! VARIANT column unshredded: every value whole in `value` (parquet's `unshred_variant`), so
+//! files shredded differently give one type. A column the file lacks is the source's default,
+//! or null (an error naming the file if the field is not nullable).
 //!
 //! Invariants: batches never span two tasks, and each can be tied to its task
 //! ([`crate::ScanReader::tagged`]); deleted rows are never delivered and row groups whose rows

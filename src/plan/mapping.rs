@@ -4,9 +4,10 @@
 //! id, name mapping or name, level by level through structs, lists and maps; see
 //! [`crate::task`]), choosing the Parquet leaves to read, and prepares a [`Build`] per column
 //! that turns the decoded (pruned) file column into the output column: children renamed,
-//! reordered, missing ones null, primitives cast. Constants, nulls, the row index and the file
-//! path are produced per batch. Filters and row filters are resolved through the same
-//! matching ([`Mapping::filter_target`]).
+//! reordered, missing ones null, primitives cast, shredded Parquet VARIANT columns unshredded
+//! when the output field is an unshredded variant ([`unshreds`]). Constants, nulls, the row
+//! index and the file path are produced per batch. Filters and row filters are resolved
+//! through the same matching ([`Mapping::filter_target`]).
 //!
 //! Runs on the decode pool (footer time and per batch). Invariants: the leaves of each root
 //! are exactly what the builds read; every error names the file and the output column; a
@@ -137,6 +138,49 @@ pub(crate) enum Build {
     Interval,
     /// A 128-bit integer decoded as its 16 little-endian bytes, as `Decimal128(38, 0)`.
     Int128,
+    /// A shredded variant (a struct of `metadata`, `value` and `typed_value`) unshredded by
+    /// parquet's `unshred_variant`, then given these output fields (by name: `metadata` and
+    /// `value`, cast to their output types).
+    Unshred(Fields),
+}
+
+/// Whether `f` is tagged with Arrow's Parquet variant extension type (`arrow.parquet.variant`).
+fn is_variant(f: &Field) -> bool {
+    f.has_valid_extension_type::<parquet::variant::VariantType>()
+}
+
+/// Whether file field `file` read as output field `out` is unshredded: `out` is a variant
+/// (Arrow's `arrow.parquet.variant` extension type) without a `typed_value` field and `file` a
+/// struct with one (a shredded Parquet VARIANT group, per the Parquet variant shredding spec).
+/// Every leaf of `file` is then read and its values rebuilt in the `value` binary.
+fn unshreds(out: &Field, file: &Field) -> bool {
+    is_variant(out)
+        && matches!((out.data_type(), file.data_type()),
+            (DataType::Struct(of), DataType::Struct(ff))
+                if of.find("typed_value").is_none() && ff.find("typed_value").is_some())
+}
+
+/// A shredded variant column unshredded into the output `fields`.
+fn unshred(
+    a: &ArrayRef,
+    fields: &Fields,
+) -> std::result::Result<ArrayRef, arrow::error::ArrowError> {
+    use parquet::variant::{unshred_variant, VariantArray};
+    let plain = unshred_variant(&VariantArray::try_new(a.as_ref())?)?.into_inner();
+    let columns = fields
+        .iter()
+        .map(|f| match plain.column_by_name(f.name()) {
+            Some(c) if c.data_type() == f.data_type() => Ok(Arc::clone(c)),
+            Some(c) => cast_with_options(c, f.data_type(), &cast_options()),
+            None => Ok(arrow::array::new_null_array(f.data_type(), plain.len())),
+        })
+        .collect::<std::result::Result<Vec<_>, _>>()?;
+    Ok(Arc::new(StructArray::try_new_with_length(
+        fields.clone(),
+        columns,
+        plain.nulls().cloned(),
+        plain.len(),
+    )?))
 }
 
 fn cast_options() -> CastOptions<'static> {
@@ -264,6 +308,7 @@ impl Build {
             }
             Build::Interval => Arc::new(interval_month_day_nano(a)?),
             Build::Int128 => Arc::new(int128_decimal(a)?),
+            Build::Unshred(fields) => unshred(a, fields)?,
             Build::Extract { child, then } => {
                 let s = a.as_struct();
                 let c = s.column(*child);
@@ -770,6 +815,10 @@ fn select(
     leaves: &mut Vec<usize>,
     ctx: &Ctx,
 ) -> Result<()> {
+    if unshreds(out, file) {
+        leaves.extend(start..start + leaf_count(file.data_type()));
+        return Ok(());
+    }
     match (out.data_type(), file.data_type()) {
         (DataType::Struct(of), DataType::Struct(ff)) => {
             let starts = leaf_starts(ff, start);
@@ -853,6 +902,12 @@ fn select_positional(
 fn build_for(out: &Field, dec: &Field, rules: &Rules, ctx: &Ctx) -> Result<Build> {
     if out.data_type() == dec.data_type() {
         return Ok(Build::Same);
+    }
+    if unshreds(out, dec) {
+        let DataType::Struct(fields) = out.data_type() else {
+            unreachable!("a variant is a struct")
+        };
+        return Ok(Build::Unshred(fields.clone()));
     }
     match (out.data_type(), dec.data_type()) {
         (DataType::Struct(of), DataType::Struct(df)) => {

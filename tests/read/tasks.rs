@@ -1041,3 +1041,165 @@ fn tasks_serialize() {
 /// Unused helpers of the expected-row machinery stay compiled.
 #[allow(dead_code)]
 fn _types(_: &Expr) {}
+
+/// A variant column of these JSON values (`None`: SQL NULL), shredded as `shredding`
+/// (parquet-variant-compute), as a field named `name`.
+fn variant_column(
+    name: &str,
+    values: &[Option<&str>],
+    shredding: Option<&DataType>,
+) -> (Field, ArrayRef) {
+    let json: ArrayRef = Arc::new(arrow::array::StringArray::from(values.to_vec()));
+    let mut v = parquet::variant::json_to_variant(&json).unwrap();
+    if let Some(ty) = shredding {
+        v = parquet::variant::shred_variant(&v, ty).unwrap();
+    }
+    let field = v.field(name).with_nullable(true);
+    (field, ArrayRef::from(v))
+}
+
+/// Unshredded variants as JSON text, nulls kept (`metadata` and `value` read as `Binary`,
+/// which `variant_to_json` wants).
+fn variant_text(c: &ArrayRef) -> Vec<Option<String>> {
+    let s = c.as_struct();
+    let binary = |name: &str| cast(s.column_by_name(name).unwrap(), &DataType::Binary).unwrap();
+    let plain: ArrayRef = Arc::new(
+        StructArray::try_new(
+            vec![
+                Field::new("metadata", DataType::Binary, false),
+                Field::new("value", DataType::Binary, true),
+            ]
+            .into(),
+            vec![binary("metadata"), binary("value")],
+            s.nulls().cloned(),
+        )
+        .unwrap(),
+    );
+    let t = parquet::variant::variant_to_json(&plain).unwrap();
+    t.iter().map(|s| s.map(str::to_string)).collect()
+}
+
+#[test]
+fn shredded_variants_read_unshredded_for_an_unshredded_variant_field() {
+    use parquet::variant::VariantType;
+    let values = [
+        Some(r#"{"a": 1, "b": "x"}"#),
+        None,
+        Some("7"),
+        Some(r#"{"a": "no", "c": [1, 2]}"#),
+        Some("null"),
+        Some(r#""text""#),
+        Some(r#"{"a": 3}"#),
+    ];
+    let obj = DataType::Struct(
+        vec![
+            Field::new("a", DataType::Int64, true),
+            Field::new("b", DataType::Utf8, true),
+        ]
+        .into(),
+    );
+    let (vf, va) = variant_column("v", &values, Some(&obj));
+    let (wf, wa) = variant_column("w", &values, Some(&DataType::Int64));
+    let s = StructArray::try_new(
+        vec![Arc::new(wf)].into(),
+        vec![wa],
+        Some(vec![true, true, false, true, true, true, true].into()),
+    )
+    .unwrap();
+    let file_schema = Arc::new(Schema::new(vec![
+        vf,
+        Field::new("s", s.data_type().clone(), true),
+    ]));
+    let batch = RecordBatch::try_new(Arc::clone(&file_schema), vec![va, Arc::new(s)]).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("shredded.parquet");
+    let mut w = ArrowWriter::try_new(File::create(&path).unwrap(), file_schema, None).unwrap();
+    w.write(&batch).unwrap();
+    w.close().unwrap();
+
+    // The reference: parquet's reader (shredded, typed_value kept), unshredded.
+    let reference = ParquetRecordBatchReaderBuilder::try_new(File::open(&path).unwrap())
+        .unwrap()
+        .build()
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap();
+    let unshred = |c: &ArrayRef| -> ArrayRef {
+        let v = parquet::variant::VariantArray::try_new(c.as_ref()).unwrap();
+        Arc::new(parquet::variant::unshred_variant(&v).unwrap().into_inner())
+    };
+    let want_v = variant_text(&unshred(reference.column(0)));
+    let want_w = variant_text(&unshred(reference.column(1).as_struct().column(0)));
+    assert_eq!(want_v[0].as_deref(), Some(r#"{"a":1,"b":"x"}"#));
+
+    // A plain scan keeps the file's (shredded) type.
+    let plain: Vec<RecordBatch> = Scan::from_urls([path.to_str().unwrap()])
+        .unwrap()
+        .build()
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    assert_eq!(
+        plain[0].schema().field(0).data_type(),
+        reference.schema().field(0).data_type()
+    );
+
+    // A task whose output fields are unshredded variants (top-level and in a struct): every
+    // value whole in `value`, with a row deleted.
+    let unshredded = DataType::Struct(
+        vec![
+            Field::new("metadata", DataType::Binary, false),
+            Field::new("value", DataType::Binary, true),
+        ]
+        .into(),
+    );
+    let variant =
+        |name: &str| Field::new(name, unshredded.clone(), true).with_extension_type(VariantType);
+    let out = Arc::new(Schema::new(vec![
+        variant("v"),
+        Field::new("s", DataType::Struct(vec![variant("w")].into()), true),
+    ]));
+    let task = FileTask::new(path.to_str().unwrap()).deleted_rows([3]);
+    let got = concat(&out, &read_tasks(Arc::clone(&out), vec![task]).unwrap());
+    assert_eq!(got.schema(), out);
+    let keep = |t: Vec<Option<String>>| -> Vec<Option<String>> {
+        t.into_iter()
+            .enumerate()
+            .filter(|(i, _)| *i != 3)
+            .map(|(_, t)| t)
+            .collect()
+    };
+    assert_eq!(variant_text(got.column(0)), keep(want_v));
+    let s = got.column(1).as_struct();
+    let w: Vec<Option<String>> = variant_text(s.column(0))
+        .into_iter()
+        .enumerate()
+        .map(|(i, t)| t.filter(|_| s.is_valid(i)))
+        .collect();
+    let want_w: Vec<Option<String>> = keep(want_w)
+        .into_iter()
+        .enumerate()
+        .map(|(i, t)| t.filter(|_| i != 2))
+        .collect();
+    assert_eq!(w, want_w);
+
+    // A file whose `v` is not a variant group (plain bytes): an error naming the column and
+    // the file.
+    let bytes = dir.path().join("bytes.parquet");
+    let b = RecordBatch::try_from_iter([(
+        "v",
+        Arc::new(arrow::array::BinaryArray::from(vec![&b"x"[..]])) as ArrayRef,
+    )])
+    .unwrap();
+    let mut w = ArrowWriter::try_new(File::create(&bytes).unwrap(), b.schema(), None).unwrap();
+    w.write(&b).unwrap();
+    w.close().unwrap();
+    let only_v = Arc::new(Schema::new(vec![variant("v")]));
+    let e = read_tasks(only_v, vec![FileTask::new(bytes.to_str().unwrap())]).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::SchemaMismatch, "{e}");
+    assert!(
+        e.to_string().contains("\"v\"") && e.to_string().contains("bytes.parquet"),
+        "{e}"
+    );
+}

@@ -98,9 +98,22 @@
 //!   rayquet cannot apply (binary, fixed, uuid, nested fields) is `Unsupported` when the
 //!   column is read.
 //! * **Types**: `timestamp_ns`/`timestamptz_ns` (nanosecond Arrow timestamps); `unknown` reads
-//!   as an all-null `Null` column; `variant`, `geometry` and `geography` columns are
-//!   `Unsupported` (naming the column and a data file) when a scan reads them, selected or
-//!   in a filter; other columns of such tables read.
+//!   as an all-null `Null` column; `geometry` and `geography` columns are `Unsupported`
+//!   (naming the column and a data file) when a scan reads them, selected or in a filter;
+//!   other columns of such tables read.
+//! * **`variant`** (at any depth) reads in the Arrow form of Parquet's variant encoding:
+//!   [`variant_type`], `Struct<metadata: Binary (non-null), value: Binary (nullable)>`, the
+//!   field tagged with Arrow's canonical extension type `arrow.parquet.variant` (parquet's
+//!   `parquet::variant::VariantType`; `VariantArray::try_new` reads a column as variants,
+//!   `variant_to_json` as JSON), with the field id and nullability of the table's field. The
+//!   data files store a variant as the Iceberg spec has it, a Parquet group annotated
+//!   `VARIANT` holding `metadata` and `value` (the field id on the group); a file that shreds
+//!   it (a `typed_value` field, per Parquet's variant shredding spec) is unshredded as it is
+//!   read (parquet-variant-compute's `unshred_variant`), every value whole in `value`. One
+//!   type for every file however each shreds (a scan's schema is the table's), the canonical
+//!   unshredded storage of the extension type (its children as parquet's reader gives an
+//!   unshredded file's, so such files are not copied). `metadata` and `value` carry no field
+//!   id (Iceberg gives them none). Filters on a variant column are `Unsupported`.
 //!
 //! Not supported: ORC/Avro data files, predicates with binary/fixed/uuid literals.
 //!
@@ -823,6 +836,18 @@ impl Layout {
                         format!("filters on the row lineage column {c} are not supported"),
                     ));
                 }
+                if schema
+                    .field_by_name(c)
+                    .is_some_and(|f| types.get(f.id) == Some("variant"))
+                {
+                    return Err(Error::new(
+                        ErrorKind::Unsupported,
+                        format!(
+                            "filters on the variant column {c:?} are not supported (select it \
+                             and filter its decoded values)"
+                        ),
+                    ));
+                }
                 if out.fields().iter().any(|o| o.name() == c) {
                     continue;
                 }
@@ -951,7 +976,7 @@ fn metadata_field(name: &str, ty: arrow::datatypes::DataType, nullable: bool, id
 }
 
 /// [`output_schema`] of a table whose schema had v3 types replaced ([`V3Types`]): `unknown`
-/// fields are `Null` (at any depth).
+/// fields are `Null`, `variant` fields [`variant_type`] (at any depth).
 pub(crate) fn output_schema_with(
     schema: &Schema,
     ids: &[i32],
@@ -991,7 +1016,7 @@ pub(crate) fn output_schema_with(
                 .fields()
                 .iter()
                 .find(|f| f.metadata().get(FIELD_ID_KEY).and_then(|v| v.parse().ok()) == Some(id))
-                .map(|f| unknown_as_null(f, types))
+                .map(|f| v3_field(f, types))
                 .ok_or_else(|| {
                     Error::new(
                         ErrorKind::InvalidArgument,
@@ -1003,28 +1028,51 @@ pub(crate) fn output_schema_with(
     Ok(Arc::new(ArrowSchema::new(fields)))
 }
 
-/// `f` with its `unknown` fields (by field id, at any depth) typed `Null`.
-fn unknown_as_null(f: &arrow::datatypes::FieldRef, types: &V3Types) -> arrow::datatypes::FieldRef {
+/// The Arrow type of an Iceberg `variant` column: the storage of Arrow's canonical Parquet
+/// variant extension type (`arrow.parquet.variant`), unshredded: a struct of the variant's
+/// `metadata` (non-null) and `value` (nullable, as the Arrow spec has it; never null in a
+/// non-null row) binaries, in the Parquet variant binary encoding.
+pub fn variant_type() -> arrow::datatypes::DataType {
+    use arrow::datatypes::DataType;
+    DataType::Struct(
+        vec![
+            Field::new("metadata", DataType::Binary, false),
+            Field::new("value", DataType::Binary, true),
+        ]
+        .into(),
+    )
+}
+
+/// `f` with its v3 types (by field id, at any depth) given their Arrow types: `unknown`
+/// fields `Null`, `variant` fields [`variant_type`] tagged `arrow.parquet.variant`.
+fn v3_field(f: &arrow::datatypes::FieldRef, types: &V3Types) -> arrow::datatypes::FieldRef {
     use arrow::datatypes::DataType;
     if types.no_types() {
         return Arc::clone(f);
     }
     let id = f.metadata().get(FIELD_ID_KEY).and_then(|v| v.parse().ok());
-    if id.is_some_and(|id| types.is_unknown(id)) {
-        return Arc::new(
-            f.as_ref()
-                .clone()
-                .with_data_type(DataType::Null)
-                .with_nullable(true),
-        );
+    match id.and_then(|id| types.get(id)) {
+        Some("unknown") => {
+            return Arc::new(
+                f.as_ref()
+                    .clone()
+                    .with_data_type(DataType::Null)
+                    .with_nullable(true),
+            )
+        }
+        Some("variant") => {
+            let field = f.as_ref().clone().with_data_type(variant_type());
+            return Arc::new(field.with_extension_type(parquet::variant::VariantType));
+        }
+        _ => {}
     }
     let ty = match f.data_type() {
         DataType::Struct(children) => {
-            DataType::Struct(children.iter().map(|c| unknown_as_null(c, types)).collect())
+            DataType::Struct(children.iter().map(|c| v3_field(c, types)).collect())
         }
-        DataType::List(e) => DataType::List(unknown_as_null(e, types)),
-        DataType::LargeList(e) => DataType::LargeList(unknown_as_null(e, types)),
-        DataType::Map(e, sorted) => DataType::Map(unknown_as_null(e, types), *sorted),
+        DataType::List(e) => DataType::List(v3_field(e, types)),
+        DataType::LargeList(e) => DataType::LargeList(v3_field(e, types)),
+        DataType::Map(e, sorted) => DataType::Map(v3_field(e, types), *sorted),
         _ => return Arc::clone(f),
     };
     Arc::new(f.as_ref().clone().with_data_type(ty))

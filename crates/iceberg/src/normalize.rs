@@ -14,8 +14,9 @@
 //! 2. **Format v3 types iceberg-rust lacks**: `unknown`, `variant`, `geometry(..)`,
 //!    `geography(..)`. Each becomes `binary` (a type every bound and default parses as) and
 //!    is recorded in the table property [`TYPES_PROPERTY`] (`{"<schema id>": {"<field id>":
-//!    "<type>"}}`), from which a scan knows the real type: `unknown` reads as nulls, the
-//!    others are refused when selected ([`V3Types`]).
+//!    "<type>"}}`), from which a scan knows the real type: `unknown` reads as nulls,
+//!    `variant` as Arrow's variant struct ([`crate::variant_type`]), the others are refused
+//!    when selected ([`V3Types`]).
 //! 3. **The refs of a format v1 table** (branches and tags, which pyiceberg and Java write in
 //!    v1 metadata too): iceberg-rust's v1 parser drops them. They are kept, as written, in the
 //!    table property [`REFS_PROPERTY`], which a scan reads to find a branch or tag.

@@ -354,8 +354,8 @@ impl Units {
 struct Context {
     schema: Arc<Schema>,
     layout: Layout,
-    /// Why a column read cannot be produced (a v3 type rayquet cannot read: `variant`,
-    /// `geometry`, `geography`; an initial default it cannot apply).
+    /// Why a column read cannot be produced (a v3 type rayquet cannot read: `geometry`,
+    /// `geography`; an initial default it cannot apply).
     refused: Option<String>,
     /// `unknown` fields: always null.
     types: V3Types,
@@ -388,7 +388,9 @@ impl Context {
             };
             let ty = inner.iter().find_map(|&i| {
                 let ty = plan.types.get(i)?;
-                (ty != "unknown").then(|| {
+                // `unknown` reads as nulls, `variant` as Arrow's variant struct (the core
+                // unshreds shredded files).
+                (ty != "unknown" && ty != "variant").then(|| {
                     format!(
                         "column {:?} is of the Iceberg v3 type {ty}, which rayquet cannot read \
                          (select other columns)",
@@ -572,7 +574,8 @@ fn collect_ids(t: &Type, out: &mut Vec<i32>) {
 /// itself, splits files by byte range...). Every task must project the same fields and
 /// carry the same predicate (as iceberg's planner makes them); the predicate filters rows
 /// exactly. `table` (when given) supplies the partition specs for identity-partition
-/// constants and the FileIO for delete files (otherwise the tasks' own `partition_spec` and
+/// constants, the v3 types of a table [`crate::load_table`] loaded (`unknown`, `variant`) and
+/// the FileIO for delete files (otherwise the tasks' own `partition_spec` and
 /// an object_store FileIO from the environment). The output schema is the first task's; an
 /// empty list gives an error.
 ///
@@ -602,7 +605,12 @@ where
              rayquet_iceberg::TableScan, not from FileScanTasks planned elsewhere",
         ));
     }
-    let plan = ScanPlan::new(schema, ids.clone(), filter, first.name_mapping.as_deref());
+    // The v3 types rayquet's normaliser recorded (a table it loaded: `crate::load_table`).
+    let types = table
+        .map(|t| V3Types::of(t.metadata().properties(), schema.schema_id()))
+        .unwrap_or_default();
+    let plan =
+        ScanPlan::new(schema, ids.clone(), filter, first.name_mapping.as_deref()).with_types(types);
     let file_io = match table {
         Some(t) => t.file_io().clone(),
         None => storage::file_io(Vec::<(String, String)>::new()),

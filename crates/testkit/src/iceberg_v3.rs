@@ -18,12 +18,12 @@ use std::collections::HashMap;
 use std::path::Path;
 use std::sync::Arc;
 
-use arrow::array::{Int64Array, RecordBatch, StringArray};
+use arrow::array::{Array, Int64Array, RecordBatch, StringArray};
 use arrow::datatypes::{DataType, Field, Schema as ArrowSchema};
 use iceberg::spec::{
-    DataContentType, DataFile, DataFileBuilder, DataFileFormat, FormatVersion, Literal, Operation,
-    PartitionKey, PrimitiveLiteral, PrimitiveType, Struct, StructType, Transform, Type,
-    UnboundPartitionField, UnboundPartitionSpec, MAIN_BRANCH,
+    DataContentType, DataFile, DataFileBuilder, DataFileFormat, FormatVersion, ListType, Literal,
+    NestedField, Operation, PartitionKey, PrimitiveLiteral, PrimitiveType, Struct, StructType,
+    Transform, Type, UnboundPartitionField, UnboundPartitionSpec, MAIN_BRANCH,
 };
 use iceberg::transaction::AddColumn;
 use parquet::arrow::ArrowWriter;
@@ -123,6 +123,11 @@ fn retype(schema: &mut Value, types: &HashMap<i64, &str>) {
                     o.insert("type".into(), Value::String(t.to_string()));
                     o.remove("initial-default");
                     o.remove("write-default");
+                }
+            }
+            if let Some(id) = o.get("element-id").and_then(Value::as_i64) {
+                if let Some(t) = types.get(&id) {
+                    o.insert("element".into(), Value::String(t.to_string()));
                 }
             }
             for v in o.values_mut() {
@@ -539,7 +544,8 @@ pub fn v3_defaults() -> Vec<(&'static str, PrimitiveType, Literal)> {
 /// file F1 (S1, `n` rows), the columns of [`v3_defaults`] are added (required, with those
 /// initial defaults) and F2 (S2, `n` rows) is written with values of its own. The metadata
 /// and the manifests' headers name `unknown`, `variant` and `geometry` (iceberg-rust wrote
-/// them as `binary`); the files hold nulls for `v` and `g`, and no `u` or `st.nu`.
+/// them as `binary`); the files hold nulls for `g`, and no `u`, `st.nu` or `v` (which read
+/// null).
 ///
 /// `expected[S2]` has every column but `v` and `g`, `u` and `st.nu` typed `Null`.
 pub fn v3_types(n: usize) -> Fixture {
@@ -619,11 +625,13 @@ pub fn v3_types(n: usize) -> Fixture {
             })
             .collect()
     };
-    // Data files hold no `unknown` column (writers never store one).
+    // Data files hold no `unknown` column (writers never store one), nor `v` (a variant is a
+    // Parquet group iceberg-rust's writer cannot write; `v3_variant` has them): it reads null.
     let unknown = |h: &Harness| {
         vec![
             h.schema().field_by_name("u").unwrap().id,
             h.schema().field_by_name("st.nu").unwrap().id,
+            h.schema().field_by_name("v").unwrap().id,
         ]
     };
     let write = |h: &mut Harness, rows: &[Row]| {
@@ -814,6 +822,329 @@ pub fn v1_void_partition() -> Fixture {
                 .replace("\"cat_void\"", "\"cat\"")
                 .into_bytes(),
             _ => v,
+        });
+    }
+    fixture
+}
+
+// ---------------------------------------------------------------------------------------------
+// variant
+// ---------------------------------------------------------------------------------------------
+
+/// The value of column `v` of [`v3_variant`]'s row `id`: `None` is SQL NULL,
+/// `Some(Value::Null)` the variant null. Objects that fit `v`'s shredding schema
+/// ([`v3_variant_shredding`]), objects that fit in part or not at all, arrays, scalars.
+pub fn variant_v(id: i64) -> Option<Value> {
+    Some(match id.rem_euclid(8) {
+        0 => return None,
+        1 => serde_json::json!({"a": id, "b": format!("s{id}")}),
+        2 => serde_json::json!({"a": id, "c": [1, "x", null, {"d": 1.25}]}),
+        3 => serde_json::json!(id),
+        4 => serde_json::json!(format!("text {id}")),
+        5 => Value::Null,
+        6 => serde_json::json!([id, true, 2.5, {"a": "not an int"}]),
+        _ => serde_json::json!({"a": "not an int", "b": id, "e": false}),
+    })
+}
+
+/// The value of `st.w` of [`v3_variant`]'s row `id` (`st` itself is null when `id % 5 == 0`).
+pub fn variant_w(id: i64) -> Option<Value> {
+    match id.rem_euclid(5) {
+        1 => None,
+        2 => Some(serde_json::json!({"k": id})),
+        3 => Some(Value::Null),
+        _ => Some(serde_json::json!(id * 10)),
+    }
+}
+
+/// The elements of `vl` of [`v3_variant`]'s row `id` (`vl` itself is null when
+/// `id % 6 == 0`): `v`'s values of two other rows (SQL NULL elements included).
+pub fn variant_vl(id: i64) -> Option<Vec<Option<Value>>> {
+    (id % 6 != 0).then(|| vec![variant_v(id + 3), variant_v(id + 29)])
+}
+
+/// The shredding schemas (`typed_value` types) of [`v3_variant`]'s shredded file: `v` as an
+/// object of `a` (long) and `b` (string), `st.w` as a long.
+pub fn v3_variant_shredding() -> (DataType, DataType) {
+    let fields = vec![
+        Field::new("a", DataType::Int64, true),
+        Field::new("b", DataType::Utf8, true),
+    ];
+    (DataType::Struct(fields.into()), DataType::Int64)
+}
+
+/// Append JSON `v` to a variant builder, with parquet-variant's builder: numbers that fit
+/// an `i64` as `Int64`, others as `Double`; JSON null as the variant null.
+fn append_json(b: &mut impl parquet::variant::VariantBuilderExt, v: &Value) {
+    use parquet::variant::{ObjectFieldBuilder, Variant};
+    match v {
+        Value::Null => b.append_value(Variant::Null),
+        Value::Bool(x) => b.append_value(*x),
+        Value::Number(n) => match n.as_i64() {
+            Some(i) => b.append_value(i),
+            None => b.append_value(n.as_f64().expect("a number")),
+        },
+        Value::String(s) => b.append_value(s.as_str()),
+        Value::Array(a) => {
+            let mut list = b.new_list();
+            for e in a {
+                append_json(&mut list, e);
+            }
+            list.finish();
+        }
+        Value::Object(o) => {
+            let mut object = b.new_object();
+            for (k, e) in o {
+                append_json(&mut ObjectFieldBuilder::new(k, &mut object), e);
+            }
+            object.finish();
+        }
+    }
+}
+
+/// A variant column of these values (SQL NULL for `None`), shredded as `shredding` when given
+/// (parquet-variant-compute's `shred_variant`), and its field named `name` with field id `id`.
+fn variant_column(
+    name: &str,
+    id: i32,
+    values: &[Option<Value>],
+    shredding: Option<&DataType>,
+) -> (Field, arrow::array::ArrayRef) {
+    let mut b = parquet::variant::VariantArrayBuilder::new(values.len());
+    for v in values {
+        match v {
+            None => b.append_null(),
+            Some(v) => append_json(&mut b, v),
+        }
+    }
+    let mut array = b.build();
+    if let Some(ty) = shredding {
+        array = parquet::variant::shred_variant(&array, ty).expect("shred_variant");
+    }
+    // Optional, with its field id (which replaces the metadata: the extension type again).
+    let field = array
+        .field(name)
+        .with_nullable(true)
+        .with_metadata(HashMap::from([(
+            "PARQUET:field_id".to_string(),
+            id.to_string(),
+        )]))
+        .with_extension_type(parquet::variant::VariantType);
+    (field, arrow::array::ArrayRef::from(array))
+}
+
+/// A format v3 table with `variant` columns, its data files written as the Iceberg spec
+/// stores variants in Parquet (a group annotated `VARIANT` holding the `metadata` and `value`
+/// binaries, and `typed_value` when shredded, the field id on the group) by parquet's
+/// `ArrowWriter`, values built with parquet-variant's builder: `id long required, v variant,
+/// st struct<a int, w variant>, vl list<variant>`, unpartitioned, `n` rows per file (two row
+/// groups).
+///
+/// * S1: F1 (ids `0..n`), unshredded, without an `ARROW:schema` hint (as Java writes).
+/// * S2: F2 (ids `1000..1000+n`), shredded ([`v3_variant_shredding`]: `v` and `vl`'s
+///   elements as an object of `a long, b string`, `st.w` as a long) by
+///   parquet-variant-compute's `shred_variant`, with the hint (views).
+/// * S3: a deletion vector deleting F2's rows 1 and 3.
+///
+/// Values: [`variant_v`], [`variant_w`], [`variant_vl`]; `st` is null when `id % 5 == 0`,
+/// else `a = id`. `expected[S]` holds the spec's rows with the variant values as their JSON
+/// text (serde_json's compact form; null for SQL NULL, `null` for the variant null): schema
+/// `id Int64, v Utf8, st Struct<a Int32, w Utf8>, vl List<Utf8>`. iceberg-rust wrote the table with `binary`
+/// in place of `variant`; the metadata and manifests' headers are retyped afterwards.
+pub fn v3_variant(n: usize) -> Fixture {
+    assert!(n >= 8, "every kind of value");
+    let bin = || Type::Primitive(PrimitiveType::Binary);
+    let schema = schema_of(vec![
+        req(1, "id", Type::Primitive(PrimitiveType::Long)),
+        opt(2, "v", bin()),
+        opt(
+            3,
+            "st",
+            Type::Struct(StructType::new(vec![
+                opt(4, "a", Type::Primitive(PrimitiveType::Int)),
+                opt(5, "w", bin()),
+            ])),
+        ),
+        opt(
+            6,
+            "vl",
+            Type::List(ListType::new(
+                NestedField::list_element(7, bin(), false).into(),
+            )),
+        ),
+    ]);
+    let mut h = Harness::new(
+        "v3_variant",
+        schema,
+        None,
+        HashMap::new(),
+        FormatVersion::V3,
+    );
+    let ids: HashMap<&str, i32> = ["id", "v", "st", "st.a", "st.w", "vl", "vl.element"]
+        .into_iter()
+        .map(|n| (n, h.schema().field_by_name(n).unwrap().id))
+        .collect();
+    let id_meta = |id: i32| HashMap::from([("PARQUET:field_id".to_string(), id.to_string())]);
+    let (v_shred, w_shred) = v3_variant_shredding();
+    // One data file of ids `first..first + n`.
+    let write = |h: &mut Harness, first: i64, shredded: bool| -> (DataFile, RecordBatch) {
+        let idv: Vec<i64> = (first..first + n as i64).collect();
+        let vs: Vec<Option<Value>> = idv.iter().map(|i| variant_v(*i)).collect();
+        let ws: Vec<Option<Value>> = idv.iter().map(|i| variant_w(*i)).collect();
+        let (vf, va) = variant_column("v", ids["v"], &vs, shredded.then_some(&v_shred));
+        let (wf, wa) = variant_column("w", ids["st.w"], &ws, shredded.then_some(&w_shred));
+        let af = Field::new("a", DataType::Int32, true).with_metadata(id_meta(ids["st.a"]));
+        let aa: arrow::array::ArrayRef = Arc::new(arrow::array::Int32Array::from(
+            idv.iter().map(|i| *i as i32).collect::<Vec<_>>(),
+        ));
+        let st_nulls: arrow::buffer::NullBuffer = idv.iter().map(|i| i % 5 != 0).collect();
+        let st = arrow::array::StructArray::try_new(
+            vec![Arc::new(af), Arc::new(wf)].into(),
+            vec![aa, wa],
+            Some(st_nulls),
+        )
+        .unwrap();
+        // vl: a list of variants (its elements one variant column).
+        let lists: Vec<Option<Vec<Option<Value>>>> = idv.iter().map(|i| variant_vl(*i)).collect();
+        let elements: Vec<Option<Value>> = lists.iter().flatten().flatten().cloned().collect();
+        let (ef, ea) = variant_column(
+            "element",
+            ids["vl.element"],
+            &elements,
+            shredded.then_some(&v_shred),
+        );
+        let lengths = lists.iter().map(|l| l.as_ref().map_or(0, Vec::len));
+        let vl = arrow::array::ListArray::try_new(
+            Arc::new(ef),
+            arrow::buffer::OffsetBuffer::from_lengths(lengths),
+            ea,
+            Some(lists.iter().map(Option::is_some).collect()),
+        )
+        .unwrap();
+        let fields = vec![
+            Field::new("id", DataType::Int64, false).with_metadata(id_meta(ids["id"])),
+            vf,
+            Field::new("st", st.data_type().clone(), true).with_metadata(id_meta(ids["st"])),
+            Field::new("vl", vl.data_type().clone(), true).with_metadata(id_meta(ids["vl"])),
+        ];
+        let batch = RecordBatch::try_new(
+            Arc::new(ArrowSchema::new(fields)),
+            vec![
+                Arc::new(Int64Array::from(idv)),
+                va,
+                Arc::new(st),
+                Arc::new(vl),
+            ],
+        )
+        .unwrap();
+        let tag = h.next_tag("variant");
+        let uri = format!("{}/data/{tag}.parquet", h.table.metadata().location());
+        let local = local_path(&uri);
+        std::fs::create_dir_all(local.parent().unwrap()).unwrap();
+        let options = parquet::arrow::arrow_writer::ArrowWriterOptions::new()
+            .with_properties(writer_props(n / 2))
+            .with_skip_arrow_metadata(!shredded);
+        let mut w = ArrowWriter::try_new_with_options(
+            std::fs::File::create(&local).unwrap(),
+            batch.schema(),
+            options,
+        )
+        .unwrap();
+        w.write(&batch).unwrap();
+        w.close().unwrap();
+        let df = DataFileBuilder::default()
+            .content(DataContentType::Data)
+            .file_path(uri)
+            .file_format(DataFileFormat::Parquet)
+            .file_size_in_bytes(std::fs::metadata(&local).unwrap().len())
+            .record_count(n as u64)
+            .partition(Struct::empty())
+            .partition_spec_id(h.table.metadata().default_partition_spec_id())
+            .build()
+            .unwrap();
+        (df, batch)
+    };
+    // The spec's rows, variants as JSON text.
+    let text = |v: Option<Value>| v.map_or(V::Null, |v| V::Str(v.to_string()));
+    let expected_rows = |ids: &[i64]| -> Vec<Row> {
+        ids.iter()
+            .map(|&i| {
+                let st = if i % 5 == 0 {
+                    V::Null
+                } else {
+                    V::Struct(row(vec![
+                        ("a", V::I32(i as i32)),
+                        ("w", text(variant_w(i))),
+                    ]))
+                };
+                let vl =
+                    variant_vl(i).map_or(V::Null, |l| V::List(l.into_iter().map(text).collect()));
+                row(vec![
+                    ("id", V::I64(i)),
+                    ("v", text(variant_v(i))),
+                    ("st", st),
+                    ("vl", vl),
+                ])
+            })
+            .collect()
+    };
+    let expected_schema = Arc::new(ArrowSchema::new(vec![
+        Field::new("id", DataType::Int64, false),
+        Field::new("v", DataType::Utf8, true),
+        Field::new(
+            "st",
+            DataType::Struct(
+                vec![
+                    Field::new("a", DataType::Int32, true),
+                    Field::new("w", DataType::Utf8, true),
+                ]
+                .into(),
+            ),
+            true,
+        ),
+        Field::new(
+            "vl",
+            DataType::List(Arc::new(Field::new("element", DataType::Utf8, true))),
+            true,
+        ),
+    ]));
+    let f1 = write(&mut h, 0, false);
+    let s1 = h.append(vec![f1]);
+    let mut live: Vec<i64> = (0..n as i64).collect();
+    h.expected
+        .insert(s1, batch_from_rows(&expected_schema, &expected_rows(&live)));
+    let f2 = write(&mut h, 1000, true);
+    let f2_path = f2.0.file_path().to_string();
+    let s2 = h.append(vec![f2]);
+    live.extend(1000..1000 + n as i64);
+    h.expected
+        .insert(s2, batch_from_rows(&expected_schema, &expected_rows(&live)));
+    let vectors = write_vectors(&mut h, &[(f2_path, vec![1, 3])], Damage::None);
+    let deletes = vectors
+        .into_iter()
+        .map(|(f, rows, offset, length)| (f, rows, Some((offset, length))))
+        .collect();
+    let s3 = commit_deletes_v3(&mut h, deletes, vec![]);
+    live.retain(|i| *i != 1001 && *i != 1003);
+    h.expected
+        .insert(s3, batch_from_rows(&expected_schema, &expected_rows(&live)));
+    let fixture = h.finish();
+    let types: HashMap<i64, &str> = HashMap::from([
+        (ids["v"] as i64, "variant"),
+        (ids["st.w"] as i64, "variant"),
+        (ids["vl.element"] as i64, "variant"),
+    ]);
+    rewrite_json(&local_path(&fixture.metadata_location), |md| {
+        retype(&mut md["schemas"], &types)
+    });
+    for m in manifests(&fixture.table_root) {
+        rewrite_avro_header(&m, |k, v| {
+            if k != "schema" {
+                return v;
+            }
+            let mut s: Value = serde_json::from_slice(&v).unwrap();
+            retype(&mut s, &types);
+            serde_json::to_vec(&s).unwrap()
         });
     }
     fixture

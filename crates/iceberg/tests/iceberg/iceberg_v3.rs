@@ -411,14 +411,25 @@ fn v3_types_defaults_and_nanosecond_timestamps() {
             .filter(col("d_int").eq(7)),
     );
     assert_eq!(n.len(), 12, "F1's rows read d_int = 7");
-    // variant and geometry: refused when read (selected, or by a filter), naming the column
-    // and a data file; other columns read.
-    for (c, ty) in [("v", "variant"), ("g", "geometry")] {
-        let e = error(TableScan::from_table(t.clone()).columns(["id", c]));
-        assert_eq!(e.kind(), ErrorKind::Unsupported, "{e}");
-        let msg = e.to_string();
-        assert!(msg.contains(ty) && msg.contains(&format!("{c:?}")), "{msg}");
-        assert!(msg.contains(".parquet"), "names the data file: {msg}");
+    // geometry: refused when read (selected, or by a filter), naming the column and a data
+    // file; other columns read.
+    let e = error(TableScan::from_table(t.clone()).columns(["id", "g"]));
+    assert_eq!(e.kind(), ErrorKind::Unsupported, "{e}");
+    let msg = e.to_string();
+    assert!(msg.contains("geometry") && msg.contains("\"g\""), "{msg}");
+    assert!(msg.contains(".parquet"), "names the data file: {msg}");
+    // variant: read (as Arrow's variant struct; these files lack the column: nulls); filters
+    // on it are refused.
+    let (schema, batches) = read(TableScan::from_table(t.clone()).columns(["id", "v"])).unwrap();
+    assert_eq!(
+        schema.field(1).data_type(),
+        &rayquet_iceberg::variant_type()
+    );
+    assert_eq!(batches.iter().map(|b| b.num_rows()).sum::<usize>(), 24);
+    assert!(batches
+        .iter()
+        .all(|b| b.column(1).null_count() == b.num_rows()));
+    for c in ["v", "g"] {
         let e = error(
             TableScan::from_table(t.clone())
                 .columns(["id"])
@@ -584,5 +595,324 @@ fn each_puffin_file_is_read_once_per_scan() {
     assert!(
         (1..=3).contains(&reads),
         "{reads} Puffin reads for 3 vectors"
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// variant
+// ---------------------------------------------------------------------------------------------
+
+/// Whether `f` is tagged with Arrow's Parquet variant extension type.
+fn is_variant(f: &Field) -> bool {
+    f.extension_type_name() == Some("arrow.parquet.variant")
+}
+
+/// `col` (of field `f`) with its variants (at any depth of structs and lists) as their JSON
+/// text, as
+/// parquet-variant-compute's `variant_to_json` renders them, re-serialised by serde_json (the
+/// fixture's form); nulls stay null.
+fn variant_json(f: &Field, col: &arrow::array::ArrayRef) -> (Field, arrow::array::ArrayRef) {
+    if is_variant(f) {
+        let text = parquet::variant::variant_to_json(col).expect("variant_to_json");
+        let normal: StringArray = text
+            .iter()
+            .map(|t| {
+                t.map(|t| {
+                    serde_json::from_str::<serde_json::Value>(t)
+                        .unwrap()
+                        .to_string()
+                })
+            })
+            .collect();
+        return (Field::new(f.name(), DataType::Utf8, true), Arc::new(normal));
+    }
+    if let DataType::Struct(fields) = f.data_type() {
+        let s = col.as_struct();
+        let (fs, cs): (Vec<Field>, Vec<_>) = fields
+            .iter()
+            .zip(s.columns())
+            .map(|(f, c)| variant_json(f, c))
+            .unzip();
+        let s = arrow::array::StructArray::try_new(fs.into(), cs, s.nulls().cloned()).unwrap();
+        return (
+            Field::new(f.name(), s.data_type().clone(), true),
+            Arc::new(s),
+        );
+    }
+    if let DataType::List(e) = f.data_type() {
+        let l = col.as_list::<i32>();
+        let (ef, values) = variant_json(e, l.values());
+        let l = arrow::array::ListArray::try_new(
+            Arc::new(ef),
+            l.offsets().clone(),
+            values,
+            l.nulls().cloned(),
+        )
+        .unwrap();
+        return (
+            Field::new(f.name(), l.data_type().clone(), true),
+            Arc::new(l),
+        );
+    }
+    (f.clone(), Arc::clone(col))
+}
+
+/// Batches with their variants as JSON text (see [`variant_json`]).
+fn as_json(batches: &[RecordBatch]) -> Vec<RecordBatch> {
+    batches
+        .iter()
+        .map(|b| {
+            let (fs, cs): (Vec<Field>, Vec<_>) = b
+                .schema()
+                .fields()
+                .iter()
+                .zip(b.columns())
+                .map(|(f, c)| variant_json(f, c))
+                .unzip();
+            RecordBatch::try_new(Arc::new(Schema::new(fs)), cs).unwrap()
+        })
+        .collect()
+}
+
+/// The variant at `row` of `col` as its `metadata` and `value` bytes (`None`: SQL NULL).
+fn variant_bytes(col: &dyn Array, row: usize) -> Option<(Vec<u8>, Vec<u8>)> {
+    if col.is_null(row) {
+        return None;
+    }
+    let s = col.as_struct();
+    let bytes = |name: &str| {
+        let c = cast(s.column_by_name(name).unwrap(), &DataType::Binary).unwrap();
+        c.as_binary::<i32>().value(row).to_vec()
+    };
+    Some((bytes("metadata"), bytes("value")))
+}
+
+/// Parquet's own reader of a data file (its Arrow reader, whole file), with its variant
+/// columns unshredded by parquet-variant-compute when the file shreds them: `v` and `st.w` per
+/// row.
+#[allow(clippy::type_complexity)]
+fn parquet_reference(
+    path: &std::path::Path,
+) -> Vec<(Option<(Vec<u8>, Vec<u8>)>, Option<(Vec<u8>, Vec<u8>)>)> {
+    use parquet::variant::{unshred_variant, VariantArray};
+    let unshredded = |c: &arrow::array::ArrayRef| -> arrow::array::ArrayRef {
+        let v = VariantArray::try_new(c.as_ref()).unwrap();
+        Arc::new(unshred_variant(&v).unwrap().into_inner())
+    };
+    let file = std::fs::File::open(path).unwrap();
+    let reader = parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(file)
+        .unwrap()
+        .build()
+        .unwrap();
+    let mut out = Vec::new();
+    for b in reader {
+        let b = b.unwrap();
+        assert!(is_variant(b.schema().field_with_name("v").unwrap()));
+        let v = unshredded(b.column_by_name("v").unwrap());
+        let st = b.column_by_name("st").unwrap().as_struct();
+        let w = unshredded(st.column_by_name("w").unwrap());
+        for r in 0..b.num_rows() {
+            let w = if st.is_null(r) {
+                None
+            } else {
+                variant_bytes(w.as_ref(), r)
+            };
+            out.push((variant_bytes(v.as_ref(), r), w));
+        }
+    }
+    out
+}
+
+#[test]
+fn variant_columns_read_as_arrow_variants() {
+    let fx = v3_variant(16);
+    // F1 stores the variants unshredded, F2 shredded (`typed_value` groups).
+    let shredded = |f: &WrittenFile| {
+        let file = std::fs::File::open(&f.local_path).unwrap();
+        let r = parquet::file::reader::SerializedFileReader::new(file).unwrap();
+        let md = parquet::file::reader::FileReader::metadata(&r);
+        let paths: Vec<String> = md
+            .file_metadata()
+            .schema_descr()
+            .columns()
+            .iter()
+            .map(|c| c.path().string())
+            .collect();
+        (
+            paths.iter().any(|p| p.starts_with("v.typed_value")),
+            paths.iter().any(|p| p.starts_with("st.w.typed_value")),
+            paths.iter().any(|p| p.contains(".element.typed_value")),
+        )
+    };
+    assert_eq!(shredded(&fx.data_files[0]), (false, false, false));
+    assert_eq!(shredded(&fx.data_files[1]), (true, true, true));
+    let t = table(&fx);
+    let want = sorted_rows(&[fx.expected_current()]);
+    // The whole table: F1 unshredded, F2 shredded (unshredded by the reader), one DV.
+    let (schema, batches) = read(TableScan::from_table(t.clone())).unwrap();
+    assert_eq!(sorted_rows(&as_json(&batches)), want);
+    // The type: Arrow's variant extension over struct<metadata, value>, nested too, with the
+    // field ids of the table.
+    let v = schema.field_with_name("v").unwrap();
+    assert!(is_variant(v), "{v:?}");
+    assert_eq!(v.data_type(), &rayquet_iceberg::variant_type());
+    assert!(v.is_nullable());
+    assert_eq!(
+        v.metadata().get("PARQUET:field_id"),
+        Some(&fx.field_id("v").to_string())
+    );
+    let DataType::Struct(st) = schema.field_with_name("st").unwrap().data_type() else {
+        panic!("st is a struct")
+    };
+    assert!(is_variant(&st[1]));
+    assert_eq!(st[1].data_type(), &rayquet_iceberg::variant_type());
+    let DataType::List(e) = schema.field_with_name("vl").unwrap().data_type() else {
+        panic!("vl is a list")
+    };
+    assert!(is_variant(e));
+    assert_eq!(
+        e.metadata().get("PARQUET:field_id"),
+        Some(&fx.field_id("vl.element").to_string())
+    );
+    let output = TableScan::from_table(t.clone()).output_schema().unwrap();
+    assert_eq!(output, schema);
+    // Batches have that schema exactly.
+    assert!(batches.iter().all(|b| b.schema() == schema));
+
+    // Time travel: S1 (unshredded only), S2 (before the deletion vector).
+    for (i, snap) in fx.snapshot_ids.iter().enumerate() {
+        let got = rows_json(TableScan::from_table(t.clone()).snapshot_id(*snap));
+        assert_eq!(
+            got,
+            sorted_rows(&[fx.expected_at(*snap).clone()]),
+            "snapshot {i}"
+        );
+    }
+
+    // Selections, filters on other columns, small batches, a limit.
+    let expected = fx.expected_current();
+    let got = rows_json(
+        TableScan::from_table(t.clone())
+            .columns(["v", "id"])
+            .filter(col("id").gt_eq(1000))
+            .batch_size(3),
+    );
+    let kept = filter_rows(&expected, |r| {
+        expected.column(0).as_primitive::<Int64Type>().value(r) >= 1000
+    });
+    assert_eq!(got, sorted_rows(&[project(&kept, &["v", "id"])]));
+    let got = rows_json(
+        TableScan::from_table(t.clone())
+            .columns(["st", "id"])
+            .filter(col("st.a").lt(5)),
+    );
+    let kept = filter_rows(&expected, |r| {
+        expected.column(0).as_primitive::<Int64Type>().value(r) < 5
+            && expected.column(0).as_primitive::<Int64Type>().value(r) % 5 != 0
+    });
+    assert_eq!(got, sorted_rows(&[project(&kept, &["st", "id"])]));
+    let (_, limited) = read(TableScan::from_table(t.clone()).columns(["v"]).limit(5)).unwrap();
+    assert_eq!(limited.iter().map(|b| b.num_rows()).sum::<usize>(), 5);
+
+    // The variant columns not selected: the table reads like any other.
+    assert_eq!(
+        rows(TableScan::from_table(t.clone()).columns(["id"])),
+        sorted_rows(&[project(&expected, &["id"])])
+    );
+    // Filters on a variant column are refused, naming it.
+    let e = error(
+        TableScan::from_table(t.clone())
+            .columns(["id"])
+            .filter(col("v").is_null()),
+    );
+    assert_eq!(e.kind(), ErrorKind::Unsupported, "{e}");
+    assert!(e.to_string().contains("\"v\""), "{e}");
+
+    // Shipped to another process (the distributed path): the same rows.
+    let planned = TableScan::from_table(t.clone()).plan().unwrap();
+    assert_eq!(
+        planned.plan.output_schema().unwrap(),
+        schema,
+        "the plan's schema"
+    );
+    let (shipped_rows, units) = shipped_json(TableScan::from_table(t.clone()));
+    assert_eq!(units.len(), 2);
+    assert_eq!(shipped_rows, want);
+
+    // Against parquet's own reader of each data file (plus parquet-variant-compute's
+    // unshredding): the same bytes at every position rayquet delivers.
+    let (_, batches) =
+        read(TableScan::from_table(t.clone()).columns(["_file", "_pos", "v", "st"])).unwrap();
+    let mut seen = 0;
+    for f in &fx.data_files {
+        let reference = parquet_reference(&f.local_path);
+        assert_eq!(reference.len(), f.rows.num_rows());
+        for b in &batches {
+            let files = b.column(0).as_string::<i32>();
+            let pos = b.column(1).as_primitive::<Int64Type>();
+            let st = b.column(3).as_struct();
+            for r in 0..b.num_rows() {
+                if files.value(r) != f.path {
+                    continue;
+                }
+                let (v, w) = &reference[pos.value(r) as usize];
+                assert_eq!(
+                    &variant_bytes(b.column(2).as_ref(), r),
+                    v,
+                    "{} row {}",
+                    f.path,
+                    pos.value(r)
+                );
+                let got_w = if st.is_null(r) {
+                    None
+                } else {
+                    variant_bytes(st.column(1).as_ref(), r)
+                };
+                assert_eq!(&got_w, w, "{} st.w row {}", f.path, pos.value(r));
+                seen += 1;
+            }
+        }
+    }
+    assert_eq!(seen, expected.num_rows());
+}
+
+/// [`rows`] with variants as JSON text.
+fn rows_json(scan: TableScan) -> Vec<String> {
+    let (_, b) = read(scan).unwrap_or_else(|e| panic!("rayquet: {e}"));
+    sorted_rows(&as_json(&b))
+}
+
+/// [`shipped`] with variants as JSON text.
+fn shipped_json(scan: TableScan) -> (Vec<String>, Vec<TaskUnit>) {
+    let planned = scan.plan().expect("plan");
+    let plan: ScanPlan =
+        serde_json::from_str(&serde_json::to_string(&planned.plan).unwrap()).unwrap();
+    let units: Vec<TaskUnit> = futures::executor::block_on(planned.units.collect::<Vec<_>>())
+        .into_iter()
+        .map(|u| serde_json::from_str(&serde_json::to_string(&u.unwrap()).unwrap()).unwrap())
+        .collect();
+    let stream = futures::stream::iter(units.clone().into_iter().map(Ok));
+    let reader = plan
+        .scan(stream, ScanOptions::new().batch_size(5))
+        .unwrap()
+        .build()
+        .unwrap();
+    let batches: Vec<_> = reader.map(|b| b.expect("batch")).collect();
+    (sorted_rows(&as_json(&batches)), units)
+}
+
+#[test]
+fn variant_in_caller_planned_tasks() {
+    // A table rayquet loaded (normalised), planned by iceberg-rust, read by scan_tasks: S2
+    // (S3's deletion vector would be refused in such tasks).
+    let fx = v3_variant(8);
+    let t = table(&fx);
+    let s2 = fx.snapshot_ids[1];
+    let tasks = plan_tasks(&t, Some(s2), Some(&["id", "v"]), None, true);
+    let scan = scan_tasks(tasks, Some(&t)).unwrap();
+    let batches: Vec<RecordBatch> = scan.build().unwrap().map(|b| b.unwrap()).collect();
+    assert_eq!(
+        sorted_rows(&as_json(&batches)),
+        sorted_rows(&[project(fx.expected_at(s2), &["id", "v"])])
     );
 }
