@@ -8,9 +8,18 @@
 //! Invariants: never reads outside its input and never panics on malformed input (a short or
 //! malformed stream is an `Err`); appends exactly the number of values asked for.
 
-/// Append `n` values of bit width `bit_width` (at most 32), RLE / bit-packing hybrid encoded in
-/// `buf` (without a length prefix), to `out`. Bytes after the `n`th value are ignored.
-pub(crate) fn decode(
+crate::decode::dispatch::dispatched! {
+    /// Append `n` values of bit width `bit_width` (at most 32), RLE / bit-packing hybrid encoded
+    /// in `buf` (without a length prefix), to `out`. Bytes after the `n`th value are ignored.
+    /// Dispatched ([`crate::decode::dispatch`]): the unpacking loops use BMI2 and AVX2 where the
+    /// CPU has them.
+    pub(crate) fn decode(buf: &[u8], bit_width: u8, n: usize, out: &mut Vec<u32>)
+        -> Result<(), &'static str> => decode_body;
+}
+
+/// [`decode`], inlined into each of its copies.
+#[inline(always)]
+fn decode_body(
     buf: &[u8],
     bit_width: u8,
     n: usize,
@@ -60,6 +69,7 @@ pub(crate) fn decode(
 
 /// Append the first `take` values of width `bw` packed in `data` (which holds at least
 /// `ceil(take * bw / 8)` bytes).
+#[inline(always)]
 fn unpack(data: &[u8], bw: usize, mask: u32, take: usize, out: &mut Vec<u32>) {
     if bw == 0 {
         out.extend(std::iter::repeat_n(0, take));
@@ -112,7 +122,7 @@ fn unpack(data: &[u8], bw: usize, mask: u32, take: usize, out: &mut Vec<u32>) {
 
 /// Append the first `groups` groups of 8 values of width `BW` (at most 32: a group is `BW`
 /// bytes) packed in `data`; returns the number of values appended.
-#[inline]
+#[inline(always)]
 fn groups_of<const BW: usize>(data: &[u8], groups: usize, out: &mut Vec<u32>) -> usize {
     let mut n = 0;
     for group in data.chunks_exact(BW).take(groups) {
@@ -298,6 +308,7 @@ fn count_ones(buf: &[u8], bit: usize, n: usize) -> Result<usize, &'static str> {
 }
 
 /// An unsigned LEB128 run header at `buf[*at..]`, advancing `at`.
+#[inline(always)]
 fn varint(buf: &[u8], at: &mut usize) -> Result<u64, &'static str> {
     let mut v = 0u64;
     for shift in (0..35).step_by(7) {
