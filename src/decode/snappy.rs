@@ -350,6 +350,7 @@ const fn elements() -> [u32; 256] {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::decode::dispatch::{on_thread, Kernels};
     use rayquet_testkit::Rng;
 
     /// `snap`'s answer and ours, for `src` into an output of `want` bytes, with `slack` spare
@@ -360,11 +361,16 @@ mod tests {
             .decompress(src, &mut a)
             .ok()
             .map(|n| a[..n].to_vec());
-        let mut b = vec![0xAAu8; want + slack];
-        let ours = decompress_into(src, &mut b, want)
-            .ok()
-            .map(|n| b[..n].to_vec());
-        (theirs, ours)
+        // Both copies of the dispatched decoder (the v3 one where the CPU has it) agree.
+        let ours = |kernels| {
+            let mut b = vec![0xAAu8; want + slack];
+            on_thread(kernels, || decompress_into(src, &mut b, want))
+                .ok()
+                .map(|n| b[..n].to_vec())
+        };
+        let portable = ours(Kernels::Portable);
+        assert_eq!(portable, ours(Kernels::V3), "the two copies differ");
+        (theirs, portable)
     }
 
     /// Data of every shape snappy meets: runs, short and long repeats, near and far (over
