@@ -276,8 +276,7 @@ impl<T: Word> Build for Fixed<T> {
         }
         self.dict.clear();
         let w = self.width;
-        self.dict
-            .extend((0..dict.n).map(|i| T::from_plain(dict.buf, i, w)));
+        T::widen(&dict.buf[..dict.n * w], w, &mut self.dict);
         Ok(())
     }
 
