@@ -42,8 +42,9 @@ std::thread_local! {
     static LOCAL: std::cell::Cell<u8> = const { std::cell::Cell::new(UNSET) };
 }
 
-/// Whether this CPU has every feature the v3 copies are compiled with.
-fn detected() -> bool {
+/// Whether this CPU has every feature the v3 copies are compiled with (cached by the standard
+/// library after the first call).
+pub(crate) fn detected() -> bool {
     #[cfg(target_arch = "x86_64")]
     {
         std::arch::is_x86_feature_detected!("avx2")
@@ -153,8 +154,10 @@ macro_rules! dispatched {
                     $body($($a),*)
                 }
                 if $crate::decode::dispatch::v3() {
+                    debug_assert!($crate::decode::dispatch::detected(), "v3 without its features");
                     // SAFETY: `v3()` is true only when `is_x86_feature_detected!` found every
-                    // feature this copy is compiled with; the body itself is safe code.
+                    // feature this copy is compiled with (asserted above); the body itself is
+                    // safe code.
                     return unsafe { v3($($a),*) };
                 }
             }
