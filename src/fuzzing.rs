@@ -10,7 +10,11 @@
 //! | [`snappy`] | `decode::snappy::decompress_into` | the `snap` crate: same bytes, or both refuse |
 //! | [`rle`] | `decode::rle::decode` and `Cursor` (next, skip, skip_sum) | a bit-by-bit decoder written here from the format's description |
 //! | [`validate`] | the thrift walkers, `validate::pages` and the pooled page reader of one column chunk | parquet's metadata decoder and schema conversion: what the walkers accept must not crash them |
-//! | [`direct`] | the direct reader on one column chunk of a file, with a scattered row selection | parquet's reader with the same selection: the same batches, or a clean error |
+//! | [`direct`] | the direct reader on one column chunk of a file, with a scattered row selection, then every row | parquet's reader with the same selection (or none): the same batches, or a clean error |
+//!
+//! The dispatched decoders ([`crate::decode::dispatch`]) run with each copy the CPU has
+//! (portable, and x86-64-v3 where detected; chosen for the calling thread), so the
+//! references check both.
 //!
 //! A panic inside parquet or arrow (a crate from the registry) is caught, as scans catch it,
 //! and is not a finding; a panic in rayquet's own code is. [`seeds`] extracts small seeds for
@@ -33,6 +37,7 @@ use parquet::file::metadata::{
 };
 use parquet::schema::types::{SchemaDescriptor, Type};
 
+use crate::decode::dispatch::{self, Kernels};
 use crate::decode::{direct as direct_reader, flat, pages, rle as hybrid, snappy as snappy_codec};
 use crate::io::chunk::SparseChunk;
 use crate::validate::thrift;
@@ -88,8 +93,32 @@ pub fn snappy(data: &[u8]) {
         .decompress(&src, &mut theirs_buf)
         .ok()
         .map(|n| &theirs_buf[..n]);
-    let mut ours_buf = vec![0xA5u8; want + slack];
-    let ours = snappy_codec::decompress_into(&src, &mut ours_buf, want);
+    for kernels in compared_kernels() {
+        let mut ours_buf = vec![0xA5u8; want + slack];
+        let ours = dispatch::on_thread(kernels, || {
+            snappy_codec::decompress_into(&src, &mut ours_buf, want)
+        });
+        snappy_agree(theirs, ours, &ours_buf, (want, slack), kernels);
+    }
+}
+
+/// The kernels every check runs rayquet's decoders with: both copies where the CPU has
+/// x86-64-v3 ([`crate::decode::dispatch`]), else the portable one.
+fn compared_kernels() -> Vec<Kernels> {
+    if dispatch::both() {
+        vec![Kernels::Portable, Kernels::V3]
+    } else {
+        vec![Kernels::Portable]
+    }
+}
+
+fn snappy_agree(
+    theirs: Option<&[u8]>,
+    ours: Result<usize, snappy_codec::SnappyError>,
+    ours_buf: &[u8],
+    (want, slack): (usize, usize),
+    kernels: Kernels,
+) {
     match (theirs, &ours) {
         (Some(t), Ok(n)) => assert!(
             *n == t.len() && ours_buf[..*n] == *t,
@@ -98,7 +127,8 @@ pub fn snappy(data: &[u8]) {
         ),
         (None, Err(_)) => {}
         (t, o) => panic!(
-            "snappy: snap {} and rayquet {o:?} disagree (want {want}, slack {slack})",
+            "snappy: snap {} and rayquet {o:?} disagree (want {want}, slack {slack}, \
+             {kernels:?})",
             if t.is_some() { "decodes" } else { "refuses" }
         ),
     }
@@ -184,6 +214,15 @@ pub fn rle(data: &[u8]) {
     let buf = data[4..].to_vec();
     let mut out = vec![7u32];
     let decoded = hybrid::decode(&buf, bw, n, &mut out);
+    // The other copies of the dispatched decoder give the same values, or the same error.
+    for kernels in compared_kernels() {
+        let mut again = vec![7u32];
+        let d = dispatch::on_thread(kernels, || hybrid::decode(&buf, bw, n, &mut again));
+        assert!(
+            d == decoded && (d.is_err() || again == out),
+            "rle: decode with {kernels:?} differs"
+        );
+    }
     let cursor = hybrid::Cursor::new(bw);
     if bw > 32 {
         assert!(decoded.is_err() && cursor.is_err(), "rle: bit width {bw}");
@@ -417,9 +456,10 @@ fn one_column_file(
 /// string views (bit 2); the rest is a Parquet file. The footer is read as scans read it
 /// (checked thrift, page index), the chunk's page headers checked, its bytes given as the only
 /// fetched piece (an exact allocation); when the direct reader takes the chunk (a flat column
-/// it reads, a scattered selection), its batches (each validated with `validate_full`) must
-/// equal parquet's reader's with the same metadata, selection and batch size whenever parquet
-/// reads them; rayquet may refuse more (a clean error), never read otherwise.
+/// it reads, a scattered selection; then every row, where it reads whole row groups), its
+/// batches (each validated with `validate_full`) must equal parquet's reader's with the same
+/// metadata, selection and batch size whenever parquet reads them; rayquet may refuse more (a
+/// clean error), never read otherwise.
 pub fn direct(data: &[u8]) {
     if data.len() < 4 + 12 {
         return;
@@ -470,11 +510,33 @@ pub fn direct(data: &[u8]) {
     }
     let selection = scattered_selection(rows, ctrl[2]);
     let batch = [1, 7, 100, 1024][usize::from(ctrl[3] & 3)];
-    // The first leaf from `ctrl[0]` on that the direct reader takes.
+    // The scattered selection, then every row (the direct reader reads whole row groups of
+    // columns without nulls), each with every copy of the dispatched kernels.
+    for kernels in compared_kernels() {
+        for sel in [Some(&selection), None] {
+            dispatch::on_thread(kernels, || {
+                direct_compare((&meta, &file), rg, ctrl[0], sel, batch);
+            });
+        }
+    }
+}
+
+/// [`direct`]'s comparison of row group `rg`, the rows of `selection` (`None`: every row), of
+/// the first leaf from `first` on that the direct reader takes.
+fn direct_compare(
+    (meta, file): (&crate::footer::meta::FileMeta, &Bytes),
+    rg: usize,
+    first: u8,
+    selection: Option<&RowSelection>,
+    batch: usize,
+) {
+    let reader_meta = meta.reader.clone();
+    let group = reader_meta.metadata().row_group(rg);
+    // The first leaf from `first` on that the direct reader takes.
     let n = group.num_columns();
     let Some((leaf, ours)) = (0..n).find_map(|i| {
-        let leaf = (usize::from(ctrl[0]) + i) % n;
-        direct_chunk(&meta, &file, rg, leaf, &selection, batch).map(|r| (leaf, r))
+        let leaf = (usize::from(first) + i) % n;
+        direct_chunk(meta, file, rg, leaf, selection, batch).map(|r| (leaf, r))
     }) else {
         return;
     };
@@ -493,15 +555,19 @@ pub fn direct(data: &[u8]) {
     }
     let theirs = guarded("parquet's reader", || {
         let mask = ProjectionMask::leaves(reader_meta.parquet_schema(), [leaf]);
-        ParquetRecordBatchReaderBuilder::new_with_metadata(file.clone(), reader_meta.clone())
-            .with_row_groups(vec![rg])
-            .with_projection(mask)
-            .with_batch_size(batch)
-            .with_row_selection(selection)
-            .build()
-            .ok()?
-            .collect::<Result<Vec<_>, _>>()
-            .ok()
+        let b =
+            ParquetRecordBatchReaderBuilder::new_with_metadata(file.clone(), reader_meta.clone())
+                .with_row_groups(vec![rg])
+                .with_projection(mask)
+                .with_batch_size(batch);
+        match selection {
+            Some(sel) => b.with_row_selection(sel.clone()),
+            None => b,
+        }
+        .build()
+        .ok()?
+        .collect::<Result<Vec<_>, _>>()
+        .ok()
     });
     let Ok(Some(theirs)) = theirs else { return };
     DIRECT_COMPARED.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
@@ -527,7 +593,7 @@ fn direct_chunk(
     file: &Bytes,
     rg: usize,
     leaf: usize,
-    selection: &RowSelection,
+    selection: Option<&RowSelection>,
     batch: usize,
 ) -> Option<Result<Vec<RecordBatch>, arrow::error::ArrowError>> {
     let md = meta.reader.metadata();
@@ -556,7 +622,7 @@ fn direct_chunk(
             leaves: &[leaf],
             sizes,
         };
-        let sel = (Some(selection.clone()), false);
+        let sel = (selection.cloned(), false);
         match direct_reader::open(&meta.reader, rg, leaves, chunk, sel, batch) {
             Ok(direct_reader::RowGroupReader::Direct(r)) => {
                 Some(r.collect::<Result<Vec<RecordBatch>, _>>())

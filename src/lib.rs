@@ -59,6 +59,12 @@ mod footer;
 #[cfg(feature = "fuzzing")]
 #[doc(hidden)]
 pub mod fuzzing;
+/// Which copies of rayquet's dispatched decoding kernels run (portable, or x86-64-v3 where the
+/// CPU has it): for tests and benchmarks that compare both, not a stable API.
+#[doc(hidden)]
+pub mod __kernels {
+    pub use crate::decode::dispatch::{force, kernels, Kernels};
+}
 mod input;
 mod io;
 pub mod layer;

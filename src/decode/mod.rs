@@ -30,6 +30,7 @@ pub(crate) mod byte_pages;
 pub(crate) mod dict_filter;
 pub(crate) mod dictionary;
 pub(crate) mod direct;
+pub(crate) mod dispatch;
 pub(crate) mod flat;
 pub(crate) mod pages;
 pub(crate) mod part;

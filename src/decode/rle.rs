@@ -8,9 +8,18 @@
 //! Invariants: never reads outside its input and never panics on malformed input (a short or
 //! malformed stream is an `Err`); appends exactly the number of values asked for.
 
-/// Append `n` values of bit width `bit_width` (at most 32), RLE / bit-packing hybrid encoded in
-/// `buf` (without a length prefix), to `out`. Bytes after the `n`th value are ignored.
-pub(crate) fn decode(
+crate::decode::dispatch::dispatched! {
+    /// Append `n` values of bit width `bit_width` (at most 32), RLE / bit-packing hybrid encoded
+    /// in `buf` (without a length prefix), to `out`. Bytes after the `n`th value are ignored.
+    /// Dispatched ([`crate::decode::dispatch`]): the unpacking loops use BMI2 and AVX2 where the
+    /// CPU has them.
+    pub(crate) fn decode(buf: &[u8], bit_width: u8, n: usize, out: &mut Vec<u32>)
+        -> Result<(), &'static str> => decode_body;
+}
+
+/// [`decode`], inlined into each of its copies.
+#[inline(always)]
+fn decode_body(
     buf: &[u8],
     bit_width: u8,
     n: usize,
@@ -60,6 +69,7 @@ pub(crate) fn decode(
 
 /// Append the first `take` values of width `bw` packed in `data` (which holds at least
 /// `ceil(take * bw / 8)` bytes).
+#[inline(always)]
 fn unpack(data: &[u8], bw: usize, mask: u32, take: usize, out: &mut Vec<u32>) {
     if bw == 0 {
         out.extend(std::iter::repeat_n(0, take));
@@ -111,34 +121,57 @@ fn unpack(data: &[u8], bw: usize, mask: u32, take: usize, out: &mut Vec<u32>) {
 }
 
 /// Append the first `groups` groups of 8 values of width `BW` (at most 32: a group is `BW`
-/// bytes) packed in `data`; returns the number of values appended.
-#[inline]
+/// bytes) packed in `data`; returns the number of values appended. Groups are unpacked straight
+/// from `data` while the bytes [`unpack8`] reads lie inside it, the last ones from a padded copy.
+#[inline(always)]
 fn groups_of<const BW: usize>(data: &[u8], groups: usize, out: &mut Vec<u32>) -> usize {
-    let mut n = 0;
-    for group in data.chunks_exact(BW).take(groups) {
-        let values: [u32; 8] = if BW <= 16 {
-            // A group is one 128-bit word.
-            let mask = (1u128 << BW) - 1;
-            let mut word = [0u8; 16];
-            word[..BW].copy_from_slice(group);
-            let w = u128::from_le_bytes(word);
-            std::array::from_fn(|i| ((w >> (i * BW)) & mask) as u32)
-        } else {
-            // Padded so that every value is read as one unaligned 8-byte word.
-            let mask = ((1u64 << BW) - 1) as u32;
-            let mut word = [0u8; 40];
-            word[..BW].copy_from_slice(group);
-            std::array::from_fn(|i| {
-                let bit = i * BW;
-                let at = bit / 8;
-                let w = u64::from_le_bytes(word[at..at + 8].try_into().expect("8 bytes"));
-                (w >> (bit % 8)) as u32 & mask
-            })
-        };
-        out.extend_from_slice(&values);
-        n += 8;
+    let groups = groups.min(data.len() / BW);
+    let span = span::<BW>();
+    // Groups `g` with `g * BW + span <= data.len()`.
+    let direct = match data.len().checked_sub(span) {
+        Some(room) => (room / BW + 1).min(groups),
+        None => 0,
+    };
+    out.reserve(groups * 8);
+    for g in 0..direct {
+        out.extend_from_slice(&unpack8::<BW>(&data[g * BW..g * BW + span]));
     }
-    n
+    for g in direct..groups {
+        let mut word = [0u8; 40];
+        word[..BW].copy_from_slice(&data[g * BW..g * BW + BW]);
+        out.extend_from_slice(&unpack8::<BW>(&word[..span]));
+    }
+    groups * 8
+}
+
+/// The bytes [`unpack8`] reads from a group's start: one 128-bit word up to width 16, else up
+/// to the end of the 8-byte word holding the last value (at most 36).
+#[inline(always)]
+const fn span<const BW: usize>() -> usize {
+    if BW <= 16 {
+        16
+    } else {
+        7 * BW / 8 + 8
+    }
+}
+
+/// The 8 values of width `BW` packed at the start of `s` (`span::<BW>()` bytes; bits past the
+/// group's `BW` bytes are masked off).
+#[inline(always)]
+fn unpack8<const BW: usize>(s: &[u8]) -> [u32; 8] {
+    if BW <= 16 {
+        let mask = (1u128 << BW) - 1;
+        let w = u128::from_le_bytes(s[..16].try_into().expect("16 bytes"));
+        std::array::from_fn(|i| ((w >> (i * BW)) & mask) as u32)
+    } else {
+        let mask = ((1u64 << BW) - 1) as u32;
+        std::array::from_fn(|i| {
+            let bit = i * BW;
+            let at = bit / 8;
+            let w = u64::from_le_bytes(s[at..at + 8].try_into().expect("8 bytes"));
+            (w >> (bit % 8)) as u32 & mask
+        })
+    }
 }
 
 /// A position in an RLE / bit-packing hybrid stream, read one value at a time ([`Cursor::next`])
@@ -298,6 +331,7 @@ fn count_ones(buf: &[u8], bit: usize, n: usize) -> Result<usize, &'static str> {
 }
 
 /// An unsigned LEB128 run header at `buf[*at..]`, advancing `at`.
+#[inline(always)]
 fn varint(buf: &[u8], at: &mut usize) -> Result<u64, &'static str> {
     let mut v = 0u64;
     for shift in (0..35).step_by(7) {
@@ -314,6 +348,7 @@ fn varint(buf: &[u8], at: &mut usize) -> Result<u64, &'static str> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::decode::dispatch::{on_thread, Kernels};
 
     /// The hybrid encoding of `values`: an independent, naive encoder (RLE for runs of 8 or
     /// more equal values, bit-packed groups otherwise), written from the format's description.
@@ -374,10 +409,14 @@ mod tests {
                     })
                     .collect();
                 let buf = encode(&values, bw);
-                let mut out = vec![42];
-                decode(&buf, bw as u8, len, &mut out).unwrap();
-                assert_eq!(out[0], 42);
-                assert_eq!(&out[1..], &values[..], "bit width {bw}, {len} values");
+                // Both copies of the dispatched decoder (the v3 one where the CPU has it).
+                for kernels in [Kernels::Portable, Kernels::V3] {
+                    let mut out = vec![42];
+                    on_thread(kernels, || decode(&buf, bw as u8, len, &mut out)).unwrap();
+                    assert_eq!(out[0], 42);
+                    let what = format!("bit width {bw}, {len} values, {kernels:?}");
+                    assert_eq!(&out[1..], &values[..], "{what}");
+                }
             }
         }
     }

@@ -96,9 +96,16 @@ fn header(src: &[u8]) -> Option<(usize, usize)> {
     None
 }
 
-/// Decodes the elements of `src` into `dst[..n]` (writing past `n` where `dst` allows);
-/// returns the bytes written.
-fn decode(src: &[u8], dst: &mut [u8], n: usize) -> Result<usize, SnappyError> {
+crate::decode::dispatch::dispatched! {
+    /// Decodes the elements of `src` into `dst[..n]` (writing past `n` where `dst` allows);
+    /// returns the bytes written. Dispatched ([`crate::decode::dispatch`]): with AVX2 each
+    /// 32-byte move is one instruction.
+    fn decode(src: &[u8], dst: &mut [u8], n: usize) -> Result<usize, SnappyError> => decode_body;
+}
+
+/// [`decode`], inlined into each of its copies.
+#[inline(always)]
+fn decode_body(src: &[u8], dst: &mut [u8], n: usize) -> Result<usize, SnappyError> {
     let mut s = 0; // the next tag
     let mut d = 0; // the next output byte; d <= n throughout
     if src.len() > SRC_SLOP && dst.len() >= DST_SLOP && n <= dst.len() {
@@ -148,6 +155,7 @@ fn decode(src: &[u8], dst: &mut [u8], n: usize) -> Result<usize, SnappyError> {
 }
 
 /// A little-endian number of at most 4 bytes.
+#[inline(always)]
 fn le(b: &[u8]) -> usize {
     b.iter().rev().fold(0, |a, &x| (a << 8) | usize::from(x))
 }
@@ -160,6 +168,7 @@ fn le(b: &[u8]) -> usize {
 /// [`SRC_SLOP`] bytes past each tag and writes up to [`DST_SLOP`] bytes from the current output
 /// position without checking either against the slices' ends (only against `s_end`, `d_end`
 /// computed from them), and checks copies and literals against `n`, not `dst.len()`.
+#[inline(always)]
 unsafe fn fast(src: &[u8], dst: &mut [u8], n: usize) -> Result<(usize, usize), SnappyError> {
     debug_assert!(src.len() > SRC_SLOP, "fast: {} input bytes", src.len());
     debug_assert!(dst.len() >= DST_SLOP, "fast: {} output bytes", dst.len());
@@ -341,6 +350,7 @@ const fn elements() -> [u32; 256] {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::decode::dispatch::{on_thread, Kernels};
     use rayquet_testkit::Rng;
 
     /// `snap`'s answer and ours, for `src` into an output of `want` bytes, with `slack` spare
@@ -351,11 +361,16 @@ mod tests {
             .decompress(src, &mut a)
             .ok()
             .map(|n| a[..n].to_vec());
-        let mut b = vec![0xAAu8; want + slack];
-        let ours = decompress_into(src, &mut b, want)
-            .ok()
-            .map(|n| b[..n].to_vec());
-        (theirs, ours)
+        // Both copies of the dispatched decoder (the v3 one where the CPU has it) agree.
+        let ours = |kernels| {
+            let mut b = vec![0xAAu8; want + slack];
+            on_thread(kernels, || decompress_into(src, &mut b, want))
+                .ok()
+                .map(|n| b[..n].to_vec())
+        };
+        let portable = ours(Kernels::Portable);
+        assert_eq!(portable, ours(Kernels::V3), "the two copies differ");
+        (theirs, portable)
     }
 
     /// Data of every shape snappy meets: runs, short and long repeats, near and far (over

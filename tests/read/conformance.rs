@@ -195,6 +195,53 @@ fn data_files_match_reference() {
     );
 }
 
+/// The same, with the portable copies of rayquet's dispatched kernels forced for the whole
+/// process (the other tests run with the copies the CPU chose: x86-64-v3 where it has them),
+/// and a lineitem-like file read whole (the direct reader's dense path): both copies give
+/// parquet's rows.
+#[test]
+fn data_files_match_reference_with_each_kernel() {
+    use rayquet::__kernels::{force, Kernels};
+    let data = PathBuf::from(TESTING).join("data");
+    let mut files = files_under(&data, &|n| {
+        n.ends_with(".parquet") && !n.contains(".encrypted")
+    });
+    let dir = tempfile::tempdir().expect("temp dir");
+    let lineitem = dir.path().join("lineitem.parquet");
+    let batch = rayquet_gen::batch(0, 0, 30_000, 7);
+    let props = rayquet_gen::writer_properties(rayquet_gen::Compression::Snappy, 8192);
+    let mut w = parquet::arrow::ArrowWriter::try_new(
+        fs::File::create(&lineitem).expect("create"),
+        batch.schema(),
+        Some(props),
+    )
+    .expect("writer");
+    w.write(&batch).expect("write");
+    w.close().expect("close");
+    files.push(lineitem);
+    let mut failures = Vec::new();
+    let before = force(Kernels::Portable);
+    for kernels in [Kernels::Portable, Kernels::V3] {
+        force(kernels);
+        for path in &files {
+            let Ok((schema, expected)) = reference_of(path) else {
+                continue;
+            };
+            let what = format!("{} ({kernels:?})", short(path));
+            if let Err(m) = compare(&what, scan_local(path, DATA_TIMEOUT), &schema, &expected) {
+                failures.push(m);
+            }
+        }
+    }
+    force(before);
+    assert!(
+        failures.is_empty(),
+        "{} failing scans:\n  {}",
+        failures.len(),
+        failures.join("\n  ")
+    );
+}
+
 /// A scan of a file that must fail: `Ok` with a line for the report when it gave an error that
 /// names the file in time, else `Err` describing what it did instead.
 fn expect_error(path: &FsPath, outcome: ScanOutcome, timeout: Duration) -> Result<String, String> {

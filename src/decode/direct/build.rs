@@ -133,6 +133,87 @@ fn consecutive(rows: &[u32], first: usize) -> Option<std::ops::Range<usize>> {
 pub(crate) trait Word: ArrowNativeType + Default {
     fn from_plain(bytes: &[u8], i: usize, width: usize) -> Self;
     fn from_i64(v: i64) -> Self;
+    /// Append `dict[k]` for each index `k` of `idx` (each below `dict.len()`); dispatched.
+    fn gather(dict: &[Self], idx: &[u32], out: &mut Vec<Self>);
+    /// Append the plain values of `bytes` (`width` 4 or 8, a whole number of them), converted;
+    /// dispatched.
+    fn widen(bytes: &[u8], width: usize, out: &mut Vec<Self>);
+}
+
+/// The dense kernels of the builders, each compiled twice ([`crate::decode::dispatch`]): the
+/// loops that append a whole page's run of rows.
+mod kernels {
+    use super::Word;
+    use crate::decode::dispatch::dispatched;
+
+    /// `out` += `dict[k]` for each `k` of `idx`; an index past `dict` panics (callers check
+    /// the page's largest index first).
+    #[inline(always)]
+    pub(super) fn gather<T: Copy>(dict: &[T], idx: &[u32], out: &mut Vec<T>) {
+        out.extend(idx.iter().map(|&k| dict[k as usize]));
+    }
+
+    /// `out` += the plain values of `bytes` (`width` 4: `i32`, else `i64`), converted to `T`.
+    #[inline(always)]
+    pub(super) fn widen<T: Word>(bytes: &[u8], width: usize, out: &mut Vec<T>) {
+        if width == 4 {
+            out.extend(
+                bytes
+                    .chunks_exact(4)
+                    .map(|c| T::from_i64(i32::from_le_bytes(c.try_into().expect("4")) as i64)),
+            );
+        } else {
+            out.extend(
+                bytes
+                    .chunks_exact(8)
+                    .map(|c| T::from_i64(i64::from_le_bytes(c.try_into().expect("8")))),
+            );
+        }
+    }
+
+    /// String views gathered from a dictionary's views, a view into its buffer (longer than
+    /// 12 bytes) moved to block `block` of the batch.
+    #[inline(always)]
+    pub(super) fn gather_views_body(dict: &[u128], idx: &[u32], block: u32, out: &mut Vec<u128>) {
+        if block == 0 {
+            // The dictionary's buffer is the batch's first: views copied as they are.
+            return gather(dict, idx, out);
+        }
+        let add = (block as u128) << 64;
+        out.extend(idx.iter().map(|&k| {
+            let v = dict[k as usize];
+            if (v as u32) > 12 {
+                v + add
+            } else {
+                v
+            }
+        }));
+    }
+
+    dispatched! {
+        pub(super) fn gather_views(dict: &[u128], idx: &[u32], block: u32, out: &mut Vec<u128>)
+            => gather_views_body;
+    }
+    dispatched! {
+        pub(super) fn gather_i32(dict: &[i32], idx: &[u32], out: &mut Vec<i32>) => gather::<i32>;
+    }
+    dispatched! {
+        pub(super) fn gather_i64(dict: &[i64], idx: &[u32], out: &mut Vec<i64>) => gather::<i64>;
+    }
+    dispatched! {
+        pub(super) fn gather_i128(dict: &[i128], idx: &[u32], out: &mut Vec<i128>)
+            => gather::<i128>;
+    }
+    dispatched! {
+        pub(super) fn widen_i32(bytes: &[u8], width: usize, out: &mut Vec<i32>) => widen::<i32>;
+    }
+    dispatched! {
+        pub(super) fn widen_i64(bytes: &[u8], width: usize, out: &mut Vec<i64>) => widen::<i64>;
+    }
+    dispatched! {
+        pub(super) fn widen_i128(bytes: &[u8], width: usize, out: &mut Vec<i128>)
+            => widen::<i128>;
+    }
 }
 
 #[inline]
@@ -145,9 +226,9 @@ fn plain(bytes: &[u8], i: usize, width: usize) -> i64 {
 }
 
 macro_rules! word {
-    ($($t:ty),*) => {$(
+    ($($t:ty: $gather:ident, $widen:ident);*) => {$(
         impl Word for $t {
-            #[inline]
+            #[inline(always)]
             fn from_i64(v: i64) -> Self {
                 v as $t
             }
@@ -155,10 +236,18 @@ macro_rules! word {
             fn from_plain(bytes: &[u8], i: usize, width: usize) -> Self {
                 plain(bytes, i, width) as $t
             }
+            #[inline]
+            fn gather(dict: &[Self], idx: &[u32], out: &mut Vec<Self>) {
+                kernels::$gather(dict, idx, out)
+            }
+            #[inline]
+            fn widen(bytes: &[u8], width: usize, out: &mut Vec<Self>) {
+                kernels::$widen(bytes, width, out)
+            }
         }
     )*};
 }
-word!(i32, i64, i128);
+word!(i32: gather_i32, widen_i32; i64: gather_i64, widen_i64; i128: gather_i128, widen_i128);
 
 /// Fixed-width values, held as the native type of their Arrow width.
 pub(crate) struct Fixed<T: Word> {
@@ -187,8 +276,7 @@ impl<T: Word> Build for Fixed<T> {
         }
         self.dict.clear();
         let w = self.width;
-        self.dict
-            .extend((0..dict.n).map(|i| T::from_plain(dict.buf, i, w)));
+        T::widen(&dict.buf[..dict.n * w], w, &mut self.dict);
         Ok(())
     }
 
@@ -208,7 +296,7 @@ impl<T: Word> Build for Fixed<T> {
                     let dict = &self.dict[..];
                     let idx = &d.values[..];
                     match run {
-                        Some(run) => self.out.extend(idx[run].iter().map(|&k| dict[k as usize])),
+                        Some(run) => T::gather(dict, &idx[run], &mut self.out),
                         None => self
                             .out
                             .extend(rows.iter().map(|&r| dict[idx[r as usize - first] as usize])),
@@ -218,18 +306,11 @@ impl<T: Word> Build for Fixed<T> {
                 }
                 Kind::Fixed { .. } => {
                     let v = &values[..];
-                    match (run, width) {
-                        (Some(run), 4) => self.out.extend(
-                            v[run.start * 4..run.end * 4].chunks_exact(4).map(|c| {
-                                T::from_i64(i32::from_le_bytes(c.try_into().expect("4")) as i64)
-                            }),
-                        ),
-                        (Some(run), _) => self.out.extend(
-                            v[run.start * 8..run.end * 8]
-                                .chunks_exact(8)
-                                .map(|c| T::from_i64(i64::from_le_bytes(c.try_into().expect("8")))),
-                        ),
-                        (None, _) => self.out.extend(
+                    match run {
+                        Some(run) => {
+                            T::widen(&v[run.start * width..run.end * width], width, &mut self.out)
+                        }
+                        None => self.out.extend(
                             rows.iter()
                                 .map(|&r| T::from_plain(v, r as usize - first, width)),
                         ),
@@ -306,7 +387,7 @@ impl Views {
     /// The view of `bytes` at `offset` of block `block`, after checking a string's UTF-8.
     #[inline]
     fn view(utf8: bool, bytes: &[u8], block: u32, offset: usize) -> Result<u128, Fallback> {
-        if utf8 && std::str::from_utf8(bytes).is_err() {
+        if utf8 && simdutf8::basic::from_utf8(bytes).is_err() {
             return Err(Fallback("a string that is not UTF-8"));
         }
         Ok(make_view(bytes, block, offset as u32))
@@ -382,13 +463,9 @@ impl Build for Views {
             let run = consecutive(rows, first);
             if page.kind == Kind::Dict && (d.max_index as usize) < dict.len() {
                 let idx = &d.values[..];
-                match (run, block) {
-                    // The dictionary's buffer is this batch's first: views copied as they are.
-                    (Some(run), 0) => self.out.extend(idx[run].iter().map(|&k| dict[k as usize])),
-                    (Some(run), _) => self
-                        .out
-                        .extend(idx[run].iter().map(|&k| shift(dict[k as usize]))),
-                    (None, _) => self.out.extend(
+                match run {
+                    Some(run) => kernels::gather_views(dict, &idx[run], block, &mut self.out),
+                    None => self.out.extend(
                         rows.iter()
                             .map(|&r| shift(dict[idx[r as usize - first] as usize])),
                     ),

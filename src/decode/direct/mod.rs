@@ -14,10 +14,13 @@
 //! What it reads: flat columns (top level, unrepeated, at most one definition level) of the
 //! pairs of physical and Arrow types in [`build::builder_for`], PLAIN or dictionary-encoded
 //! with RLE levels (v1 or v2 pages), when the selected rows are scattered: in short runs (fewer
-//! than 32 rows on average) and at most half the rows, as a filter's matches are. Anything
-//! else, a part without a selection, long runs (a clustered filter) or most rows kept (scattered
-//! deleted rows) are read by parquet's reader, whose fused decoding of consecutive rows is
-//! faster there ([`open`] chooses).
+//! than 32 rows on average) and at most half the rows, as a filter's matches are; and every
+//! row of a part without a selection whose columns have no null (required, or the chunk's
+//! statistics say none) and are fixed-width or views: each page is then decoded whole by the
+//! dispatched kernels ([`crate::decode::dispatch`]), which in a generic build are faster than
+//! parquet's decoders. Anything else, long runs (a clustered filter) or most rows kept
+//! (scattered deleted rows) are read by parquet's reader, whose fused decoding of consecutive
+//! rows is faster there ([`open`] chooses).
 //!
 //! Invariants: batches equal parquet's over the same bytes and selection (`batch_size`
 //! selected rows each, the same schema; tests compare the two on the parquet-testing files,
@@ -37,8 +40,10 @@ use arrow::error::ArrowError;
 use parquet::arrow::arrow_reader::{ArrowReaderMetadata, ParquetRecordBatchReader, RowSelection};
 use parquet::basic::Encoding;
 use parquet::column::page::{Page, PageReader};
+use parquet::file::metadata::ColumnChunkMetaData;
 
 use crate::decode::dictionary::dictionary_values;
+use crate::decode::dispatch;
 use crate::decode::flat::flat;
 use crate::decode::pages::{leaf_pages, row_group_reader, Leaves};
 use crate::io::chunk::SparseChunk;
@@ -80,7 +85,17 @@ pub(crate) fn open(
     // Every row, long runs of selected rows or most rows: parquet's reader, whose fused
     // decoding of consecutive rows is faster there (measured: BENCHMARKS.md).
     if let Some(sel) = selection.as_ref().filter(|s| scattered(s)) {
-        let rows = (sel, page_level);
+        let rows = (Some(sel), page_level);
+        if let Some(d) = DirectReader::try_new(meta, rg, &leaves, &chunk, rows, batch_size) {
+            return Ok(RowGroupReader::Direct(Box::new(d)));
+        }
+    }
+    // Every row of columns without nulls, where the CPU runs the x86-64-v3 copies of the
+    // dispatched kernels: pages decoded whole by them, which measured faster than parquet's
+    // decoders in a generic build (their portable copies did not: BENCHMARKS.md, "Build
+    // flags").
+    if selection.is_none() && dispatch::v3() {
+        let rows = (None, page_level);
         if let Some(d) = DirectReader::try_new(meta, rg, &leaves, &chunk, rows, batch_size) {
             return Ok(RowGroupReader::Direct(Box::new(d)));
         }
@@ -108,17 +123,22 @@ pub(crate) struct DirectReader {
     /// parquet's reader, once it has taken over, and why it did.
     parquet: Option<ParquetRecordBatchReader>,
     fallback: Option<Fallback>,
+    /// Every row of the row group is read (no selection): its pages must hold exactly the rows
+    /// its metadata says, checked after the last batch ([`DirectReader::end`]).
+    whole: bool,
 }
 
 impl DirectReader {
-    /// The direct reader of `leaves` of row group `rg`, the rows of `selection`; `None` when a
-    /// leaf is not one it reads (or the footer is odd), so parquet's reader should.
+    /// The direct reader of `leaves` of row group `rg`, the rows of `selection` (`None`:
+    /// every row, then only of columns without a null whose every page it reads as fast as
+    /// parquet: see [`whole`]); `None` when a leaf is not one it reads (or the footer is odd),
+    /// so parquet's reader should.
     fn try_new(
         meta: &ArrowReaderMetadata,
         rg: usize,
         leaves: &Leaves<'_>,
         chunk: &SparseChunk,
-        (selection, page_level): (&RowSelection, bool),
+        (selection, page_level): (Option<&RowSelection>, bool),
         batch_size: usize,
     ) -> Option<Self> {
         let md = meta.metadata();
@@ -152,6 +172,9 @@ impl DirectReader {
                 .fields()
                 .get(descr.get_column_root_idx(leaf))?;
             let nullable = cd.max_def_level() == 1;
+            if selection.is_none() && !whole(group.column(leaf), nullable, field.data_type()) {
+                return None;
+            }
             let (build, width) = builder_for(cd.physical_type(), field.data_type(), nullable)?;
             let pages = leaf_pages(md, rg, leaf, chunk, Some(sizes.clone())).ok()?;
             fields.push(Arc::clone(field));
@@ -167,7 +190,10 @@ impl DirectReader {
                 build,
             });
         }
-        let selected = selected_rows(selection, rows)?;
+        let selected = match selection {
+            Some(selection) => selected_rows(selection, rows)?,
+            None => (0..rows as u32).collect(),
+        };
         Some(DirectReader {
             meta: meta.clone(),
             rg,
@@ -182,6 +208,7 @@ impl DirectReader {
             page_level,
             parquet: None,
             fallback: None,
+            whole: selection.is_none(),
         })
     }
 
@@ -213,6 +240,35 @@ impl DirectReader {
         let opts = RecordBatchOptions::new().with_row_count(Some(rows.len()));
         RecordBatch::try_new_with_options(Arc::clone(&self.schema), arrays, &opts)
             .map_err(|_| Fallback("a batch Arrow refused"))
+    }
+
+    /// After the last row of a whole row group: every column's pages must end there. parquet's
+    /// reader, given no selection, reads a column chunk's pages to their end whatever the row
+    /// group's row count says; rows past it (or fewer, [`END`]) are refused here, as a
+    /// corrupt row group, rather than read differently.
+    fn end(&mut self) -> Result<(), ArrowError> {
+        let corrupt = || {
+            ArrowError::ParquetError(
+                "a column chunk whose pages hold more rows than its row group".into(),
+            )
+        };
+        let rows = self.selected.len();
+        for c in &mut self.columns {
+            // The page read last ends at `next_first`.
+            if c.next_first > rows {
+                return Err(corrupt());
+            }
+            loop {
+                match c.pages.peek_next_page()? {
+                    None => break,
+                    Some(p) if p.is_dict || p.num_rows.or(p.num_levels) == Some(0) => {
+                        c.pages.skip_next_page()?
+                    }
+                    Some(_) => return Err(corrupt()),
+                }
+            }
+        }
+        Ok(())
     }
 
     /// parquet's reader, from the first row of the batch that was being built.
@@ -252,6 +308,11 @@ impl Iterator for DirectReader {
             return p.next();
         }
         if self.next >= self.selected.len() {
+            if std::mem::take(&mut self.whole) {
+                if let Err(e) = self.end() {
+                    return Some(Err(e));
+                }
+            }
             return None;
         }
         let end = (self.next + self.batch_size).min(self.selected.len());
@@ -259,6 +320,15 @@ impl Iterator for DirectReader {
             Ok(b) => {
                 self.next = end;
                 Some(Ok(b))
+            }
+            Err(END) if self.whole => {
+                // Fewer rows than the row group says: parquet's reader, given no selection,
+                // would read them to their end; a corrupt row group here (see `end`).
+                self.next = self.selected.len();
+                self.whole = false;
+                Some(Err(ArrowError::ParquetError(
+                    "a column chunk whose pages hold fewer rows than its row group".into(),
+                )))
             }
             Err(why) => {
                 self.fallback = Some(why);
@@ -295,6 +365,19 @@ fn scattered(selection: &RowSelection) -> bool {
     runs > 0 && rows < runs.saturating_mul(SHORT_RUNS) && rows * 2 <= total
 }
 
+/// Whether the direct reader reads every row of column chunk `col` (read as `dt`): when it
+/// has no null (a nullable column's statistics say so), so its pages are walked densely
+/// without levels, and its values are fixed-width or views (offset-based strings are built
+/// row by row).
+fn whole(col: &ColumnChunkMetaData, nullable: bool, dt: &DataType) -> bool {
+    let no_nulls = !nullable || col.statistics().and_then(|s| s.null_count_opt()) == Some(0);
+    no_nulls
+        && !matches!(
+            dt,
+            DataType::Utf8 | DataType::Binary | DataType::LargeUtf8 | DataType::LargeBinary
+        )
+}
+
 /// Whether a column chunk's encodings are only those the direct reader decodes.
 fn plain_or_dictionary(mut encodings: impl Iterator<Item = Encoding>) -> bool {
     encodings.all(|e| {
@@ -323,6 +406,9 @@ fn selected_rows(selection: &RowSelection, rows: usize) -> Option<Vec<u32>> {
     }
     Some(out)
 }
+
+/// A column chunk's pages ended before the selection's rows.
+const END: Fallback = Fallback("fewer rows than the selection");
 
 /// One column chunk, read page by page into its column's output.
 struct ChunkReader {
@@ -382,7 +468,6 @@ impl ChunkReader {
         rg: usize,
     ) -> Result<(), Fallback> {
         const HEADER: Fallback = Fallback("a page parquet's page reader refused");
-        const END: Fallback = Fallback("fewer rows than the selection");
         if let Some(mut old) = self.page.take() {
             self.spare = old.recycle();
         }

@@ -162,8 +162,15 @@ impl DataPage {
 
     /// Decode the whole page's levels and indices (or byte-array offsets) into `dense`'s
     /// arrays, so that rows are then found by position; with `utf8`, check that every byte
-    /// array is UTF-8. Only before any sparse walk.
-    pub fn densify(&mut self, mut dense: Dense, utf8: bool) -> Result<(), Fallback> {
+    /// array is UTF-8. Only before any sparse walk. Dispatched
+    /// ([`crate::decode::dispatch`]).
+    pub fn densify(&mut self, dense: Dense, utf8: bool) -> Result<(), Fallback> {
+        densify(self, dense, utf8)
+    }
+
+    /// [`DataPage::densify`], inlined into each of its copies.
+    #[inline(always)]
+    fn densify_body(&mut self, mut dense: Dense, utf8: bool) -> Result<(), Fallback> {
         if self.sparse.row > 0 {
             return Err(Fallback("a page made dense after a walk"));
         }
@@ -181,6 +188,10 @@ impl DataPage {
                     dense.positions.push(if l == 1 { n } else { u32::MAX });
                     n += (l == 1) as u32;
                 }
+                // No null: rows are their values' positions (the builders' tight loops).
+                if n as usize == self.rows {
+                    dense.positions.clear();
+                }
                 n as usize
             }
         };
@@ -197,7 +208,7 @@ impl DataPage {
                         .split_first()
                         .ok_or(Fallback("an empty index stream"))?;
                     rle::decode(stream, bw, present, &mut dense.values).map_err(Fallback)?;
-                    dense.max_index = dense.values.iter().copied().max().unwrap_or(0);
+                    dense.max_index = max_index(&dense.values, bw);
                 }
             }
             Kind::Bytes => {
@@ -334,6 +345,22 @@ impl DataPage {
     }
 }
 
+/// The largest of `values` (0 when empty), of bit width `bw`: as signed numbers below 32 bits,
+/// which SSE2 compares (its unsigned comparisons need SSE4.1).
+#[inline(always)]
+fn max_index(values: &[u32], bw: u8) -> u32 {
+    if bw < 32 {
+        values.iter().map(|&v| v as i32).max().unwrap_or(0) as u32
+    } else {
+        values.iter().copied().max().unwrap_or(0)
+    }
+}
+
+crate::decode::dispatch::dispatched! {
+    fn densify(page: &mut DataPage, dense: Dense, utf8: bool) -> Result<(), Fallback>
+        => DataPage::densify_body;
+}
+
 /// The plain byte array at offset `at` of `buf`: its bytes' start and end.
 #[inline]
 pub(crate) fn byte_array(buf: &[u8], at: usize) -> Result<(usize, usize), Fallback> {
@@ -375,8 +402,10 @@ impl Utf8Runs {
     }
 }
 
+/// UTF-8 checked by `simdutf8` (as parquet's reader checks it: the same verdict as
+/// `std::str::from_utf8`, with its own runtime choice of AVX2 or SSE4.2).
 fn utf8(bytes: &[u8]) -> Result<(), Fallback> {
-    std::str::from_utf8(bytes)
+    simdutf8::basic::from_utf8(bytes)
         .map(|_| ())
         .map_err(|_| Fallback("a string that is not UTF-8"))
 }

@@ -23,6 +23,7 @@ use parquet::file::properties::{WriterProperties, WriterVersion};
 
 use super::*;
 
+use crate::decode::dispatch::{self, Kernels};
 use crate::decode::testing::{alternating, checked_row_groups, flip_bits, DATA};
 
 /// What one comparison found.
@@ -71,19 +72,39 @@ fn compare(
         name,
         bytes,
         opts,
-        (pick, selection),
+        (pick, Some(selection)),
         batch,
         page_level,
         strict,
     )
 }
 
-/// [`compare`] with the file's metadata loaded with `opts`.
+/// [`compare`] of whole row groups (no selection: the direct reader reads every row of the
+/// columns [`whole`] allows, parquet's reader reads them all), under `kernels`.
+fn compare_whole(
+    name: &str,
+    bytes: &Bytes,
+    pick: Option<&[usize]>,
+    batch: usize,
+    strict: bool,
+    kernels: Kernels,
+) -> Tally {
+    let opts = ArrowReaderOptions::new()
+        .with_page_index_policy(parquet::file::metadata::PageIndexPolicy::Optional);
+    dispatch::on_thread(kernels, || {
+        compare_with(name, bytes, opts, (pick, None), batch, false, strict)
+    })
+}
+
+/// A selection of a row group's rows, given its row count (borrowed).
+type SelectFn<'a> = dyn Fn(usize) -> RowSelection + 'a;
+
+/// [`compare`] with the file's metadata loaded with `opts`; `selection` `None`: every row.
 fn compare_with(
     name: &str,
     bytes: &Bytes,
     opts: ArrowReaderOptions,
-    (pick, selection): (Option<&[usize]>, &dyn Fn(usize) -> RowSelection),
+    (pick, selection): (Option<&[usize]>, Option<&SelectFn<'_>>),
     batch: usize,
     page_level: bool,
     strict: bool,
@@ -105,18 +126,23 @@ fn compare_with(
     }
     let (chunk, groups) = checked_row_groups((&md, name), bytes, &leaves, batch);
     for (rg, rows, sizes) in groups {
-        let sel = selection(rows);
+        let sel = selection.map(|s| s(rows));
         let read = |policy: RowSelectionPolicy| {
             std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                ParquetRecordBatchReaderBuilder::new_with_metadata(bytes.clone(), meta.clone())
-                    .with_row_groups(vec![rg])
-                    .with_projection(ProjectionMask::leaves(descr, leaves.iter().copied()))
-                    .with_batch_size(batch)
-                    .with_row_selection(sel.clone())
-                    .with_row_selection_policy(policy)
-                    .build()?
-                    .collect::<Result<Vec<RecordBatch>, _>>()
-                    .map_err(ParquetError::from)
+                let b =
+                    ParquetRecordBatchReaderBuilder::new_with_metadata(bytes.clone(), meta.clone())
+                        .with_row_groups(vec![rg])
+                        .with_projection(ProjectionMask::leaves(descr, leaves.iter().copied()))
+                        .with_batch_size(batch);
+                match &sel {
+                    Some(sel) => b
+                        .with_row_selection(sel.clone())
+                        .with_row_selection_policy(policy),
+                    None => b,
+                }
+                .build()?
+                .collect::<Result<Vec<RecordBatch>, _>>()
+                .map_err(ParquetError::from)
             }))
         };
         let Ok(theirs) = read(RowSelectionPolicy::default()) else {
@@ -128,8 +154,14 @@ fn compare_with(
         };
         let ours = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             let batch = batch.min(md.file_metadata().num_rows().max(0) as usize);
-            let mut r =
-                DirectReader::try_new(&meta, rg, &leaves_arg, &chunk, (&sel, page_level), batch)?;
+            let mut r = DirectReader::try_new(
+                &meta,
+                rg,
+                &leaves_arg,
+                &chunk,
+                (sel.as_ref(), page_level),
+                batch,
+            )?;
             let out = r.by_ref().collect::<Result<Vec<RecordBatch>, _>>();
             Some((out, r.fallback()))
         }))
@@ -421,13 +453,87 @@ fn reads_lineitem_like_data_as_parquet_does() {
     w.write(&batch).unwrap();
     w.close().unwrap();
     let bytes = Bytes::from(out);
-    let mut tally = Tally::default();
-    for (what, sel) in selections() {
-        let t = compare("lineitem", &bytes, None, sel.as_ref(), 8192, false, true);
-        assert_eq!(t.declined + t.fell_back, 0, "{what}: {t:?}");
-        tally += t;
+    for kernels in every_kernels() {
+        let mut tally = Tally::default();
+        for (what, sel) in selections() {
+            let t = dispatch::on_thread(kernels, || {
+                compare("lineitem", &bytes, None, sel.as_ref(), 8192, false, true)
+            });
+            assert_eq!(t.declined + t.fell_back, 0, "{kernels:?} {what}: {t:?}");
+            tally += t;
+        }
+        assert!(tally.direct >= 3 * selections().len(), "{tally:?}");
+        // Whole row groups of the columns without nulls that are not offset-based strings:
+        // read directly.
+        for batch in [1000, 8192] {
+            let pick: &[usize] = &[0, 1, 3, 4, 5, 6, 10, 12];
+            let t = compare_whole("lineitem", &bytes, Some(pick), batch, true, kernels);
+            assert_eq!(t.declined + t.fell_back, 0, "{kernels:?} whole: {t:?}");
+            assert!(t.direct >= 3, "{kernels:?} whole: {t:?}");
+        }
     }
-    assert!(tally.direct >= 3 * selections().len(), "{tally:?}");
+}
+
+/// The kernels to compare: both copies where the CPU has v3, else the portable one.
+fn every_kernels() -> Vec<Kernels> {
+    if dispatch::both() {
+        vec![Kernels::Portable, Kernels::V3]
+    } else {
+        vec![Kernels::Portable]
+    }
+}
+
+#[test]
+fn reads_whole_row_groups_as_parquet_does() {
+    for kernels in every_kernels() {
+        let mut tally = Tally::default();
+        for version in [WriterVersion::PARQUET_1_0, WriterVersion::PARQUET_2_0] {
+            for compression in [Compression::SNAPPY, Compression::UNCOMPRESSED] {
+                for dictionary in [true, false] {
+                    let bytes = every_type(6000, props(version, compression, dictionary));
+                    let name = format!("{version:?} {compression:?} dictionary {dictionary}");
+                    // The columns without a null, views among them: read directly.
+                    for batch in [1, 100, 8192] {
+                        let pick: &[usize] = &[1, 3, 5, 8, 12];
+                        let t = compare_whole(&name, &bytes, Some(pick), batch, true, kernels);
+                        assert_eq!(t.declined + t.fell_back, 0, "{name} {kernels:?}: {t:?}");
+                        assert!(t.direct > 0, "{name} {kernels:?}: {t:?}");
+                        tally += t;
+                    }
+                    // With nulls, or offset-based strings: left to parquet.
+                    for leaf in [0, 10, 11] {
+                        let t = compare_whole(&name, &bytes, Some(&[leaf]), 1024, true, kernels);
+                        assert_eq!(t.direct + t.fell_back, 0, "{name} leaf {leaf}: {t:?}");
+                    }
+                }
+            }
+        }
+        // A nullable column without a null in a row group (its statistics say so).
+        let schema = Arc::new(Schema::new(vec![Field::new("i", DataType::Int64, true)]));
+        let col = Int64Array::from_iter((0..5000).map(|i| (i >= 2500 || i % 3 == 0).then_some(i)));
+        let batch = RecordBatch::try_new(schema.clone(), vec![Arc::new(col)]).unwrap();
+        let mut out = Vec::new();
+        let p = props(WriterVersion::PARQUET_1_0, Compression::SNAPPY, true);
+        let mut w = ArrowWriter::try_new(&mut out, schema, Some(p)).unwrap();
+        w.write(&batch).unwrap();
+        w.close().unwrap();
+        let t = compare_whole("no null", &Bytes::from(out), None, 700, true, kernels);
+        assert_eq!(t.direct, 1, "{kernels:?}: {t:?}");
+        assert_eq!(t.declined, 1, "{kernels:?}: {t:?}");
+        // The parquet-testing files.
+        let mut files: Vec<_> = std::fs::read_dir(DATA)
+            .expect("the parquet-testing files")
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.extension().is_some_and(|x| x == "parquet"))
+            .collect();
+        files.sort();
+        for path in &files {
+            let name = path.display().to_string();
+            let bytes = Bytes::from(std::fs::read(path).unwrap());
+            tally += compare_whole(&name, &bytes, None, 1024, true, kernels);
+        }
+        eprintln!("whole row groups, {kernels:?}: {tally:?}");
+    }
 }
 
 /// Files with bytes flipped at random after the magic (pages, their headers and the footer
@@ -458,6 +564,9 @@ fn corrupted_files_never_panic_and_agree_with_parquet() {
         for _ in 0..150 {
             let bytes = Bytes::from(flip_bits(original, &mut seed));
             tally += compare(name, &bytes, None, &|r| alternating(r, 1), 64, false, false);
+            for kernels in every_kernels() {
+                tally += compare_whole(name, &bytes, None, 100, false, kernels);
+            }
             tally += compare(
                 name,
                 &bytes,
@@ -535,7 +644,7 @@ fn strings_that_are_not_utf8_are_refused_as_parquet_refuses_them() {
                 ]));
                 for (_, sel) in selections() {
                     let opts = ArrowReaderOptions::new().with_schema(schema.clone());
-                    let pick = (None, sel.as_ref());
+                    let pick = (None, Some(sel.as_ref()));
                     tally += compare_with(&name, &bytes, opts, pick, 256, false, false);
                 }
             }
