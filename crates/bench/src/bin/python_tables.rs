@@ -77,7 +77,7 @@ fn main() {
         .into_iter()
         .map(|p| {
             let rows: Vec<u64> = (0..rows_per_file as u64)
-                .filter(|_| rng.next_u64() % 10 == 0)
+                .filter(|_| rng.next_u64().is_multiple_of(10))
                 .collect();
             deleted += rows.len();
             (p, rows)
