@@ -2558,7 +2558,7 @@ pub fn bench(
     bench_with(files, rows_per_file, row_group_rows, with_deletes, true)
 }
 
-/// [`bench`]'s table with position deletes only (S2 deletes ~10% of each file's rows, no
+/// [`bench()`]'s table with position deletes only (S2 deletes ~10% of each file's rows, no
 /// equality deletes): what pyiceberg 0.12, which refuses equality deletes, can read.
 pub fn bench_position_deletes(
     files: usize,
