@@ -131,7 +131,7 @@ impl SparseChunk {
     fn missing(&self, start: u64, len: usize) -> ParquetError {
         ParquetError::General(format!(
             "byte range {start}..{} was not fetched (the file's metadata points outside its column chunks)",
-            start + len as u64
+            start.saturating_add(len as u64)
         ))
     }
 }
@@ -164,7 +164,8 @@ impl ChunkReader for SparseChunk {
             .ok_or_else(|| self.missing(start, length))?;
         let (s, b) = &self.pieces[idx];
         let rel = (start - s) as usize;
-        if rel + length <= b.len() {
+        // `length` may come from a corrupt header: no overflow.
+        if length <= b.len() - rel {
             return Ok(b.slice(rel..rel + length));
         }
         // Spans pieces: they must be contiguous, which is checked before anything is allocated
