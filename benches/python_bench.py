@@ -15,7 +15,7 @@ Prints a markdown table.
 Two more kinds of workload:
 - `first-batch`: the time from the call to the first batch of a full lineitem scan (a reader
   that streams hands over its first batch long before the last): rayquet (`next(iter(reader))`),
-  pyarrow (`dataset.to_batches()`), duckdb (`fetch_record_batch()`); polars has no streaming
+  pyarrow (`dataset.scanner().to_reader()`), duckdb (`fetch_record_batch()`); polars has no streaming
   read into Arrow batches and is left out.
 - `iceberg-mor`, `delta-dv`: a whole table read into memory: an Iceberg v2 merge-on-read table
   (8 files x 500k rows, ~10% position-deleted) by rayquet against pyiceberg's `to_arrow()`, and
@@ -143,7 +143,12 @@ def first_batch_once(reader, data):
         import pyarrow.dataset as ds
 
         def once():
-            return next(ds.dataset(data, format="parquet").to_batches()).num_rows
+            # A reader closed after its first batch (an abandoned `to_batches()` generator can
+            # crash the interpreter at exit while its read-ahead runs).
+            r = ds.dataset(data, format="parquet").scanner().to_reader()
+            n = r.read_next_batch().num_rows
+            r.close()
+            return n
     elif reader == "duckdb":
         import duckdb
 
