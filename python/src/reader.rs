@@ -8,8 +8,9 @@
 //! between slices checks for signals. A KeyboardInterrupt (or `close()`) cancels the scan
 //! through its `rayquet::Canceller` (the helper's `next()` returns at once, however selective
 //! the filter) and drops the channel: the helper thread's hand-over fails and it drops the
-//! `ScanReader`. A reader garbage-collected mid-scan does the same (unless a stream exported by
-//! `__arrow_c_stream__` has taken the scan: then the stream's consumer owns it).
+//! `ScanReader`. A reader garbage-collected mid-scan does the same, unless a stream it exported
+//! by `__arrow_c_stream__` is still alive, taken or not: then the stream owns the scan (the last
+//! of the reader and its streams to go drops it, which cancels it).
 //!
 //! Several Python threads may share a reader: each batch goes to exactly one of them, in
 //! order of arrival; a thread waiting for the reader's lock waits with the GIL released too.
@@ -44,6 +45,9 @@ enum State {
     Ready(Box<ScanReader>),
     /// A helper thread owns the scan and offers its batches here.
     Running(Receiver<Item>),
+    /// `read_all()` on a reader nothing was read from: a collector thread reads the whole scan
+    /// and hands over every batch at once. Other readers of the reader wait for it to end.
+    Collecting,
     /// Every batch was read, or the scan's error was raised.
     Finished,
     /// Handed to `__arrow_c_stream__`.
@@ -129,6 +133,8 @@ impl Reader {
                 return Step::Unreadable("the reader was consumed by __arrow_c_stream__", false)
             }
             State::Closed(why) => return Step::Unreadable(why, true),
+            // read_all() on another thread takes every batch: wait for it to end.
+            State::Collecting => return Step::Pending,
             State::Ready(_) => unreachable!(),
         };
         let left = slice
@@ -164,6 +170,64 @@ impl Reader {
         drop(old);
     }
 
+    /// `read_all()` of a reader nothing was read from yet: a collector thread drains the scan
+    /// into one `Vec` and hands it over once, rather than a hand-over between two threads (and
+    /// the GIL taken back) per batch; the Python thread waits in slices, checking for signals.
+    /// `None` when the scan had already started (the per-batch path reads the rest).
+    fn collect(&self, py: Python<'_>) -> PyResult<Option<Vec<RecordBatch>>> {
+        let started = py.detach(|| {
+            let mut state = self.lock();
+            if !matches!(&*state, State::Ready(_)) {
+                return None;
+            }
+            let State::Ready(scan) = std::mem::replace(&mut *state, State::Collecting) else {
+                unreachable!()
+            };
+            Some(start_collector(*scan).inspect_err(|_| *state = State::Finished))
+        });
+        let rx = match started {
+            None => return Ok(None),
+            Some(Ok(rx)) => rx,
+            Some(Err(e)) => return Err(to_py(&e)),
+        };
+        let finish = |state: &mut State| {
+            if matches!(state, State::Collecting) {
+                *state = State::Finished;
+            }
+        };
+        loop {
+            match py.detach(|| rx.recv_timeout(SLICE)) {
+                Ok(got) => {
+                    py.detach(|| finish(&mut self.lock()));
+                    return match got {
+                        Ok(batches) => Ok(Some(batches)),
+                        // close() from another thread cancels the scan: say so, as next() does.
+                        Err(e) => match py.detach(|| match &*self.lock() {
+                            State::Closed(why) => Some(*why),
+                            _ => None,
+                        }) {
+                            Some(why) => Err(new_err(ErrorKind::Cancelled, why)),
+                            None => Err(arrow_to_py(e)),
+                        },
+                    };
+                }
+                Err(RecvTimeoutError::Timeout) => {
+                    if let Err(e) = py.check_signals() {
+                        py.detach(|| self.shut("the scan was cancelled by an interrupt"));
+                        return Err(e);
+                    }
+                }
+                Err(RecvTimeoutError::Disconnected) => {
+                    py.detach(|| finish(&mut self.lock()));
+                    return Err(new_err(
+                        ErrorKind::Panic,
+                        "the thread reading the scan stopped without its batches",
+                    ));
+                }
+            }
+        }
+    }
+
     /// The next batch, `None` at the end; waits with the GIL released, in slices, checking for
     /// signals between them. A KeyboardInterrupt cancels the scan and is raised.
     fn next_batch(&self, py: Python<'_>) -> PyResult<Option<RecordBatch>> {
@@ -185,11 +249,20 @@ impl Reader {
     }
 }
 
-/// A reader dropped while its scan runs (not handed to a stream) cancels the scan.
+/// A reader dropped while its scan runs cancels the scan, unless a stream it exported by
+/// `__arrow_c_stream__` is still alive (`pa.RecordBatchReader.from_stream(rayquet.scan(..))`
+/// lets go of the reader before the first batch is asked for): that stream owns the scan from
+/// then on, and the last of them to go drops it, which cancels it.
 impl Drop for Reader {
     fn drop(&mut self) {
+        if Arc::strong_count(&self.state) > 1 {
+            return;
+        }
         if let Ok(state) = self.state.try_lock() {
-            if matches!(&*state, State::Ready(_) | State::Running(_)) {
+            if matches!(
+                &*state,
+                State::Ready(_) | State::Running(_) | State::Collecting
+            ) {
                 self.canceller.cancel();
             }
         }
@@ -223,6 +296,23 @@ fn start_helper(scan: ScanReader) -> rayquet::Result<Receiver<Item>> {
     Ok(rx)
 }
 
+/// Start the collector thread of `read_all()`: it reads every batch of `scan` (stopping at the
+/// first error, which drops and so cancels the scan) and sends them at once.
+fn start_collector(
+    scan: ScanReader,
+) -> rayquet::Result<Receiver<Result<Vec<RecordBatch>, ArrowError>>> {
+    let (tx, rx) = crossbeam_channel::bounded(1);
+    thread::Builder::new()
+        .name("rayquet-py-reader".into())
+        .spawn(move || {
+            let _ = tx.send(scan.collect::<Result<Vec<_>, _>>());
+        })
+        .map_err(|e| {
+            rayquet::Error::new(ErrorKind::Io, "cannot start a reader thread").with_source(e)
+        })?;
+    Ok(rx)
+}
+
 /// The stream `__arrow_c_stream__` exports: it answers the schema at once and takes the scan
 /// from the reader only when its consumer first asks for a batch, so a consumer may ask for
 /// several streams to learn the schema and read one (duckdb asks three times per query).
@@ -248,6 +338,12 @@ impl LazyStream {
                     ))
                 }
                 State::Closed(why) => return Err(rayquet::Error::new(ErrorKind::Cancelled, *why)),
+                State::Collecting => {
+                    return Err(rayquet::Error::new(
+                        ErrorKind::InvalidArgument,
+                        "the reader is being read by read_all() on another thread",
+                    ))
+                }
                 _ => std::mem::replace(&mut *state, State::Exported),
             }
         };
@@ -315,6 +411,9 @@ impl Reader {
 
     /// Every remaining batch as one `pyarrow.Table` (the batches' buffers, not copied).
     fn read_all<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        if let Some(batches) = self.collect(py)? {
+            return pyarrow_table(py, self.schema.clone(), batches);
+        }
         let mut batches = Vec::new();
         while let Some(b) = self.next_batch(py)? {
             batches.push(b);

@@ -9,6 +9,7 @@ import signal
 import threading
 import time
 
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
@@ -135,3 +136,30 @@ def test_other_threads_keep_running_while_a_reader_waits(big_file):
         t.join()
         interrupter.join()
     assert len(ticks) > 10
+
+
+def test_a_stream_outlives_its_reader(big_file):
+    """`pa.RecordBatchReader.from_stream(rayquet.scan(...))` drops the reader before the first
+    batch is asked for: the exported stream owns the scan, which must not be cancelled. A scan
+    long enough that it cannot finish before the reader goes."""
+    files = [big_file] * 6
+    expected = sum(pq.read_metadata(big_file).num_rows for _ in files)
+    stream = pa.RecordBatchReader.from_stream(rayquet.scan(files, batch_size=1000))
+    gc.collect()
+    time.sleep(0.05)
+    got = stream.read_all()
+    assert got.num_rows == expected
+    want = pq.read_table(big_file).column("v")
+    assert got.column("v").slice(0, len(want)).equals(want)
+
+
+def test_an_unread_stream_dropped_with_its_reader_stops_the_scan(big_file):
+    before = reader_threads()
+    reader = rayquet.scan([big_file] * 50, batch_size=1000)
+    next(reader)  # a helper thread runs the scan
+    stream = pa.RecordBatchReader.from_stream(reader)
+    del reader
+    gc.collect()
+    del stream
+    gc.collect()
+    assert wait_until(lambda: reader_threads() == before)

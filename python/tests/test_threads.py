@@ -74,3 +74,47 @@ def test_iterating_readers_interleaved(dataset):
                     live[i] = False
     assert pa.Table.from_batches(out[0]).equals(ds.dataset(root, format="parquet").to_table())
     assert pa.Table.from_batches(out[1]).equals(ds.dataset(files[0], format="parquet").to_table())
+
+
+def test_read_all_while_another_thread_iterates(big_file):
+    """read_all() of a fresh reader collects the whole scan at once: another thread's next()
+    waits for it and then finds the reader exhausted; no batch is lost or given twice."""
+    import pyarrow.parquet as pq
+
+    files = [big_file] * 2
+    reader = rayquet.scan(files, batch_size=1000)
+    other: list = []
+
+    def iterate():
+        for batch in reader:
+            other.append(batch)
+
+    table = None
+
+    def read():
+        nonlocal table
+        table = reader.read_all()
+
+    a = threading.Thread(target=read)
+    a.start()
+    b = threading.Thread(target=iterate)
+    b.start()
+    a.join()
+    b.join()
+    got = pa.concat_tables([table, pa.Table.from_batches(other, schema=reader.schema)])
+    want = pq.read_table(big_file)
+    want = pa.concat_tables([want] * 2).sort_by("v")
+    assert got.sort_by("v").equals(want)
+
+
+def test_close_from_another_thread_stops_read_all(big_file):
+    reader = rayquet.scan([big_file] * 400, filter="v = 549755813887")
+    closer = threading.Timer(0.3, reader.close)
+    closer.start()
+    try:
+        reader.read_all()
+        raise AssertionError("read_all() returned after close()")
+    except rayquet.CancelledError:
+        pass
+    finally:
+        closer.join()
