@@ -50,6 +50,17 @@ def long_scan(big_file, **kw):
 pytestmark = pytest.mark.skipif(not os.path.isdir("/proc/self/task"), reason="Linux /proc")
 
 
+@pytest.fixture(autouse=True)
+def sigint_raises():
+    """Python's own SIGINT handler for every test here: a process started in the background
+    by a non-interactive shell (`cmd &`, as a CI script may run the suite) inherits SIGINT
+    ignored, and then Python installs no handler, so neither `_thread.interrupt_main()` nor a
+    real SIGINT would raise KeyboardInterrupt."""
+    old = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, old)
+
+
 def test_drop_mid_scan_stops_the_scan(dataset):
     root, _, _ = dataset
     before = reader_threads()
