@@ -12,8 +12,13 @@
 //! by `__arrow_c_stream__` is still alive, taken or not: then the stream owns the scan (the last
 //! of the reader and its streams to go drops it, which cancels it).
 //!
+//! `read_all()` on a reader nothing was read from starts a collector thread instead, which
+//! drains the whole scan and hands the batches over at once (one hand-over rather than one per
+//! batch); the Python thread waits and checks for signals the same way.
+//!
 //! Several Python threads may share a reader: each batch goes to exactly one of them, in
-//! order of arrival; a thread waiting for the reader's lock waits with the GIL released too.
+//! order of arrival (while `read_all()` collects, the others wait and then find the reader
+//! exhausted); a thread waiting for the reader's lock waits with the GIL released too.
 //!
 //! `__arrow_c_stream__` exports a stream that hands the scan itself to the consumer (pyarrow,
 //! polars, duckdb) when it first asks for a batch; the consumer then pulls batches on its own
