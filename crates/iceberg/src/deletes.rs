@@ -184,19 +184,27 @@ fn read_positions(bytes: Bytes, path: &str) -> Result<Positions> {
         if files.null_count() > 0 || pos.null_count() > 0 {
             return Err(bad(&"null file_path or pos"));
         }
-        for i in 0..batch.num_rows() {
-            let (f, p) = (files.value(i), pos.value(i));
-            if p < 0 {
-                return Err(bad(&format!("negative position {p}")));
+        if let Some(p) = pos.values().iter().find(|&&p| p < 0) {
+            return Err(bad(&format!("negative position {p}")));
+        }
+        // The spec sorts a delete file by path, then position: take each run of one path at
+        // once (one lookup per run, positions appended a container at a time); any other order
+        // still gives the same sets.
+        let mut i = 0;
+        while i < batch.num_rows() {
+            let f = files.value(i);
+            let end = (i + 1..batch.num_rows())
+                .find(|&j| files.value(j) != f)
+                .unwrap_or(batch.num_rows());
+            let run = pos.values()[i..end].iter().map(|&p| p as u64);
+            if !out.contains_key(f) {
+                out.insert(f.to_string(), RoaringTreemap::new());
             }
-            match out.get_mut(f) {
-                Some(set) => {
-                    set.insert(p as u64);
-                }
-                None => {
-                    out.insert(f.to_string(), RoaringTreemap::from_iter([p as u64]));
-                }
+            let set = out.get_mut(f).expect("inserted above");
+            if let Err(e) = set.append(run.clone()) {
+                set.extend(run.skip(e.valid_until() as usize));
             }
+            i = end;
         }
     }
     Ok(out)
@@ -571,6 +579,50 @@ mod tests {
         let mut keep = vec![true; data[0].len()];
         set.apply(data, &mut keep).unwrap();
         keep
+    }
+
+    /// Position deletes against a reference built one row at a time: runs of a path across
+    /// batch boundaries (64k rows), paths coming back, positions out of order and repeated.
+    #[test]
+    fn position_deletes_in_any_order() {
+        use arrow::array::Int64Array;
+        use parquet::arrow::ArrowWriter;
+        use std::collections::{BTreeMap, BTreeSet};
+
+        let mut rows: Vec<(&str, i64)> = Vec::new();
+        rows.extend((0..90_000).map(|p| ("s3://b/a.parquet", p * 3)));
+        rows.extend((0..1_000).map(|p| ("s3://b/b.parquet", p)));
+        rows.extend([("s3://b/a.parquet", 7), ("s3://b/a.parquet", 1 << 33)]);
+        rows.extend([
+            ("s3://b/b.parquet", 5),
+            ("s3://b/b.parquet", 2),
+            ("s3://b/c.parquet", 0),
+        ]);
+        let batch = RecordBatch::try_from_iter([
+            (
+                "file_path",
+                Arc::new(StringArray::from_iter_values(rows.iter().map(|r| r.0))) as ArrayRef,
+            ),
+            (
+                "pos",
+                Arc::new(Int64Array::from_iter_values(rows.iter().map(|r| r.1))) as ArrayRef,
+            ),
+        ])
+        .unwrap();
+        let mut bytes = Vec::new();
+        let mut w = ArrowWriter::try_new(&mut bytes, batch.schema(), None).unwrap();
+        w.write(&batch).unwrap();
+        w.close().unwrap();
+
+        let got = read_positions(Bytes::from(bytes), "deletes.parquet").unwrap();
+        let mut want: BTreeMap<&str, BTreeSet<u64>> = BTreeMap::new();
+        for (f, p) in &rows {
+            want.entry(f).or_default().insert(*p as u64);
+        }
+        assert_eq!(got.len(), want.len());
+        for (f, set) in want {
+            assert!(got[f].iter().eq(set.iter().copied()), "{f}");
+        }
     }
 
     #[test]
