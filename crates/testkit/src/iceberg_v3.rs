@@ -26,6 +26,7 @@ use iceberg::spec::{
     Transform, Type, UnboundPartitionField, UnboundPartitionSpec, MAIN_BRANCH,
 };
 use iceberg::transaction::AddColumn;
+use parquet::arrow::arrow_writer::ArrowWriterOptions;
 use parquet::arrow::ArrowWriter;
 use serde_json::Value;
 
@@ -450,20 +451,39 @@ fn write_with_lineage(h: &mut Harness, batch: &RecordBatch) -> (DataFile, Record
             .collect::<Vec<_>>(),
     )));
     let full = RecordBatch::try_new(Arc::new(ArrowSchema::new(fields)), columns).unwrap();
-    let tag = h.next_tag("lineage");
-    let location = h.table.metadata().location().to_string();
-    let uri = format!("{location}/data/{tag}.parquet");
+    let df = write_data_file(
+        h,
+        "lineage",
+        &full,
+        ArrowWriterOptions::new(),
+        Some(V3_EXPLICIT_FIRST_ROW_ID),
+    );
+    (df, full)
+}
+
+/// Write `batch` as the data file `data/<tag>.parquet` of `h`'s table (two row groups) with
+/// `options`, and its `DataFile` (unpartitioned; `first_row_id` for row lineage).
+fn write_data_file(
+    h: &mut Harness,
+    tag: &str,
+    batch: &RecordBatch,
+    options: ArrowWriterOptions,
+    first_row_id: Option<i64>,
+) -> DataFile {
+    let n = batch.num_rows();
+    let tag = h.next_tag(tag);
+    let uri = format!("{}/data/{tag}.parquet", h.table.metadata().location());
     let local = local_path(&uri);
     std::fs::create_dir_all(local.parent().unwrap()).unwrap();
-    let mut w = ArrowWriter::try_new(
+    let mut w = ArrowWriter::try_new_with_options(
         std::fs::File::create(&local).unwrap(),
-        full.schema(),
-        Some(writer_props(n / 2)),
+        batch.schema(),
+        options.with_properties(writer_props(n / 2)),
     )
     .unwrap();
-    w.write(&full).unwrap();
+    w.write(batch).unwrap();
     w.close().unwrap();
-    let df = DataFileBuilder::default()
+    DataFileBuilder::default()
         .content(DataContentType::Data)
         .file_path(uri)
         .file_format(DataFileFormat::Parquet)
@@ -471,10 +491,9 @@ fn write_with_lineage(h: &mut Harness, batch: &RecordBatch) -> (DataFile, Record
         .record_count(n as u64)
         .partition(Struct::empty())
         .partition_spec_id(h.table.metadata().default_partition_spec_id())
-        .first_row_id(Some(V3_EXPLICIT_FIRST_ROW_ID))
+        .first_row_id(first_row_id)
         .build()
-        .unwrap();
-    (df, full)
+        .unwrap()
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1037,31 +1056,8 @@ pub fn v3_variant(n: usize) -> Fixture {
             ],
         )
         .unwrap();
-        let tag = h.next_tag("variant");
-        let uri = format!("{}/data/{tag}.parquet", h.table.metadata().location());
-        let local = local_path(&uri);
-        std::fs::create_dir_all(local.parent().unwrap()).unwrap();
-        let options = parquet::arrow::arrow_writer::ArrowWriterOptions::new()
-            .with_properties(writer_props(n / 2))
-            .with_skip_arrow_metadata(!shredded);
-        let mut w = ArrowWriter::try_new_with_options(
-            std::fs::File::create(&local).unwrap(),
-            batch.schema(),
-            options,
-        )
-        .unwrap();
-        w.write(&batch).unwrap();
-        w.close().unwrap();
-        let df = DataFileBuilder::default()
-            .content(DataContentType::Data)
-            .file_path(uri)
-            .file_format(DataFileFormat::Parquet)
-            .file_size_in_bytes(std::fs::metadata(&local).unwrap().len())
-            .record_count(n as u64)
-            .partition(Struct::empty())
-            .partition_spec_id(h.table.metadata().default_partition_spec_id())
-            .build()
-            .unwrap();
+        let options = ArrowWriterOptions::new().with_skip_arrow_metadata(!shredded);
+        let df = write_data_file(h, "variant", &batch, options, None);
         (df, batch)
     };
     // The spec's rows, variants as JSON text.
