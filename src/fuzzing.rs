@@ -456,7 +456,7 @@ fn one_column_file(
 /// string views (bit 2); the rest is a Parquet file. The footer is read as scans read it
 /// (checked thrift, page index), the chunk's page headers checked, its bytes given as the only
 /// fetched piece (an exact allocation); when the direct reader takes the chunk (a flat column
-/// it reads, a scattered selection; then every row, where it reads whole row groups), its
+/// it reads, a scattered selection; then most rows and every row, where it reads those), its
 /// batches (each validated with `validate_full`) must equal parquet's reader's with the same
 /// metadata, selection and batch size whenever parquet reads them; rayquet may refuse more (a
 /// clean error), never read otherwise.
@@ -509,11 +509,12 @@ pub fn direct(data: &[u8]) {
         return;
     }
     let selection = scattered_selection(rows, ctrl[2]);
+    let kept = inverted(&selection);
     let batch = [1, 7, 100, 1024][usize::from(ctrl[3] & 3)];
-    // The scattered selection, then every row (the direct reader reads whole row groups of
-    // columns without nulls), each with every copy of the dispatched kernels.
+    // The scattered selection, its inverse (most rows kept) and every row (the direct reader
+    // reads those of columns without nulls), each with every copy of the dispatched kernels.
     for kernels in compared_kernels() {
-        for sel in [Some(&selection), None] {
+        for sel in [Some(&selection), Some(&kept), None] {
             dispatch::on_thread(kernels, || {
                 direct_compare((&meta, &file), rg, ctrl[0], sel, batch);
             });
@@ -665,6 +666,18 @@ fn scattered_selection(rows: usize, ctrl: u8) -> RowSelection {
         }
     }
     selectors.into()
+}
+
+/// The rows `selection` skips, selected (and the other way round).
+fn inverted(selection: &RowSelection) -> RowSelection {
+    let flipped: Vec<RowSelector> = selection
+        .iter()
+        .map(|s| RowSelector {
+            row_count: s.row_count,
+            skip: !s.skip,
+        })
+        .collect();
+    flipped.into()
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -14,13 +14,15 @@
 //! What it reads: flat columns (top level, unrepeated, at most one definition level) of the
 //! pairs of physical and Arrow types in [`build::builder_for`], PLAIN or dictionary-encoded
 //! with RLE levels (v1 or v2 pages), when the selected rows are scattered: in short runs (fewer
-//! than 32 rows on average) and at most half the rows, as a filter's matches are; and every
-//! row of a part without a selection whose columns have no null (required, or the chunk's
-//! statistics say none) and are fixed-width or views: each page is then decoded whole by the
-//! dispatched kernels ([`crate::decode::dispatch`]), which in a generic build are faster than
-//! parquet's decoders. Anything else, long runs (a clustered filter) or most rows kept
-//! (scattered deleted rows) are read by parquet's reader, whose fused decoding of consecutive
-//! rows is faster there ([`open`] chooses).
+//! than 32 rows on average) and at most half the rows, as a filter's matches are. And, where
+//! the CPU runs the x86-64-v3 copies of the dispatched kernels ([`crate::decode::dispatch`]),
+//! every row of a part, or most of them in runs of 4 or more on average (a filter that drops
+//! few rows, scattered deleted rows), when its columns have no null (required, or the chunk's statistics say none) and are
+//! fixed-width or views: each page is then decoded whole and its kept runs of rows copied out
+//! by those kernels, which in a generic build are faster than parquet's decoders (which, under
+//! a selection of most rows, decode every row and then filter the batch). Anything else, long
+//! runs of at most half the rows (a clustered filter), is read by parquet's reader, whose
+//! skipping by selectors is as fast there ([`open`] chooses).
 //!
 //! Invariants: batches equal parquet's over the same bytes and selection (`batch_size`
 //! selected rows each, the same schema; tests compare the two on the parquet-testing files,
@@ -82,21 +84,21 @@ pub(crate) fn open(
     (selection, page_level): (Option<RowSelection>, bool),
     batch_size: usize,
 ) -> parquet::errors::Result<RowGroupReader> {
-    // Every row, long runs of selected rows or most rows: parquet's reader, whose fused
-    // decoding of consecutive rows is faster there (measured: BENCHMARKS.md).
-    if let Some(sel) = selection.as_ref().filter(|s| scattered(s)) {
-        let rows = (Some(sel), page_level);
-        if let Some(d) = DirectReader::try_new(meta, rg, &leaves, &chunk, rows, batch_size) {
-            return Ok(RowGroupReader::Direct(Box::new(d)));
-        }
-    }
-    // Every row of columns without nulls, where the CPU runs the x86-64-v3 copies of the
-    // dispatched kernels: pages decoded whole by them, which measured faster than parquet's
-    // decoders in a generic build (their portable copies did not: BENCHMARKS.md, "Build
-    // flags").
-    if selection.is_none() && dispatch::v3() {
-        let rows = (None, page_level);
-        if let Some(d) = DirectReader::try_new(meta, rg, &leaves, &chunk, rows, batch_size) {
+    // Scattered selected rows: only those decoded. Every row, or most rows (a filter that
+    // drops few, scattered deleted rows), of columns without nulls, where the CPU runs the
+    // x86-64-v3 copies of the dispatched kernels: pages decoded whole by them and the kept
+    // runs copied out, which measured faster than parquet's decoders in a generic build
+    // (their portable copies did not: BENCHMARKS.md, "Build flags"). Anything else (long runs
+    // of selected rows, no x86-64-v3): parquet's reader, whose fused decoding of consecutive
+    // rows is faster there.
+    let dense = match selection.as_ref().map(shape) {
+        Some(Shape::Scattered) => Some(false),
+        None | Some(Shape::MostlyKept) if dispatch::v3() => Some(true),
+        _ => None,
+    };
+    if let Some(dense) = dense {
+        let rows = (selection.as_ref(), page_level);
+        if let Some(d) = DirectReader::try_new(meta, rg, &leaves, &chunk, rows, dense, batch_size) {
             return Ok(RowGroupReader::Direct(Box::new(d)));
         }
     }
@@ -130,15 +132,16 @@ pub(crate) struct DirectReader {
 
 impl DirectReader {
     /// The direct reader of `leaves` of row group `rg`, the rows of `selection` (`None`:
-    /// every row, then only of columns without a null whose every page it reads as fast as
-    /// parquet: see [`whole`]); `None` when a leaf is not one it reads (or the footer is odd),
-    /// so parquet's reader should.
+    /// every row); when `dense` (every row or most rows), only of columns without a null whose
+    /// every page it reads as fast as parquet: see [`whole`]; `None` when a leaf is not one it
+    /// reads (or the footer is odd), so parquet's reader should.
     fn try_new(
         meta: &ArrowReaderMetadata,
         rg: usize,
         leaves: &Leaves<'_>,
         chunk: &SparseChunk,
         (selection, page_level): (Option<&RowSelection>, bool),
+        dense: bool,
         batch_size: usize,
     ) -> Option<Self> {
         let md = meta.metadata();
@@ -172,7 +175,9 @@ impl DirectReader {
                 .fields()
                 .get(descr.get_column_root_idx(leaf))?;
             let nullable = cd.max_def_level() == 1;
-            if selection.is_none() && !whole(group.column(leaf), nullable, field.data_type()) {
+            if (dense || selection.is_none())
+                && !whole(group.column(leaf), nullable, field.data_type())
+            {
                 return None;
             }
             let (build, width) = builder_for(cd.physical_type(), field.data_type(), nullable)?;
@@ -349,11 +354,27 @@ impl Iterator for DirectReader {
 /// the same number) with a bitmask that decodes every row.
 const SHORT_RUNS: usize = 32;
 
-/// Whether `selection` is one the direct reader reads faster than parquet's reader: its
-/// selected rows come in short runs (see [`SHORT_RUNS`]) and are at most half the rows. When
-/// most rows are kept (deleted rows scattered through a file), parquet decoding every row and
-/// then copying the kept runs out measured faster.
-fn scattered(selection: &RowSelection) -> bool {
+/// Selected rows come in runs at least this long on average, when most rows are kept, for the
+/// direct reader to copy them out of dense pages run by run: measured on TPC-H lineitem
+/// (BENCHMARKS.md, "Most rows kept"), 80% of the rows kept at random (runs of 5 on average)
+/// read 7% faster than by parquet's reader, 60% (runs of 2.5) 6% slower.
+const KEPT_RUNS: usize = 4;
+
+/// How a selection's rows lie, which decides the reader ([`open`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Shape {
+    /// In short runs (see [`SHORT_RUNS`]) and at most half the rows: a filter's matches.
+    Scattered,
+    /// More than half the rows, in runs of [`KEPT_RUNS`] or more on average: a filter that
+    /// drops few rows, scattered deleted rows.
+    MostlyKept,
+    /// Long runs of at most half the rows (a clustered filter), most rows in very short runs,
+    /// or none.
+    Other,
+}
+
+/// The [`Shape`] of `selection`.
+fn shape(selection: &RowSelection) -> Shape {
     let (mut rows, mut runs, mut total) = (0usize, 0usize, 0usize);
     for s in selection.iter() {
         total += s.row_count;
@@ -362,7 +383,19 @@ fn scattered(selection: &RowSelection) -> bool {
             runs += 1;
         }
     }
-    runs > 0 && rows < runs.saturating_mul(SHORT_RUNS) && rows * 2 <= total
+    if runs == 0 {
+        Shape::Other
+    } else if rows * 2 > total {
+        if rows >= runs.saturating_mul(KEPT_RUNS) {
+            Shape::MostlyKept
+        } else {
+            Shape::Other
+        }
+    } else if rows < runs.saturating_mul(SHORT_RUNS) {
+        Shape::Scattered
+    } else {
+        Shape::Other
+    }
 }
 
 /// Whether the direct reader reads every row of column chunk `col` (read as `dt`): when it

@@ -160,6 +160,7 @@ fn compare_with(
                 &leaves_arg,
                 &chunk,
                 (sel.as_ref(), page_level),
+                sel.is_none(),
                 batch,
             )?;
             let out = r.by_ref().collect::<Result<Vec<RecordBatch>, _>>();
@@ -216,16 +217,26 @@ fn compare_with(
 
 /// Each row selected with probability `1 / every`, from a fixed seed.
 fn random(rows: usize, every: u64, seed: u64) -> RowSelection {
+    RowSelection::from_filters(&[arrow::array::BooleanArray::from(hits(rows, every, seed))])
+}
+
+/// Each row dropped with probability `1 / every`, from a fixed seed (most rows kept).
+fn random_dropped(rows: usize, every: u64, seed: u64) -> RowSelection {
+    let keep: Vec<bool> = hits(rows, every, seed).into_iter().map(|h| !h).collect();
+    RowSelection::from_filters(&[arrow::array::BooleanArray::from(keep)])
+}
+
+/// `rows` flags, each set with probability `1 / every`, from a fixed seed.
+fn hits(rows: usize, every: u64, seed: u64) -> Vec<bool> {
     let mut s = seed;
-    let keep: Vec<bool> = (0..rows)
+    (0..rows)
         .map(|_| {
             s = s
                 .wrapping_mul(6364136223846793005)
                 .wrapping_add(1442695040888963407);
             (s >> 33) % every == 0
         })
-        .collect();
-    RowSelection::from_filters(&[arrow::array::BooleanArray::from(keep)])
+        .collect()
 }
 
 /// The selections every file is read with.
@@ -238,6 +249,14 @@ fn selections() -> Vec<(&'static str, Select)> {
         ("alternating 97", Box::new(|r| alternating(r, 97))),
         ("a quarter", Box::new(|r| random(r, 4, 1))),
         ("one in a hundred", Box::new(|r| random(r, 100, 2))),
+        (
+            "all but one in fifty",
+            Box::new(|r| random_dropped(r, 50, 3)),
+        ),
+        (
+            "all but one in eight",
+            Box::new(|r| random_dropped(r, 8, 4)),
+        ),
         (
             "the last row",
             Box::new(|r| {
@@ -655,4 +674,95 @@ fn strings_that_are_not_utf8_are_refused_as_parquet_refuses_them() {
     assert!(tally.both_failed > 20, "{tally:?}");
     assert!(tally.direct > 20, "{tally:?}");
     assert_eq!(tally.declined, 0, "{tally:?}");
+}
+
+/// Row group `rg` of `bytes` (the leaves of `pick`, the rows of `selection`) read through
+/// [`open`], as a part reads it, and by parquet's builder: the same batches. Returns whether
+/// [`open`] chose the direct reader.
+fn open_and_compare(bytes: &Bytes, pick: &[usize], selection: &RowSelection, batch: usize) -> bool {
+    let opts = ArrowReaderOptions::new()
+        .with_page_index_policy(parquet::file::metadata::PageIndexPolicy::Optional);
+    let meta = ArrowReaderMetadata::load(bytes, opts).unwrap();
+    let md = Arc::clone(meta.metadata());
+    let (chunk, groups) = checked_row_groups((&md, "open"), bytes, pick, batch);
+    let (rg, _, sizes) = groups.into_iter().next().expect("row group 0");
+    let leaves = Leaves {
+        leaves: pick,
+        sizes,
+    };
+    let reader = open(
+        &meta,
+        rg,
+        leaves,
+        chunk,
+        (Some(selection.clone()), false),
+        batch,
+    )
+    .unwrap();
+    let direct = matches!(reader, RowGroupReader::Direct(_));
+    let ours = reader.collect::<Result<Vec<_>, _>>().unwrap();
+    let theirs = ParquetRecordBatchReaderBuilder::new_with_metadata(bytes.clone(), meta.clone())
+        .with_row_groups(vec![rg])
+        .with_projection(ProjectionMask::leaves(
+            meta.parquet_schema(),
+            pick.iter().copied(),
+        ))
+        .with_row_selection(selection.clone())
+        .with_batch_size(batch)
+        .build()
+        .unwrap()
+        .collect::<Result<Vec<_>, _>>()
+        .unwrap();
+    assert_eq!(ours, theirs, "pick {pick:?} direct {direct}");
+    direct
+}
+
+#[test]
+fn most_rows_kept_are_read_directly_where_the_cpu_runs_v3() {
+    let batch = rayquet_gen::batch(0, 0, 20_000, 42);
+    // One row group of 20 000 rows (pages of 1024 rows by default).
+    let rows = 20_000;
+    let props = rayquet_gen::writer_properties(rayquet_gen::Compression::Snappy, rows);
+    let mut out = Vec::new();
+    let mut w = ArrowWriter::try_new(&mut out, batch.schema(), Some(props)).unwrap();
+    w.write(&batch).unwrap();
+    w.close().unwrap();
+    let bytes = Bytes::from(out);
+    // The columns without nulls that are not offset-based strings; then with a nullable one.
+    let (dense, with_nulls): (&[usize], &[usize]) = (&[0, 1, 3, 4, 5, 6, 10, 12], &[0, 2, 5]);
+    let kept = [
+        ("all but one in fifty", random_dropped(rows, 50, 3)),
+        ("all but one in eight", random_dropped(rows, 8, 4)),
+        (
+            "all but the first and last thousand",
+            RowSelection::from(vec![
+                RowSelector::skip(1000),
+                RowSelector::select(rows - 2000),
+                RowSelector::skip(1000),
+            ]),
+        ),
+    ];
+    for kernels in every_kernels() {
+        for (what, sel) in &kept {
+            assert_eq!(shape(sel), Shape::MostlyKept, "{what}");
+            for batch in [1000, 8192] {
+                let direct =
+                    dispatch::on_thread(kernels, || open_and_compare(&bytes, dense, sel, batch));
+                assert_eq!(direct, kernels == Kernels::V3, "{what} {kernels:?}");
+                let direct = dispatch::on_thread(kernels, || {
+                    open_and_compare(&bytes, with_nulls, sel, batch)
+                });
+                assert!(!direct, "{what} {kernels:?}: a column with nulls");
+            }
+        }
+    }
+    // The other shapes.
+    assert_eq!(shape(&random(rows, 4, 1)), Shape::Scattered);
+    // Most rows kept in runs too short (3 on average): parquet's reader.
+    assert_eq!(shape(&random_dropped(rows, 3, 4)), Shape::Other);
+    assert_eq!(shape(&alternating(rows, 100)), Shape::Other);
+    assert_eq!(
+        shape(&RowSelection::from(vec![RowSelector::skip(rows)])),
+        Shape::Other
+    );
 }
