@@ -676,10 +676,23 @@ fn strings_that_are_not_utf8_are_refused_as_parquet_refuses_them() {
     assert_eq!(tally.declined, 0, "{tally:?}");
 }
 
-/// Row group `rg` of `bytes` (the leaves of `pick`, the rows of `selection`) read through
-/// [`open`], as a part reads it, and by parquet's builder: the same batches. Returns whether
-/// [`open`] chose the direct reader.
-fn open_and_compare(bytes: &Bytes, pick: &[usize], selection: &RowSelection, batch: usize) -> bool {
+/// Which reader [`open`] chose.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Chose {
+    Parquet,
+    Direct,
+    Split,
+}
+
+/// Row group 0 of `bytes` (the leaves of `pick`, the rows of `selection`, every row when
+/// `None`) read through [`open`], as a part reads it, and by parquet's builder: the same
+/// batches. Returns which reader [`open`] chose.
+fn open_and_compare(
+    bytes: &Bytes,
+    pick: &[usize],
+    selection: Option<&RowSelection>,
+    batch: usize,
+) -> Chose {
     let opts = ArrowReaderOptions::new()
         .with_page_index_policy(parquet::file::metadata::PageIndexPolicy::Optional);
     let meta = ArrowReaderMetadata::load(bytes, opts).unwrap();
@@ -690,35 +703,35 @@ fn open_and_compare(bytes: &Bytes, pick: &[usize], selection: &RowSelection, bat
         leaves: pick,
         sizes,
     };
-    let reader = open(
-        &meta,
-        rg,
-        leaves,
-        chunk,
-        (Some(selection.clone()), false),
-        batch,
-    )
-    .unwrap();
-    let direct = matches!(reader, RowGroupReader::Direct(_));
+    let reader = open(&meta, rg, leaves, chunk, (selection.cloned(), false), batch).unwrap();
+    let chose = match reader {
+        RowGroupReader::Parquet(_) => Chose::Parquet,
+        RowGroupReader::Direct(_) => Chose::Direct,
+        RowGroupReader::Split(_) => Chose::Split,
+    };
     let ours = reader.collect::<Result<Vec<_>, _>>().unwrap();
-    let theirs = ParquetRecordBatchReaderBuilder::new_with_metadata(bytes.clone(), meta.clone())
+    let builder = ParquetRecordBatchReaderBuilder::new_with_metadata(bytes.clone(), meta.clone())
         .with_row_groups(vec![rg])
         .with_projection(ProjectionMask::leaves(
             meta.parquet_schema(),
             pick.iter().copied(),
         ))
-        .with_row_selection(selection.clone())
-        .with_batch_size(batch)
+        .with_batch_size(batch);
+    let builder = match selection {
+        Some(s) => builder.with_row_selection(s.clone()),
+        None => builder,
+    };
+    let theirs = builder
         .build()
         .unwrap()
         .collect::<Result<Vec<_>, _>>()
         .unwrap();
-    assert_eq!(ours, theirs, "pick {pick:?} direct {direct}");
-    direct
+    assert_eq!(ours, theirs, "pick {pick:?} {chose:?}");
+    chose
 }
 
 #[test]
-fn most_rows_kept_are_read_directly_where_the_cpu_runs_v3() {
+fn most_rows_kept_and_parts_of_parts_are_read_as_parquet_reads_them() {
     let batch = rayquet_gen::batch(0, 0, 20_000, 42);
     // One row group of 20 000 rows (pages of 1024 rows by default).
     let rows = 20_000;
@@ -728,8 +741,11 @@ fn most_rows_kept_are_read_directly_where_the_cpu_runs_v3() {
     w.write(&batch).unwrap();
     w.close().unwrap();
     let bytes = Bytes::from(out);
-    // The columns without nulls that are not offset-based strings; then with a nullable one.
+    // The columns without nulls that are not offset-based strings; then with one with nulls
+    // (2: l_suppkey), then every leaf (nulls, offset-based strings, a list, a struct).
     let (dense, with_nulls): (&[usize], &[usize]) = (&[0, 1, 3, 4, 5, 6, 10, 12], &[0, 2, 5]);
+    let meta = ArrowReaderMetadata::load(&bytes, ArrowReaderOptions::new()).unwrap();
+    let every: Vec<usize> = (0..meta.parquet_schema().num_columns()).collect();
     let kept = [
         ("all but one in fifty", random_dropped(rows, 50, 3)),
         ("all but one in eight", random_dropped(rows, 8, 4)),
@@ -743,16 +759,49 @@ fn most_rows_kept_are_read_directly_where_the_cpu_runs_v3() {
         ),
     ];
     for kernels in every_kernels() {
-        for (what, sel) in &kept {
-            assert_eq!(shape(sel), Shape::MostlyKept, "{what}");
+        let direct = if kernels == Kernels::V3 {
+            Chose::Direct
+        } else {
+            Chose::Parquet
+        };
+        let cases = kept.iter().map(|(w, s)| (*w, Some(s)));
+        for (what, sel) in cases.chain([("every row", None)]) {
+            if let Some(sel) = sel {
+                assert_eq!(shape(sel), Shape::MostlyKept, "{what}");
+            }
             for batch in [1000, 8192] {
-                let direct =
-                    dispatch::on_thread(kernels, || open_and_compare(&bytes, dense, sel, batch));
-                assert_eq!(direct, kernels == Kernels::V3, "{what} {kernels:?}");
-                let direct = dispatch::on_thread(kernels, || {
-                    open_and_compare(&bytes, with_nulls, sel, batch)
-                });
-                assert!(!direct, "{what} {kernels:?}: a column with nulls");
+                let read = |pick: &[usize]| {
+                    dispatch::on_thread(kernels, || open_and_compare(&bytes, pick, sel, batch))
+                };
+                assert_eq!(read(dense), direct, "{what} {kernels:?}");
+                // A leaf with nulls (and every leaf): parquet's reader for the whole part.
+                assert_eq!(
+                    read(with_nulls),
+                    Chose::Parquet,
+                    "{what} {kernels:?}: nulls"
+                );
+                assert_eq!(
+                    read(&every),
+                    Chose::Parquet,
+                    "{what} {kernels:?}: every leaf"
+                );
+            }
+        }
+        // A scattered selection: the flat leaves directly (with nulls too), the list and the
+        // struct by parquet's reader, with either kernels; the flat ones alone directly.
+        for (every_in, sel) in [(4, 1), (100, 2)] {
+            let sel = random(rows, every_in, sel);
+            for batch in [100, 8192] {
+                let read = |pick: &[usize]| {
+                    dispatch::on_thread(kernels, || {
+                        open_and_compare(&bytes, pick, Some(&sel), batch)
+                    })
+                };
+                assert_eq!(read(&every), Chose::Split, "{kernels:?}");
+                assert_eq!(read(with_nulls), Chose::Direct, "{kernels:?}");
+                // Nested leaves only: parquet's reader.
+                let nested: Vec<usize> = every.iter().copied().filter(|&l| l >= 18).collect();
+                assert_eq!(read(&nested), Chose::Parquet, "{kernels:?}");
             }
         }
     }
