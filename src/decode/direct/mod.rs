@@ -111,9 +111,9 @@ pub(crate) fn open(
         // those read directly, the rest by parquet's reader, their batches joined. Not for
         // every row or most rows: there, splitting a part whose other leaves are strings as
         // offsets measured 4-7% more CPU (BENCHMARKS.md, "Most rows kept").
-        let rows = (selection.as_ref(), page_level);
-        if !dense {
-            if let Some(s) = Split::try_new(meta, rg, &leaves, &chunk, rows, dense, batch_size)? {
+        if let Some(sel) = selection.as_ref().filter(|_| !dense) {
+            let rows = (sel, page_level);
+            if let Some(s) = Split::try_new(meta, rg, &leaves, &chunk, rows, batch_size)? {
                 return Ok(RowGroupReader::Split(Box::new(s)));
             }
         }
@@ -135,24 +135,22 @@ pub(crate) struct Split {
 }
 
 impl Split {
-    /// The split of `leaves` when some, but not all, are leaves the direct reader reads
-    /// ([`leaf_reader`]); `None` otherwise.
+    /// The split of `leaves`, read with the scattered `selection`, when some, but not all,
+    /// are leaves the direct reader reads ([`leaf_reader`]); `None` otherwise.
     fn try_new(
         meta: &ArrowReaderMetadata,
         rg: usize,
         leaves: &Leaves<'_>,
         chunk: &SparseChunk,
-        (selection, page_level): (Option<&RowSelection>, bool),
-        dense: bool,
+        (selection, page_level): (&RowSelection, bool),
         batch_size: usize,
     ) -> parquet::errors::Result<Option<Self>> {
         if leaves.sizes.len() != leaves.leaves.len() {
             return Ok(None);
         }
-        let dense_rows = dense || selection.is_none();
         let (mut mine, mut theirs) = (Vec::new(), Vec::new());
         for (&leaf, sizes) in leaves.leaves.iter().zip(&leaves.sizes) {
-            match leaf_reader(meta, rg, leaf, dense_rows) {
+            match leaf_reader(meta, rg, leaf, false) {
                 Some(_) => mine.push((leaf, sizes.clone())),
                 None => theirs.push((leaf, sizes.clone())),
             }
@@ -174,12 +172,12 @@ impl Split {
             return Ok(None);
         }
         let (l1, s1): (Vec<usize>, Vec<PageSizes>) = mine.into_iter().unzip();
-        let rows = (selection, page_level);
+        let rows = (Some(selection), page_level);
         let direct = Leaves {
             leaves: &l1,
             sizes: s1,
         };
-        let Some(direct) = DirectReader::try_new(meta, rg, &direct, chunk, rows, dense, batch_size)
+        let Some(direct) = DirectReader::try_new(meta, rg, &direct, chunk, rows, false, batch_size)
         else {
             return Ok(None);
         };
@@ -188,7 +186,7 @@ impl Split {
             leaves: &l2,
             sizes: s2,
         };
-        let rows = (selection.cloned(), page_level);
+        let rows = (Some(selection.clone()), page_level);
         let parquet = row_group_reader(meta, rg, parquet, chunk.clone(), rows, batch_size)?;
         Ok(Some(Split {
             direct,
