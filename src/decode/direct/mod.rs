@@ -214,12 +214,12 @@ impl Split {
                 (bi.next(), bf.next())
             };
             columns.push(Arc::clone(c.ok_or_else(missing)?));
-            fields.push(Arc::clone(f.ok_or_else(missing)?));
+            fields.push(f.ok_or_else(missing)?);
         }
-        let schema = match &self.schema {
-            Some(s) if s.fields().iter().eq(fields.iter()) => Arc::clone(s),
-            _ => Arc::clone(self.schema.insert(Arc::new(Schema::new(fields)))),
-        };
+        // Both readers' schemas are fixed for the row group: the joined one is built once.
+        let schema = Arc::clone(self.schema.get_or_insert_with(|| {
+            Arc::new(Schema::new(fields.into_iter().cloned().collect::<Vec<_>>()))
+        }));
         let opts = RecordBatchOptions::new().with_row_count(Some(a.num_rows()));
         RecordBatch::try_new_with_options(schema, columns, &opts)
     }
