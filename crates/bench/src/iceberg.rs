@@ -293,7 +293,7 @@ mod imp {
             .build()?)
     }
 
-    /// Rows `first..first + n` (the fixtures' bench generator: `tests/common/iceberg_tables.rs`).
+    /// Rows `first..first + n` (the fixtures' bench generator: `rayquet_testkit::iceberg_tables`).
     fn batch(schema: &SchemaRef, first: i64, n: usize) -> CliResult<RecordBatch> {
         let ids: Vec<i64> = (first..first + n as i64).collect();
         let mut rng = Rng(first as u64 ^ 0x5EED);

@@ -1,7 +1,7 @@
 //! Delta deletion vectors that are missing or corrupt: the scan ends with an error naming the
 //! deletion vector file, and no row it deletes is ever delivered (rows delivered before the
 //! error are rows of the table's latest version). The table is written with delta-kernel by
-//! the fixture harness (`tests/common/delta_tables.rs`, `dv_fixture`: five files, four of them
+//! the fixture harness (`rayquet_testkit::delta_tables`, `dv_fixture`: five files, four of them
 //! with deletion vectors, one DV file shared at four offsets).
 use rayquet::ScanBuilder;
 use rayquet_testkit::delta_tables;

@@ -3,7 +3,7 @@
 //! * the golden tables (written by Spark, with their expected rows): every compared table
 //!   reads as `expected/` through the whole-table scan (`TableScan`) and through the kernel's
 //!   `Scan::execute` with `RayquetEngine`; the negative ones fail with clear errors;
-//! * tables written with delta-kernel (`tests/common/delta_tables.rs`): every readable version
+//! * tables written with delta-kernel (`rayquet_testkit::delta_tables`): every readable version
 //!   through both rayquet paths equals the default engine's `Scan::execute` (and the rows the
 //!   fixture wrote); deleted rows are never delivered; filters equal brute-force filtering of
 //!   the default engine's rows (with the kernel's own predicate evaluation) and really prune;

@@ -1,5 +1,5 @@
-//! rayquet's Iceberg reader (`rayquet::iceberg`) end to end, on the tables of
-//! `tests/common/iceberg_tables.rs` (written with iceberg-rust 0.10.1).
+//! rayquet's Iceberg reader (`rayquet_iceberg`) end to end, on the tables of
+//! `rayquet_testkit::iceberg_tables` (written with iceberg-rust 0.10.1).
 //!
 //! Every answer is checked against an independent expectation: the Iceberg spec's answer each
 //! fixture records from its own generator (`Fixture::expected`), a brute-force filter of those

@@ -3,8 +3,6 @@
 //! workers on loopback ports, each on a runtime of its own (so that killing one closes its
 //! connections, as a crash would).
 
-#![allow(dead_code)]
-
 use std::sync::Arc;
 use std::time::Duration;
 

@@ -3,11 +3,9 @@
 //! which the formats' own readers check) in a `MemTable`: projection, filters (pushed exactly,
 //! or left to DataFusion), limits, statistics, errors.
 
-mod common;
-
 use std::sync::Arc;
 
-use common::*;
+use crate::common::*;
 use rayquet::ScanOptions;
 use rayquet_datafusion::datafusion::prelude::SessionContext;
 use rayquet_datafusion::{local_session, RayquetTable};

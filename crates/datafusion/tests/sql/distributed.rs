@@ -5,11 +5,9 @@
 //! mid-query, a missing data file and an unreachable worker each end the query with a clean
 //! error.
 
-mod common;
-
 use std::sync::Arc;
 
-use common::*;
+use crate::common::*;
 use rayquet::{ScanBuilder, ScanOptions};
 use rayquet_datafusion::datafusion::arrow::array::RecordBatch;
 use rayquet_datafusion::datafusion::physical_plan::ExecutionPlan;
@@ -122,7 +120,7 @@ async fn iceberg_tables_on_three_workers() {
         let reference = reference("t", schema, collect(scan.build().unwrap()));
         // ... which is the spec's answer.
         let want = fx.expected_current();
-        let spec = common::reference("t", want.schema(), vec![want]);
+        let spec = crate::common::reference("t", want.schema(), vec![want]);
         assert_same(&reference, &spec, "SELECT * FROM t").await;
         let files: Vec<String> = it::plan_tasks(&fx.table, None, None, None, true)
             .into_iter()
@@ -171,7 +169,7 @@ async fn delta_tables_on_three_workers() {
         let schema = scan.clone().plan().unwrap().plan.output_schema().unwrap();
         let reference = reference("t", schema, collect(scan.build().unwrap()));
         let want = fx.expected();
-        let spec = common::reference("t", want.schema.clone(), want.batches.clone());
+        let spec = crate::common::reference("t", want.schema.clone(), want.batches.clone());
         assert_same(&reference, &spec, "SELECT * FROM t").await;
         let files: Vec<String> = dt::scan_files(&fx.url, &dt::ReadOptions::default())
             .unwrap()

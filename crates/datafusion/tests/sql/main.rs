@@ -1,0 +1,8 @@
+//! rayquet-datafusion's tests, one binary (one link of DataFusion's stack rather than two):
+//! SQL over rayquet tables in one process ([`local`]) and on loopback workers
+//! ([`distributed`]), each against DataFusion over the batches of an independent reader
+//! ([`common`]).
+
+mod common;
+mod distributed;
+mod local;
