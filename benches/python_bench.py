@@ -26,6 +26,9 @@ Two more kinds of workload:
   (default ~/.cache/rayquet/python-bench-tables); every reader must deliver the rows left
   after deletes, counted when they were written.
 
+`--readers rayquet,rayquet-8k,...` adds rayquet with 8,192 rows per batch (the Rust default) to
+any workload, for comparison with the package's default of 65,536.
+
 Runs in the venv of the Python package (`pip install ./python -r python/requirements-test.txt`).
 Data: `--data DIR` (a directory of lineitem parquet files), else lineitem at `--sf` made by
 tpchgen-cli as the peers harness makes it (benches/peers: 8 files, snappy, 7 MiB row groups),
@@ -46,6 +49,9 @@ import sys
 import time
 
 READERS = ["rayquet", "pyarrow", "polars", "duckdb"]
+# rayquet with 8192 rows per batch (the Rust default; the package's is 65536), asked for by
+# name in --readers: the before/after of the package's default in one interleaved run.
+VARIANTS = {"rayquet-8k": {"batch_size": 8192}}
 # The readers of the workloads that are not lineitem reads (the rest take READERS).
 TABLE_READERS = {
     "first-batch": ["rayquet", "pyarrow", "duckdb"],
@@ -100,24 +106,28 @@ def pyarrow_filter(pa, pc, schema, key):
     }[key]()
 
 
+RAYQUETS = ["rayquet", *VARIANTS]
+
+
 def table_once(reader, key, tables):
     """One read of a whole table (`iceberg-mor`, `delta-dv`) by `reader`: its row count."""
+    kw = VARIANTS.get(reader, {})
     if key == "iceberg-mor":
         location = tables["iceberg"]
-        if reader == "rayquet":
+        if reader in RAYQUETS:
             import rayquet
 
-            return lambda: rayquet.iceberg(location).read_all().num_rows
+            return lambda: rayquet.iceberg(location, **kw).read_all().num_rows
         if reader == "pyiceberg":
             from pyiceberg.table import StaticTable
 
             return lambda: StaticTable.from_metadata(location).scan().to_arrow().num_rows
     if key == "delta-dv":
         uri = tables["delta"]
-        if reader == "rayquet":
+        if reader in RAYQUETS:
             import rayquet
 
-            return lambda: rayquet.delta(uri).read_all().num_rows
+            return lambda: rayquet.delta(uri, **kw).read_all().num_rows
         if reader == "deltalake":
             from deltalake import DeltaTable, QueryBuilder
 
@@ -131,11 +141,12 @@ def table_once(reader, key, tables):
 
 def first_batch_once(reader, data):
     """The first batch of a full lineitem scan by `reader`: its row count (the rest is not read)."""
-    if reader == "rayquet":
+    kw = VARIANTS.get(reader, {})
+    if reader in RAYQUETS:
         import rayquet
 
         def once():
-            r = rayquet.scan(data)
+            r = rayquet.scan(data, **kw)
             n = next(iter(r)).num_rows
             r.close()
             return n
@@ -170,15 +181,16 @@ def child(spec):
     reader, key, data, runs = spec["reader"], spec["workload"], spec["data"], spec["runs"]
     columns, sql = COLUMNS.get(key), SQL.get(key)
     glob = os.path.join(data, "*.parquet")
+    kw = VARIANTS.get(reader, {})
     if key in TABLES:
         once = table_once(reader, key, spec["tables"])
     elif key == "first-batch":
         once = first_batch_once(reader, data)
-    elif reader == "rayquet":
+    elif reader in RAYQUETS:
         import rayquet
 
         def once():
-            return rayquet.scan(data, columns=columns, filter=sql).read_all().num_rows
+            return rayquet.scan(data, columns=columns, filter=sql, **kw).read_all().num_rows
     elif reader == "pyarrow":
         import pyarrow as pa
         import pyarrow.compute as pc
@@ -313,7 +325,7 @@ def main():
             want = None  # any non-empty first batch
         else:
             want = expected_rows(data, key)
-        chosen = [r for r in readers if r in TABLE_READERS.get(key, READERS)]
+        chosen = [r for r in readers if r in TABLE_READERS.get(key, READERS) or r in VARIANTS]
         if key in TABLE_READERS and args.readers == ",".join(READERS):
             chosen = TABLE_READERS[key]
         firsts, warms, bad = {r: [] for r in chosen}, {r: [] for r in chosen}, {}

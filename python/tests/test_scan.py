@@ -60,6 +60,20 @@ def test_read_next_batch_and_stop_iteration(dataset):
     assert rows == pq.read_metadata(files[0]).num_rows
 
 
+def test_default_batch_size(big_file):
+    # 250,000-row row groups: batches of DEFAULT_BATCH_SIZE rows, each row group's last one
+    # shorter, and the rows pyarrow reads.
+    assert rayquet.DEFAULT_BATCH_SIZE == 65536
+    reader = rayquet.scan(big_file, limit=600_000)
+    sizes = [b.num_rows for b in reader]
+    n = rayquet.DEFAULT_BATCH_SIZE
+    per_group = [n, n, n, 250_000 - 3 * n]
+    assert sizes == per_group + per_group + [n, 100_000 - n]
+    got = rayquet.scan(big_file).read_all()
+    assert got.equals(pq.read_table(big_file))
+    assert max(len(c) for c in got.column(0).chunks) == n
+
+
 def test_schema_known_before_reading(dataset):
     root, _, _ = dataset
     reader = rayquet.scan(root)
