@@ -509,3 +509,80 @@ mod tests {
         ));
     }
 }
+
+#[cfg(test)]
+mod speed {
+    //! Not a test: `RAYQUET_SNAPPY_FILE=<a snappy parquet file> cargo test --release --lib
+    //! snappy::speed -- --ignored --nocapture` times this decoder against `snap` on the file's
+    //! pages (each page's decompressed bytes compressed again by `snap`'s encoder, which is
+    //! what parquet's writer uses).
+    use super::*;
+    use parquet::file::reader::{FileReader, SerializedFileReader};
+    use std::time::Instant;
+
+    #[test]
+    #[ignore]
+    fn against_snap() {
+        let Ok(paths) = std::env::var("RAYQUET_SNAPPY_FILE") else {
+            return;
+        };
+        let cols: Vec<usize> = std::env::var("RAYQUET_SNAPPY_COLUMNS")
+            .map(|s| s.split(',').map(|c| c.parse().unwrap()).collect())
+            .unwrap_or_default();
+        let mut pages = Vec::new();
+        for path in paths.split(':') {
+            let reader = SerializedFileReader::new(std::fs::File::open(path).unwrap()).unwrap();
+            for rg in 0..reader.num_row_groups() {
+                let r = reader.get_row_group(rg).unwrap();
+                for c in 0..r.num_columns() {
+                    if !cols.is_empty() && !cols.contains(&c) {
+                        continue;
+                    }
+                    let mut pr = r.get_column_page_reader(c).unwrap();
+                    while let Some(p) = pr.get_next_page().unwrap() {
+                        let raw = p.buffer().to_vec();
+                        let z = snap::raw::Encoder::new().compress_vec(&raw).unwrap();
+                        pages.push((z, raw.len()));
+                    }
+                }
+            }
+        }
+        let total: usize = pages.iter().map(|p| p.1).sum();
+        // RAYQUET_SNAPPY_COLD=1: every page into its own buffer (as in a scan, where the output
+        // is not the one just written), else one buffer, hot.
+        let cold = std::env::var_os("RAYQUET_SNAPPY_COLD").is_some();
+        let mut outs: Vec<Vec<u8>> = if cold {
+            pages.iter().map(|p| vec![0u8; p.1 + DST_SLOP]).collect()
+        } else {
+            vec![vec![
+                0u8;
+                pages.iter().map(|p| p.1).max().unwrap() + DST_SLOP
+            ]]
+        };
+        let k = outs.len();
+        let (mut ours, mut theirs) = (Vec::new(), Vec::new());
+        for _ in 0..15 {
+            let t = Instant::now();
+            for (i, (z, n)) in pages.iter().enumerate() {
+                assert_eq!(decompress_into(z, &mut outs[i % k], *n).unwrap(), *n);
+            }
+            ours.push(t.elapsed().as_secs_f64());
+            let t = Instant::now();
+            for (i, (z, n)) in pages.iter().enumerate() {
+                snap::raw::Decoder::new()
+                    .decompress(z, &mut outs[i % k][..*n])
+                    .unwrap();
+            }
+            theirs.push(t.elapsed().as_secs_f64());
+        }
+        ours.sort_by(f64::total_cmp);
+        theirs.sort_by(f64::total_cmp);
+        println!(
+            "{} pages, {:.1} MB out: ours {:.2} ms, snap {:.2} ms (medians of 15)",
+            pages.len(),
+            total as f64 / 1e6,
+            ours[7] * 1e3,
+            theirs[7] * 1e3
+        );
+    }
+}
