@@ -512,8 +512,8 @@ mod tests {
 
 #[cfg(test)]
 mod speed {
-    //! Not a test: `RAYQUET_SNAPPY_FILE=<a snappy parquet file> cargo test --release --lib
-    //! snappy::speed -- --ignored --nocapture` times this decoder against `snap` on the file's
+    //! A benchmark, not a test: `RAYQUET_SNAPPY_FILE=<snappy parquet files, ':'-separated>
+    //! cargo test --release --lib snappy::speed -- --ignored --nocapture` times this decoder against `snap` on the file's
     //! pages (each page's decompressed bytes compressed again by `snap`'s encoder, which is
     //! what parquet's writer uses).
     use super::*;
@@ -521,11 +521,10 @@ mod speed {
     use std::time::Instant;
 
     #[test]
-    #[ignore]
+    #[ignore = "a benchmark on files given in RAYQUET_SNAPPY_FILE: run by hand (BENCHMARKS.md)"]
     fn against_snap() {
-        let Ok(paths) = std::env::var("RAYQUET_SNAPPY_FILE") else {
-            return;
-        };
+        let paths = std::env::var("RAYQUET_SNAPPY_FILE")
+            .expect("RAYQUET_SNAPPY_FILE: snappy parquet files, ':'-separated");
         let cols: Vec<usize> = std::env::var("RAYQUET_SNAPPY_COLUMNS")
             .map(|s| s.split(',').map(|c| c.parse().unwrap()).collect())
             .unwrap_or_default();
