@@ -101,7 +101,7 @@ def scan(
     columns: Optional[Sequence[str]] = None,
     filter: Optional[str] = None,
     limit: Optional[int] = None,
-    batch_size: int = DEFAULT_BATCH_SIZE,
+    batch_size: Optional[int] = None,
     ordered: bool = True,
     storage_options: Optional[Mapping[str, str]] = None,
     *,
@@ -124,7 +124,7 @@ def scan(
             ``"l_quantity < 5 AND l_shipmode = 'AIR'"``. Exact, and used to skip row groups
             and pages that cannot match.
         limit: at most this many rows.
-        batch_size: rows per batch (a row group's last batch may be shorter); default
+        batch_size: rows per batch (a row group's last batch may be shorter); ``None``:
             :data:`DEFAULT_BATCH_SIZE` (65,536).
         ordered: deliver batches in file and row order (``True``) or as soon as they are ready.
         storage_options: object_store configuration keys (``aws_region``, ``aws_endpoint``,
@@ -143,7 +143,7 @@ def scan(
         _columns(columns),
         filter,
         limit,
-        batch_size,
+        DEFAULT_BATCH_SIZE if batch_size is None else batch_size,
         ordered,
         dict(storage_options) if storage_options is not None else None,
         memory_budget=memory_budget,
@@ -160,7 +160,7 @@ def iceberg(
     columns: Optional[Sequence[str]] = None,
     filter: Optional[str] = None,
     limit: Optional[int] = None,
-    batch_size: int = DEFAULT_BATCH_SIZE,
+    batch_size: Optional[int] = None,
     ordered: bool = True,
     storage_options: Optional[Mapping[str, str]] = None,
     *,
@@ -193,7 +193,7 @@ def iceberg(
         _columns(columns),
         filter,
         limit,
-        batch_size,
+        DEFAULT_BATCH_SIZE if batch_size is None else batch_size,
         ordered,
         dict(storage_options) if storage_options is not None else None,
         as_of_timestamp=as_of_timestamp,
@@ -210,7 +210,7 @@ def delta(
     columns: Optional[Sequence[str]] = None,
     filter: Optional[str] = None,
     limit: Optional[int] = None,
-    batch_size: int = DEFAULT_BATCH_SIZE,
+    batch_size: Optional[int] = None,
     ordered: bool = True,
     storage_options: Optional[Mapping[str, str]] = None,
     *,
@@ -233,7 +233,7 @@ def delta(
         _columns(columns),
         filter,
         limit,
-        batch_size,
+        DEFAULT_BATCH_SIZE if batch_size is None else batch_size,
         ordered,
         dict(storage_options) if storage_options is not None else None,
         memory_budget=memory_budget,

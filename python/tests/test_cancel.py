@@ -19,17 +19,25 @@ import rayquet
 GUARD = 60.0
 
 
-def reader_threads() -> int:
-    """rayquet's helper threads alive in this process (Linux: /proc/self/task/*/comm)."""
-    n = 0
+def reader_threads() -> set:
+    """rayquet's helper threads alive in this process, by thread id (Linux:
+    /proc/self/task/*/comm)."""
+    tids = set()
     for tid in os.listdir("/proc/self/task"):
         try:
             with open(f"/proc/self/task/{tid}/comm") as f:
                 if f.read().startswith("rayquet-py"):
-                    n += 1
+                    tids.add(tid)
         except OSError:
             pass
-    return n
+    return tids
+
+
+def new_threads_gone(before: set) -> bool:
+    """Whether every helper thread started since `before` was taken has ended. (Threads in
+    `before` may end meanwhile: an earlier test's helper finishing its last hand-over would
+    otherwise make a count never come back to where it was.)"""
+    return not (reader_threads() - before)
 
 
 def wait_until(cond) -> bool:
@@ -70,7 +78,7 @@ def test_drop_mid_scan_stops_the_scan(dataset):
         next(reader)
         del reader
         gc.collect()
-    assert wait_until(lambda: reader_threads() == before)
+    assert wait_until(lambda: new_threads_gone(before)), reader_threads() - before
 
 
 def test_close_mid_scan_winds_down(dataset):
@@ -173,4 +181,4 @@ def test_an_unread_stream_dropped_with_its_reader_stops_the_scan(big_file):
     gc.collect()
     del stream
     gc.collect()
-    assert wait_until(lambda: reader_threads() == before)
+    assert wait_until(lambda: new_threads_gone(before)), reader_threads() - before

@@ -72,6 +72,9 @@ def test_default_batch_size(big_file):
     got = rayquet.scan(big_file).read_all()
     assert got.equals(pq.read_table(big_file))
     assert max(len(c) for c in got.column(0).chunks) == n
+    # None (a wrapper passing its own default through) means the default too.
+    sizes_none = [b.num_rows for b in rayquet.scan(big_file, limit=600_000, batch_size=None)]
+    assert sizes_none == sizes
 
 
 def test_schema_known_before_reading(dataset):
