@@ -4,7 +4,8 @@
     python3 benches/warm.py DATA_DIR BIN[,BIN...] [WORKLOADS|all] [ROUNDS] [-- extra scan args]
 
 Each round runs every workload with every binary (the order reversed every other round) (`rayquet scan DATA_DIR --repeat 6 --json
---footer-cache 64M [filter/columns] [extra]`); reported per binary: the median over rounds of
+--footer-cache 64M [filter/columns] [extra]`; `-- --no-footer-cache` leaves the cache out, for
+the first scan against warm ones that read their footers too); reported per binary: the median over rounds of
 the warm median wall seconds, warm CPU seconds per scan and first-scan seconds, and (for each
 binary after the first) the median over rounds of its paired ratio to the first binary's warm
 wall and CPU seconds in the same round, with how many rounds it was faster: on a noisy machine
@@ -42,7 +43,9 @@ def main():
         for w in works:
             # The order flips every round (a binary run second may find a warmer machine).
             for b in bins if rnd % 2 == 0 else bins[::-1]:
-                cmd = [b, "scan", data, "--repeat", "6", "--json", "--footer-cache", "64M"]
+                cmd = [b, "scan", data, "--repeat", "6", "--json"]
+                if "--no-footer-cache" not in extra:
+                    cmd += ["--footer-cache", "64M"]
                 out = subprocess.run(cmd + WORKLOADS[w] + extra, capture_output=True, text=True,
                                      check=True).stdout
                 d = json.loads(out)
