@@ -11,7 +11,9 @@ use datafusion::arrow::datatypes::SchemaRef;
 use datafusion::datasource::MemTable;
 use datafusion::prelude::SessionContext;
 use rayquet::ScanOptions;
-use rayquet_datafusion::{datafusion, WorkerStats};
+use rayquet_datafusion::{datafusion, RayquetTable, WorkerStats};
+use rayquet_testkit::gen::{generate, Compression, GenOptions};
+use rayquet_testkit::iceberg_tables::Fixture;
 use url::Url;
 
 /// Every query in these tests ends within this, or the test fails (never hangs).
@@ -205,4 +207,33 @@ pub fn dead_url() -> Url {
     let port = listener.local_addr().expect("addr").port();
     drop(listener);
     Url::parse(&format!("http://127.0.0.1:{port}")).expect("url")
+}
+
+/// The rayquet table of the Iceberg fixture `fx` (at its current snapshot); panics naming the
+/// fixture if it cannot be opened.
+pub fn iceberg_table(fx: &Fixture) -> RayquetTable {
+    RayquetTable::iceberg(rayquet_iceberg::TableScan::open(
+        fx.metadata_location.as_str(),
+    ))
+    .unwrap_or_else(|e| panic!("{}: {e}", fx.name))
+}
+
+/// A new temporary directory of `files` lineitem-like files (`rayquet-gen`, snappy), each of
+/// `row_groups` row groups of `rows` rows, from `seed`; with the options that made them.
+pub fn lineitem_dir(
+    files: usize,
+    row_groups: usize,
+    rows: usize,
+    seed: u64,
+) -> (tempfile::TempDir, GenOptions) {
+    let dir = tempfile::tempdir().unwrap();
+    let opts = GenOptions {
+        files,
+        row_groups,
+        rows_per_row_group: rows,
+        compression: Compression::Snappy,
+        seed,
+    };
+    generate(dir.path(), &opts).unwrap();
+    (dir, opts)
 }

@@ -107,11 +107,7 @@ async fn iceberg_tables_on_three_workers() {
         ),
     ];
     for (fx, queries) in cases {
-        let table = RayquetTable::iceberg(rayquet_iceberg::TableScan::open(
-            fx.metadata_location.as_str(),
-        ))
-        .unwrap()
-        .require_remote(true);
+        let table = iceberg_table(&fx).require_remote(true);
         ctx.deregister_table("t").unwrap();
         ctx.register_table("t", Arc::new(table)).unwrap();
         // The single-process answer: rayquet's own scan of the table, in a MemTable.
@@ -272,16 +268,7 @@ async fn parquet_prefix_on_s3_on_three_workers() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_worker_killed_mid_query_ends_it_cleanly() {
     use futures::StreamExt;
-    use rayquet_testkit::gen::{generate, Compression, GenOptions};
-    let dir = tempfile::tempdir().unwrap();
-    let opts = GenOptions {
-        files: 9,
-        row_groups: 2,
-        rows_per_row_group: 40_000,
-        compression: Compression::Snappy,
-        seed: 5,
-    };
-    generate(dir.path(), &opts).unwrap();
+    let (dir, opts) = lineitem_dir(9, 2, 40_000, 5);
     let mut workers = cluster(3, ScanOptions::new());
     let urls = urls(&workers);
     let ctx = distributed_session(urls.clone(), ScanOptions::new()).unwrap();
@@ -330,11 +317,7 @@ async fn a_missing_data_file_on_a_worker_is_a_clean_error() {
     let fx = it::missing_data_file();
     let workers = cluster(3, ScanOptions::new());
     let ctx = distributed_session(urls(&workers), ScanOptions::new()).unwrap();
-    let table = RayquetTable::iceberg(rayquet_iceberg::TableScan::open(
-        fx.metadata_location.as_str(),
-    ))
-    .unwrap()
-    .require_remote(true);
+    let table = iceberg_table(&fx).require_remote(true);
     ctx.register_table("t", Arc::new(table)).unwrap();
     let urls = urls(&workers);
     let run = collect_distributed(&ctx, "SELECT * FROM t", &urls);
@@ -352,16 +335,7 @@ async fn a_missing_data_file_on_a_worker_is_a_clean_error() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_unreachable_worker_is_a_clean_error_naming_it() {
-    use rayquet_testkit::gen::{generate, Compression, GenOptions};
-    let dir = tempfile::tempdir().unwrap();
-    let opts = GenOptions {
-        files: 3,
-        row_groups: 1,
-        rows_per_row_group: 1_000,
-        compression: Compression::Snappy,
-        seed: 1,
-    };
-    generate(dir.path(), &opts).unwrap();
+    let (dir, _) = lineitem_dir(3, 1, 1_000, 1);
     let workers = cluster(2, ScanOptions::new());
     let dead = dead_url();
     let mut all = urls(&workers);
@@ -385,16 +359,7 @@ async fn an_unreachable_worker_is_a_clean_error_naming_it() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_single_worker_still_scans_remotely() {
-    use rayquet_testkit::gen::{generate, Compression, GenOptions};
-    let dir = tempfile::tempdir().unwrap();
-    let opts = GenOptions {
-        files: 3,
-        row_groups: 2,
-        rows_per_row_group: 1_000,
-        compression: Compression::Snappy,
-        seed: 2,
-    };
-    generate(dir.path(), &opts).unwrap();
+    let (dir, opts) = lineitem_dir(3, 2, 1_000, 2);
     let workers = cluster(1, ScanOptions::new());
     let ctx = distributed_session(urls(&workers), ScanOptions::new()).unwrap();
     let table = RayquetTable::parquet(dir.path().to_str().unwrap(), ScanOptions::new())

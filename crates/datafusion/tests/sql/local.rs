@@ -201,10 +201,7 @@ async fn iceberg_tables_match_their_spec_answers() {
         let want = fx.expected_current();
         let expected = reference("t", want.schema(), vec![want]);
         let ctx = local_session();
-        let table = RayquetTable::iceberg(rayquet_iceberg::TableScan::open(
-            fx.metadata_location.as_str(),
-        ))
-        .unwrap_or_else(|e| panic!("{}: {e}", fx.name));
+        let table = iceberg_table(&fx);
         ctx.register_table("t", Arc::new(table)).unwrap();
         for sql in queries {
             assert_same(&ctx, &expected, sql).await;
@@ -218,10 +215,7 @@ async fn iceberg_row_counts_come_from_metadata_only_when_exact() {
     // No deletes: the snapshot's record count answers count(*) without a scan.
     let fx = it::partitioned_identity(40);
     let ctx = local_session();
-    let table = RayquetTable::iceberg(rayquet_iceberg::TableScan::open(
-        fx.metadata_location.as_str(),
-    ))
-    .unwrap();
+    let table = iceberg_table(&fx);
     ctx.register_table("t", Arc::new(table)).unwrap();
     let plan = physical(&ctx, "SELECT count(*) FROM t").await;
     assert!(
@@ -235,10 +229,7 @@ async fn iceberg_row_counts_come_from_metadata_only_when_exact() {
     // Deletes: the record count is an upper bound, so the rows are counted.
     let fx = it::deletes(40, 8);
     let ctx = local_session();
-    let table = RayquetTable::iceberg(rayquet_iceberg::TableScan::open(
-        fx.metadata_location.as_str(),
-    ))
-    .unwrap();
+    let table = iceberg_table(&fx);
     ctx.register_table("t", Arc::new(table)).unwrap();
     let plan = physical(&ctx, "SELECT count(*) FROM t").await;
     assert!(plan.contains("RayquetScanExec"), "{plan}");
@@ -319,10 +310,7 @@ async fn a_missing_data_file_is_a_clean_error_naming_it() {
     use rayquet_testkit::iceberg_tables as it;
     let fx = it::missing_data_file();
     let ctx = local_session();
-    let table = RayquetTable::iceberg(rayquet_iceberg::TableScan::open(
-        fx.metadata_location.as_str(),
-    ))
-    .unwrap();
+    let table = iceberg_table(&fx);
     ctx.register_table("t", Arc::new(table)).unwrap();
     let err = run(&ctx, "SELECT * FROM t")
         .await
