@@ -7,11 +7,16 @@
 //! The [`Planner`] runs on the coordinator only: it holds the units the table planned (when
 //! DataFusion planned the query: listing and footers, Iceberg's `plan_files`, Delta's log
 //! replay) and deals them out to the scan's tasks (in distributed runs, one per worker) when
-//! the first partition asks: unit `i` to task `(first + i) mod tasks`, each task's partitions
-//! sharing its queue, first come first served. datafusion-distributed streams a task's units
-//! to its worker while the query runs.
+//! the first partition asks: unit `i` to task `(first + i) mod tasks`, and within a task to
+//! its partitions in turn. datafusion-distributed streams a task's units to its worker while
+//! the query runs.
 //!
-//! Invariant: every unit goes to exactly one partition.
+//! Why dealt to partitions, not first come first served: a partition's scan opens the files
+//! of its next units ahead of need, so the partition that starts first would take a shared
+//! queue whole (TPC-H Q1: one partition read 7 of 8 units, its aggregation on one thread).
+//!
+//! Invariant: every unit goes to exactly one partition; a task's partitions get unit counts
+//! that differ by at most one.
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
@@ -85,7 +90,7 @@ struct PlannerState {
 struct Dealing {
     /// Units not dealt yet.
     units: Option<Vec<UnitKind>>,
-    /// Units waiting for a partition of each task.
+    /// Units waiting for each partition of each task (`task * partitions + partition`).
     queues: Vec<VecDeque<UnitKind>>,
     /// Units handed out, per task (what the coordinator sent each worker).
     dealt: Vec<u64>,
@@ -122,20 +127,24 @@ impl Planner {
         self.0.state.lock().expect("planner lock").dealt.clone()
     }
 
-    /// The next unit for `task` (of `tasks`). The units are dealt when the first partition
-    /// asks: unit `i` to task `(first + i) mod tasks`.
-    fn next(&self, task: usize, tasks: usize) -> Option<UnitKind> {
+    /// The next unit for partition `partition` of `task` (of `tasks`). The units are dealt
+    /// when the first partition asks: unit `i` to task `(first + i) mod tasks`, and a task's
+    /// units to its partitions in turn (starting at `first` too, so that one-unit scans of one
+    /// query do not all land on partition 0).
+    fn next(&self, task: usize, partition: usize, tasks: usize) -> Option<UnitKind> {
+        let parts = self.0.partitions;
         let mut state = self.0.state.lock().expect("planner lock");
         if let Some(units) = state.units.take() {
-            state.queues = (0..tasks).map(|_| VecDeque::new()).collect();
+            state.queues = (0..tasks * parts).map(|_| VecDeque::new()).collect();
             state.dealt = vec![0; tasks];
             for (i, unit) in units.into_iter().enumerate() {
                 let to = (self.0.first + i) % tasks;
-                state.queues[to].push_back(unit);
+                let part = (self.0.first + state.dealt[to] as usize) % parts;
+                state.queues[to * parts + part].push_back(unit);
                 state.dealt[to] += 1;
             }
         }
-        state.queues.get_mut(task)?.pop_front()
+        state.queues.get_mut(task * parts + partition)?.pop_front()
     }
 }
 
@@ -151,9 +160,10 @@ impl WorkUnitFeedProvider for Planner {
             .fan_out_tasks
             .max(1);
         let task = (partition / self.0.partitions).min(tasks - 1);
+        let part = partition % self.0.partitions;
         let planner = self.clone();
         Ok(futures::stream::iter(std::iter::from_fn(move || {
-            planner.next(task, tasks).map(|u| u.encode())
+            planner.next(task, part, tasks).map(|u| u.encode())
         }))
         .boxed())
     }

@@ -299,8 +299,8 @@ impl RayquetTable {
     /// Output partitions of each scan node (in a distributed run: of each worker's task).
     /// Default: the session's target partitions (at most one per unit), as DataFusion's own
     /// file scan has, so that no repartition is needed above the scan. The node runs one
-    /// rayquet scan per partition; they share the units (and the memory budget) of their task,
-    /// first come first served, and decode on the one rayquet pool of the process.
+    /// rayquet scan per partition; a task's units are dealt to its partitions in turn, they
+    /// share its memory budget and decode on the one rayquet pool of the process.
     pub fn partitions(mut self, n: usize) -> Self {
         self.partitions = Some(n.max(1));
         self

@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 use crate::common::*;
 use rayquet::ScanOptions;
+use rayquet_datafusion::datafusion::physical_plan::ExecutionPlan;
 use rayquet_datafusion::datafusion::prelude::SessionContext;
 use rayquet_datafusion::{local_session, RayquetTable};
 use rayquet_testkit::gen::{generate, Compression, GenOptions};
@@ -428,5 +429,79 @@ async fn hive_partition_columns_are_table_columns() {
         "SELECT cat, year FROM t WHERE year > 2030",
     ] {
         assert_same(&ctx, &reference, sql).await;
+    }
+}
+
+/// The units of the scan node in `plan`, per partition (its `units` metric).
+fn units_per_partition(plan: &Arc<dyn ExecutionPlan>) -> Vec<usize> {
+    use rayquet_datafusion::datafusion::physical_plan::metrics::MetricValue;
+    if let Some(scan) = plan.downcast_ref::<rayquet_datafusion::RayquetScanExec>() {
+        let mut out = vec![0; plan.properties().partitioning.partition_count()];
+        for m in scan.metrics().expect("metrics").iter() {
+            if let (MetricValue::Count { name, count }, Some(p)) = (m.value(), m.partition()) {
+                if name == "units" {
+                    out[p] += count.value();
+                }
+            }
+        }
+        return out;
+    }
+    let found: Vec<Vec<usize>> = plan
+        .children()
+        .into_iter()
+        .map(units_per_partition)
+        .filter(|u| !u.is_empty())
+        .collect();
+    found.into_iter().next().unwrap_or_default()
+}
+
+/// A file cut into units below the file is read by every partition, not by the one that
+/// started first (each partition's scan opens its next units ahead of need, which let the
+/// first take a shared queue whole): a task's units are dealt to its partitions in turn.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn units_of_one_file_are_dealt_to_every_partition() {
+    let dir = tempfile::tempdir().unwrap();
+    let opts = GenOptions {
+        files: 1,
+        row_groups: 8,
+        rows_per_row_group: 1_000,
+        ..gen_options()
+    };
+    let files = generate(dir.path(), &opts).expect("generate");
+    let (schema, batches) = rayquet_testkit::reference(&files[0], None, 1024).expect("reference");
+    let expected = reference("t", schema, batches);
+    let sql = "SELECT count(*), sum(l_linenumber), min(l_comment) FROM t WHERE l_quantity > 3";
+    for partitions in [2, 3] {
+        let ctx = local_session();
+        let table = RayquetTable::parquet(dir.path().to_str().unwrap(), ScanOptions::new())
+            .unwrap()
+            .unit_bytes(1)
+            .partitions(partitions);
+        ctx.register_table("t", Arc::new(table)).unwrap();
+        let plan = ctx
+            .sql(sql)
+            .await
+            .unwrap()
+            .create_physical_plan()
+            .await
+            .unwrap();
+        let run = rayquet_datafusion::datafusion::physical_plan::collect(
+            Arc::clone(&plan),
+            ctx.task_ctx(),
+        );
+        let batches = tokio::time::timeout(QUERY_TIMEOUT, run)
+            .await
+            .expect("hung")
+            .unwrap();
+        assert_eq!(sorted_rows(&batches), rows_of(&expected, sql).await);
+        let units = units_per_partition(&plan);
+        assert_eq!(units.len(), partitions, "{units:?}");
+        assert_eq!(
+            units.iter().sum::<usize>(),
+            8,
+            "every row group once: {units:?}"
+        );
+        let (lo, hi) = (units.iter().min().unwrap(), units.iter().max().unwrap());
+        assert!(hi - lo <= 1, "{partitions} partitions: units {units:?}");
     }
 }
