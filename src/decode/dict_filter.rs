@@ -83,7 +83,13 @@ pub(crate) fn filter_rows(
     let mut kept = Vec::with_capacity(keep.len());
     for &k in keep {
         let column = &columns.get(k)?.1;
-        let idx: UInt32Array = kept_rows.set_indices().map(|i| column.rows[i]).collect();
+        // The kept rows' indices, copied a run of set bits at a time (a filter keeping most
+        // rows has long runs; a walk bit by bit cost Q1's columns 6% of the scan).
+        let mut idx = Vec::with_capacity(kept_rows.count_set_bits());
+        for (start, end) in kept_rows.set_slices() {
+            idx.extend_from_slice(column.rows.get(start..end)?);
+        }
+        let idx = UInt32Array::from(idx);
         kept.push(Some(arrow::compute::take(&column.values, &idx, None).ok()?));
     }
     let exact = RowSelection::from_filters(&[BooleanArray::new(kept_rows, None)]);

@@ -255,6 +255,9 @@ pub(crate) struct DirectReader {
     columns: Vec<ChunkReader>,
     /// The selected rows of the row group, in order.
     selected: Vec<u32>,
+    /// Per selected row, the rows left in its run of consecutive selected rows (itself
+    /// included); empty when every row is selected (one run).
+    left: Vec<u32>,
     /// Position in `selected` of the next batch's first row.
     next: usize,
     batch_size: usize,
@@ -324,9 +327,9 @@ impl DirectReader {
                 build,
             });
         }
-        let selected = match selection {
+        let (selected, left) = match selection {
             Some(selection) => selected_rows(selection, rows)?,
-            None => (0..rows as u32).collect(),
+            None => ((0..rows as u32).collect(), Vec::new()),
         };
         Some(DirectReader {
             meta: meta.clone(),
@@ -334,6 +337,7 @@ impl DirectReader {
             schema: Arc::new(Schema::new(fields)),
             columns,
             selected,
+            left,
             next: 0,
             batch_size,
             leaves: order.iter().map(|(l, _)| *l).collect(),
@@ -355,9 +359,10 @@ impl DirectReader {
 
     fn batch(&mut self, end: usize) -> Result<RecordBatch, Fallback> {
         let rows = &self.selected[self.next..end];
+        let left = self.left.get(self.next..end).unwrap_or(&[]);
         let mut arrays: Vec<ArrayRef> = Vec::with_capacity(self.columns.len());
         for c in &mut self.columns {
-            let a = c.read(rows, &self.selected, &self.meta, self.rg)?;
+            let a = c.read((rows, left), &self.selected, &self.meta, self.rg)?;
             if a.len() != rows.len() {
                 return Err(Fallback("a column of another length"));
             }
@@ -618,23 +623,28 @@ fn plain_or_dictionary(mut encodings: impl Iterator<Item = Encoding>) -> bool {
     })
 }
 
-/// The rows of a `rows`-row row group that `selection` selects, in order; `None` when it
-/// spans more rows than the row group has.
-fn selected_rows(selection: &RowSelection, rows: usize) -> Option<Vec<u32>> {
+/// The rows of a `rows`-row row group that `selection` selects, in order, and for each the
+/// rows left in its run of consecutive selected rows, itself included (a selector's rows `n`,
+/// `n - 1`, ... `1`: the builders copy a run with one kernel call, told its length without
+/// walking it); `None` when the selection spans more rows than the row group has.
+fn selected_rows(selection: &RowSelection, rows: usize) -> Option<(Vec<u32>, Vec<u32>)> {
     let mut out = Vec::with_capacity(rows);
+    let mut left = Vec::with_capacity(rows);
     let mut at = 0usize;
     for s in selection.iter() {
         let end = at.checked_add(s.row_count).filter(|e| *e <= rows)?;
         if !s.skip {
             if s.row_count == 1 {
                 out.push(at as u32);
+                left.push(1);
             } else {
                 out.extend(at as u32..end as u32);
+                left.extend((1..=s.row_count as u32).rev());
             }
         }
         at = end;
     }
-    Some(out)
+    Some((out, left))
 }
 
 /// A column chunk's pages ended before the selection's rows.
@@ -665,7 +675,7 @@ impl ChunkReader {
     /// all the rows `selected` of the row group.
     fn read(
         &mut self,
-        rows: &[u32],
+        (rows, left): (&[u32], &[u32]),
         selected: &[u32],
         meta: &ArrowReaderMetadata,
         rg: usize,
@@ -678,7 +688,8 @@ impl ChunkReader {
                 Some(p) if r < p.first + p.rows => {
                     let end = p.first + p.rows;
                     let n = rows[i..].partition_point(|&x| (x as usize) < end);
-                    self.build.append(p, &rows[i..i + n])?;
+                    let runs = left.get(i..i + n).unwrap_or(&[]);
+                    self.build.append(p, &rows[i..i + n], runs)?;
                     i += n;
                 }
                 _ => self.advance(r, selected, meta, rg)?,
