@@ -79,15 +79,19 @@ async fn parquet_queries_match_parquets_reader() {
     );
 }
 
-/// The physical plan of `sql`, as text.
-async fn physical(ctx: &SessionContext, sql: &str) -> String {
-    let plan = ctx
-        .sql(sql)
+/// The physical plan of `sql`.
+async fn plan_of(ctx: &SessionContext, sql: &str) -> Arc<dyn ExecutionPlan> {
+    ctx.sql(sql)
         .await
         .unwrap()
         .create_physical_plan()
         .await
-        .unwrap();
+        .unwrap()
+}
+
+/// The physical plan of `sql`, as text.
+async fn physical(ctx: &SessionContext, sql: &str) -> String {
+    let plan = plan_of(ctx, sql).await;
     let text = rayquet_datafusion::datafusion::physical_plan::displayable(plan.as_ref())
         .indent(true)
         .to_string();
@@ -478,13 +482,7 @@ async fn units_of_one_file_are_dealt_to_every_partition() {
             .unit_bytes(1)
             .partitions(partitions);
         ctx.register_table("t", Arc::new(table)).unwrap();
-        let plan = ctx
-            .sql(sql)
-            .await
-            .unwrap()
-            .create_physical_plan()
-            .await
-            .unwrap();
+        let plan = plan_of(&ctx, sql).await;
         let run = rayquet_datafusion::datafusion::physical_plan::collect(
             Arc::clone(&plan),
             ctx.task_ctx(),
