@@ -93,11 +93,42 @@ pub async fn serve(listener: tokio::net::TcpListener, options: ScanOptions) -> R
     serve_worker(listener, self::worker(options).0).await
 }
 
+/// The connections a worker accepts on `listener`, with `TCP_NODELAY` set.
+///
+/// tonic's `serve_with_incoming` ignores the server builder's `tcp_nodelay` (on by default
+/// for `serve`), and connections accepted from a plain listener keep Nagle's algorithm: the
+/// last small frame of a reply then waited for the coordinator's delayed ACK, about 40 ms on
+/// Linux, on every stream of every query (TPC-H Q6 on one loopback worker took 0.092 s
+/// against 0.045 s in one process, with the same CPU time).
+fn incoming(listener: tokio::net::TcpListener) -> tonic::transport::server::TcpIncoming {
+    tonic::transport::server::TcpIncoming::from(listener).with_nodelay(Some(true))
+}
+
 /// [`serve`] a worker made with [`worker`] (to keep its [`WorkerStats`]).
 pub async fn serve_worker(listener: tokio::net::TcpListener, worker: Worker) -> Result<()> {
     tonic::transport::Server::builder()
         .add_service(worker.into_worker_server())
-        .serve_with_incoming(tonic::transport::server::TcpIncoming::from(listener))
+        .serve_with_incoming(incoming(listener))
         .await
         .map_err(|e| DataFusionError::External(Box::new(e)))
+}
+
+#[cfg(test)]
+mod tests {
+    use futures::StreamExt;
+
+    /// Every connection a worker accepts has Nagle's algorithm off (a new socket has it on, as
+    /// the client's shows).
+    #[tokio::test]
+    async fn accepted_connections_send_without_delay() {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let mut incoming = std::pin::pin!(super::incoming(listener));
+        for _ in 0..2 {
+            let client = tokio::net::TcpStream::connect(addr).await.unwrap();
+            let accepted = incoming.next().await.unwrap().unwrap();
+            assert!(accepted.nodelay().unwrap(), "Nagle's algorithm is off");
+            assert!(!client.nodelay().unwrap(), "a new socket's default");
+        }
+    }
 }
