@@ -6,17 +6,22 @@
 //! A unit may be part of a file: a run of its row groups ([`crate::units`]).
 //! The [`Planner`] runs on the coordinator only: it holds the units the table planned (when
 //! DataFusion planned the query: listing and footers, Iceberg's `plan_files`, Delta's log
-//! replay) and deals them out to the scan's tasks (in distributed runs, one per worker) when
-//! the first partition asks: unit `i` to task `(first + i) mod tasks`, and within a task to
-//! its partitions in turn. datafusion-distributed streams a task's units to its worker while
-//! the query runs.
+//! replay), each with its bytes (of the columns read, for a Parquet run of row groups; the
+//! split's or file's size for Iceberg and Delta), and deals them out when the first partition
+//! asks, in order: each unit to the task (in distributed runs, one per worker) with the fewest
+//! bytes so far, and within it to the partition with the fewest. datafusion-distributed
+//! streams a task's units to its worker while the query runs.
 //!
 //! Why dealt to partitions, not first come first served: a partition's scan opens the files
 //! of its next units ahead of need, so the partition that starts first would take a shared
 //! queue whole (TPC-H Q1: one partition read 7 of 8 units, its aggregation on one thread).
+//! Why by bytes, not in turn: units differ in size (a file's last run, small files beside
+//! large ones), and dealing in turn could give one partition every large unit.
 //!
-//! Invariant: every unit goes to exactly one partition; a task's partitions get unit counts
-//! that differ by at most one.
+//! Invariants: every unit goes to exactly one partition, and a partition's units keep the
+//! planned order; the bytes dealt to two tasks, or to two partitions of a task, differ by at
+//! most the largest unit's (units of equal bytes are dealt in turn, from task and partition
+//! `first`).
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
@@ -88,8 +93,8 @@ struct PlannerState {
 }
 
 struct Dealing {
-    /// Units not dealt yet.
-    units: Option<Vec<UnitKind>>,
+    /// Units not dealt yet, with their bytes.
+    units: Option<Vec<(UnitKind, u64)>>,
     /// Units waiting for each partition of each task (`task * partitions + partition`).
     queues: Vec<VecDeque<UnitKind>>,
     /// Units handed out, per task (what the coordinator sent each worker).
@@ -109,8 +114,8 @@ impl std::fmt::Debug for Planner {
 static SCANS: AtomicUsize = AtomicUsize::new(0);
 
 impl Planner {
-    /// A planner of `units`, for a node of `partitions` partitions.
-    pub(crate) fn new(partitions: usize, units: Vec<UnitKind>) -> Self {
+    /// A planner of `units` (each with its bytes), for a node of `partitions` partitions.
+    pub(crate) fn new(partitions: usize, units: Vec<(UnitKind, u64)>) -> Self {
         Planner(Arc::new(PlannerState {
             partitions: partitions.max(1),
             first: SCANS.fetch_add(1, Relaxed),
@@ -128,18 +133,28 @@ impl Planner {
     }
 
     /// The next unit for partition `partition` of `task` (of `tasks`). The units are dealt
-    /// when the first partition asks: unit `i` to task `(first + i) mod tasks`, and a task's
-    /// units to its partitions in turn (starting at `first` too, so that one-unit scans of one
-    /// query do not all land on partition 0).
+    /// when the first partition asks, in order: each to the task with the fewest bytes so
+    /// far, then to its partition with the fewest; ties go to the first from `first` on, so
+    /// that units of equal bytes are dealt in turn and one-unit scans of one query do not all
+    /// land on task 0 and partition 0. A unit counts at least one byte.
     fn next(&self, task: usize, partition: usize, tasks: usize) -> Option<UnitKind> {
         let parts = self.0.partitions;
         let mut state = self.0.state.lock().expect("planner lock");
         if let Some(units) = state.units.take() {
             state.queues = (0..tasks * parts).map(|_| VecDeque::new()).collect();
             state.dealt = vec![0; tasks];
-            for (i, unit) in units.into_iter().enumerate() {
-                let to = (self.0.first + i) % tasks;
-                let part = (self.0.first + state.dealt[to] as usize) % parts;
+            let first = self.0.first;
+            let fewest = |n: usize, bytes: &dyn Fn(usize) -> u64| {
+                (0..n).map(|k| (first + k) % n).min_by_key(|&i| bytes(i))
+            };
+            let mut task_bytes = vec![0u64; tasks];
+            let mut part_bytes = vec![0u64; tasks * parts];
+            for (unit, bytes) in units {
+                let to = fewest(tasks, &|t| task_bytes[t]).expect("a task");
+                let part = fewest(parts, &|p| part_bytes[to * parts + p]).expect("a partition");
+                let bytes = bytes.max(1);
+                task_bytes[to] += bytes;
+                part_bytes[to * parts + part] += bytes;
                 state.queues[to * parts + part].push_back(unit);
                 state.dealt[to] += 1;
             }
@@ -166,5 +181,78 @@ impl WorkUnitFeedProvider for Planner {
             planner.next(task, part, tasks).map(|u| u.encode())
         }))
         .boxed())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Units named by their position, with these bytes.
+    fn units(bytes: &[u64]) -> Vec<(UnitKind, u64)> {
+        bytes
+            .iter()
+            .enumerate()
+            .map(|(i, &b)| (UnitKind::Parquet(rayquet::FileTask::new(format!("{i}"))), b))
+            .collect()
+    }
+
+    /// Each partition's units (positions), drained as the feeds would.
+    fn deal(bytes: &[u64], tasks: usize, parts: usize) -> Vec<Vec<usize>> {
+        let planner = Planner::new(parts, units(bytes));
+        let mut out = Vec::new();
+        for t in 0..tasks {
+            for p in 0..parts {
+                let got = std::iter::from_fn(|| planner.next(t, p, tasks));
+                out.push(got.map(|u| u.path().parse().unwrap()).collect());
+            }
+        }
+        out
+    }
+
+    /// Every unit once, in order within its partition, and bytes within the largest unit's
+    /// between partitions of a task and between tasks.
+    #[test]
+    fn units_are_dealt_by_bytes_each_once_in_order() {
+        let alternating: Vec<u64> = (0..16)
+            .map(|i| if i % 2 == 0 { 8 << 20 } else { 1 << 10 })
+            .collect();
+        // A file's runs of 8 MiB and its last short one, four times; then small files.
+        let runs: Vec<u64> = (0..4)
+            .flat_map(|_| [8 << 20, 8 << 20, 8 << 20, 3 << 20])
+            .chain([1 << 20; 5])
+            .collect();
+        let equal = vec![100; 7];
+        for bytes in [alternating, runs, equal, vec![0, 0, 0], vec![5]] {
+            let largest = bytes.iter().copied().max().unwrap().max(1);
+            for (tasks, parts) in [(1, 2), (1, 3), (3, 2), (2, 1)] {
+                let got = deal(&bytes, tasks, parts);
+                let mut all: Vec<usize> = got.iter().flatten().copied().collect();
+                assert!(
+                    got.iter().all(|p| p.windows(2).all(|w| w[0] < w[1])),
+                    "{got:?}"
+                );
+                all.sort_unstable();
+                assert_eq!(all, (0..bytes.len()).collect::<Vec<_>>(), "each once");
+                let sum = |p: &Vec<usize>| p.iter().map(|&i| bytes[i].max(1)).sum::<u64>();
+                let spread = |s: &[u64]| s.iter().max().unwrap() - s.iter().min().unwrap();
+                let per_task: Vec<u64> =
+                    got.chunks(parts).map(|t| t.iter().map(sum).sum()).collect();
+                assert!(spread(&per_task) <= largest, "tasks {per_task:?}");
+                for t in got.chunks(parts) {
+                    let per_part: Vec<u64> = t.iter().map(sum).collect();
+                    assert!(spread(&per_part) <= largest, "partitions {per_part:?}");
+                }
+            }
+        }
+        // Before, in turn: one partition of two got every large unit of `alternating`.
+        let got = deal(
+            &(0..16)
+                .map(|i| if i % 2 == 0 { 8 << 20 } else { 1 << 10 })
+                .collect::<Vec<_>>(),
+            1,
+            2,
+        );
+        assert!(got.iter().all(|p| p.iter().any(|i| i % 2 == 0)), "{got:?}");
     }
 }

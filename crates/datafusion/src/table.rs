@@ -299,8 +299,8 @@ impl RayquetTable {
     /// Output partitions of each scan node (in a distributed run: of each worker's task).
     /// Default: the session's target partitions (at most one per unit), as DataFusion's own
     /// file scan has, so that no repartition is needed above the scan. The node runs one
-    /// rayquet scan per partition; a task's units are dealt to its partitions in turn, they
-    /// share its memory budget and decode on the one rayquet pool of the process.
+    /// rayquet scan per partition; a task's units are dealt to its partitions by bytes (each
+    /// to the one with the fewest so far), they share its memory budget and decode on the one rayquet pool of the process.
     pub fn partitions(mut self, n: usize) -> Self {
         self.partitions = Some(n.max(1));
         self
@@ -355,7 +355,7 @@ impl RayquetTable {
         delivered: usize,
         filter: Option<Expr>,
         sizing: Sizing,
-    ) -> Result<(Plan, Vec<UnitKind>, Statistics)> {
+    ) -> Result<(Plan, Vec<(UnitKind, u64)>, Statistics)> {
         let options = self.options.clone();
         match &self.source {
             Source::Parquet { url, hive } => {
@@ -396,7 +396,13 @@ impl RayquetTable {
                     .map_err(df)?;
                 let mut stats = Statistics::new_unknown(&self.schema);
                 stats.num_rows = self.rows;
-                let units = units.into_iter().map(UnitKind::Iceberg).collect();
+                let units = units
+                    .into_iter()
+                    .map(|u| {
+                        let bytes = u.length;
+                        (UnitKind::Iceberg(u), bytes)
+                    })
+                    .collect();
                 Ok((Plan::Iceberg(planned.plan), units, stats))
             }
             Source::Delta(scan) => {
@@ -416,7 +422,13 @@ impl RayquetTable {
                 .await
                 .map_err(|e| DataFusionError::External(Box::new(e)))?
                 .map_err(df)?;
-                let units = units.into_iter().map(UnitKind::Delta).collect();
+                let units = units
+                    .into_iter()
+                    .map(|u| {
+                        let bytes = u.size;
+                        (UnitKind::Delta(u), bytes)
+                    })
+                    .collect();
                 Ok((
                     Plan::Delta(Box::new(plan)),
                     units,
@@ -437,7 +449,7 @@ impl RayquetTable {
         read: &[String],
         filter: Option<&Expr>,
         sizing: Sizing,
-    ) -> Result<(Vec<UnitKind>, Statistics)> {
+    ) -> Result<(Vec<(UnitKind, u64)>, Statistics)> {
         let list = self.options.clone();
         let at = url.to_string();
         let mut dataset = rayquet::layer::io_runtime(&self.options)
@@ -518,7 +530,13 @@ impl RayquetTable {
         let runs = crate::units::split_files(&bytes, sizing);
         let mut units = Vec::new();
         let mut stats = Vec::with_capacity(summaries.len());
-        for ((file, summary), runs) in dataset.files.into_iter().zip(&summaries).zip(runs) {
+        let files = dataset
+            .files
+            .into_iter()
+            .zip(&summaries)
+            .zip(runs)
+            .zip(&bytes);
+        for (((file, summary), runs), file_bytes) in files {
             // The file's statistics, with its partition values as constants.
             let mut file_stats = summary.stats.clone();
             for name in hive {
@@ -553,11 +571,13 @@ impl RayquetTable {
                     }
                 }));
             }
+            let run_bytes = |run: &std::ops::Range<usize>| file_bytes[run.clone()].iter().sum();
             if runs.len() == 1 {
-                units.push(UnitKind::Parquet(task));
+                units.push((UnitKind::Parquet(task), file_bytes.iter().sum()));
             } else {
                 for run in runs {
-                    units.push(UnitKind::Parquet(task.clone().row_groups(run)));
+                    let b = run_bytes(&run);
+                    units.push((UnitKind::Parquet(task.clone().row_groups(run)), b));
                 }
             }
         }

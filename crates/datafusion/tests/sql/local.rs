@@ -499,7 +499,12 @@ async fn units_of_one_file_are_dealt_to_every_partition() {
             8,
             "every row group once: {units:?}"
         );
+        // Dealt by bytes (balanced within one unit's: `feed.rs`'s tests), so every partition
+        // gets some of the 8 near-equal units.
         let (lo, hi) = (units.iter().min().unwrap(), units.iter().max().unwrap());
-        assert!(hi - lo <= 1, "{partitions} partitions: units {units:?}");
+        assert!(
+            *lo >= 1 && hi - lo <= 2,
+            "{partitions} partitions: units {units:?}"
+        );
     }
 }
