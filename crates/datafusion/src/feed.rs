@@ -144,14 +144,11 @@ impl Planner {
             state.queues = (0..tasks * parts).map(|_| VecDeque::new()).collect();
             state.dealt = vec![0; tasks];
             let first = self.0.first;
-            let fewest = |n: usize, bytes: &dyn Fn(usize) -> u64| {
-                (0..n).map(|k| (first + k) % n).min_by_key(|&i| bytes(i))
-            };
             let mut task_bytes = vec![0u64; tasks];
             let mut part_bytes = vec![0u64; tasks * parts];
             for (unit, bytes) in units {
-                let to = fewest(tasks, &|t| task_bytes[t]).expect("a task");
-                let part = fewest(parts, &|p| part_bytes[to * parts + p]).expect("a partition");
+                let to = fewest(&task_bytes, first);
+                let part = fewest(&part_bytes[to * parts..(to + 1) * parts], first);
                 let bytes = bytes.max(1);
                 task_bytes[to] += bytes;
                 part_bytes[to * parts + part] += bytes;
@@ -161,6 +158,15 @@ impl Planner {
         }
         state.queues.get_mut(task * parts + partition)?.pop_front()
     }
+}
+
+/// The index of the smallest of `loads` (not empty), the first from `first` on among equals.
+fn fewest(loads: &[u64], first: usize) -> usize {
+    let n = loads.len();
+    (0..n)
+        .map(|k| (first + k) % n)
+        .min_by_key(|&i| loads[i])
+        .unwrap_or(0)
 }
 
 impl WorkUnitFeedProvider for Planner {
