@@ -68,6 +68,18 @@ impl UnitKind {
         })
     }
 
+    /// An Iceberg task and its bytes (the split's length), as the planner deals it.
+    pub fn iceberg(task: rayquet_iceberg::TaskUnit) -> (Self, u64) {
+        let bytes = task.length;
+        (UnitKind::Iceberg(task), bytes)
+    }
+
+    /// A Delta scan file and its bytes (the file's size), as the planner deals it.
+    pub fn delta(file: rayquet_delta::FileUnit) -> (Self, u64) {
+        let bytes = file.size;
+        (UnitKind::Delta(file), bytes)
+    }
+
     /// The data file it reads.
     pub fn path(&self) -> &str {
         match self {

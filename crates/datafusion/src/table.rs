@@ -396,13 +396,7 @@ impl RayquetTable {
                     .map_err(df)?;
                 let mut stats = Statistics::new_unknown(&self.schema);
                 stats.num_rows = self.rows;
-                let units = units
-                    .into_iter()
-                    .map(|u| {
-                        let bytes = u.length;
-                        (UnitKind::Iceberg(u), bytes)
-                    })
-                    .collect();
+                let units = units.into_iter().map(UnitKind::iceberg).collect();
                 Ok((Plan::Iceberg(planned.plan), units, stats))
             }
             Source::Delta(scan) => {
@@ -422,13 +416,7 @@ impl RayquetTable {
                 .await
                 .map_err(|e| DataFusionError::External(Box::new(e)))?
                 .map_err(df)?;
-                let units = units
-                    .into_iter()
-                    .map(|u| {
-                        let bytes = u.size;
-                        (UnitKind::Delta(u), bytes)
-                    })
-                    .collect();
+                let units = units.into_iter().map(UnitKind::delta).collect();
                 Ok((
                     Plan::Delta(Box::new(plan)),
                     units,
