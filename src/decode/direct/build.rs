@@ -748,8 +748,11 @@ mod tests {
             // The run lengths as a row group's reader has them, from the selection.
             let ranges = reference(&rows, 0);
             let selection = RowSelection::from_consecutive_ranges(ranges.into_iter(), first + len);
-            let (selected, left) = super::super::selected_rows(&selection, first + len).unwrap();
-            assert_eq!(selected, rows);
+            let mut selected = super::super::Selected::of(&selection, first + len).unwrap();
+            let n = selected.len();
+            let (got_rows, left) = selected.batch(0, n);
+            assert_eq!(got_rows, rows);
+            let left = left.to_vec();
             match runs(&rows, &left, first) {
                 Some(got) => {
                     let got: Vec<_> = got.collect();

@@ -37,6 +37,7 @@
 
 mod build;
 mod page;
+mod selected;
 
 use std::sync::Arc;
 
@@ -56,6 +57,7 @@ use crate::io::chunk::SparseChunk;
 use crate::validate::pages::PageSizes;
 use build::{builder_for, Build, DictPage};
 use page::{DataPage, Dense};
+use selected::Selected;
 
 /// Why the direct reader stopped and left the rest to parquet's reader.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -253,11 +255,8 @@ pub(crate) struct DirectReader {
     rg: usize,
     schema: SchemaRef,
     columns: Vec<ChunkReader>,
-    /// The selected rows of the row group, in order.
-    selected: Vec<u32>,
-    /// Per selected row, the rows left in its run of consecutive selected rows (itself
-    /// included); empty when every row is selected (one run).
-    left: Vec<u32>,
+    /// The selected rows of the row group, and the current batch's.
+    selected: Selected,
     /// Position in `selected` of the next batch's first row.
     next: usize,
     batch_size: usize,
@@ -327,9 +326,9 @@ impl DirectReader {
                 build,
             });
         }
-        let (selected, left) = match selection {
-            Some(selection) => selected_rows(selection, rows)?,
-            None => ((0..rows as u32).collect(), Vec::new()),
+        let selected = match selection {
+            Some(selection) => Selected::of(selection, rows)?,
+            None => Selected::every(rows),
         };
         Some(DirectReader {
             meta: meta.clone(),
@@ -337,7 +336,6 @@ impl DirectReader {
             schema: Arc::new(Schema::new(fields)),
             columns,
             selected,
-            left,
             next: 0,
             batch_size,
             leaves: order.iter().map(|(l, _)| *l).collect(),
@@ -358,8 +356,8 @@ impl DirectReader {
     }
 
     fn batch(&mut self, end: usize) -> Result<RecordBatch, Fallback> {
-        let rows = &self.selected[self.next..end];
-        let left = self.left.get(self.next..end).unwrap_or(&[]);
+        self.selected.batch(self.next, end);
+        let (rows, left) = self.selected.current();
         let mut arrays: Vec<ArrayRef> = Vec::with_capacity(self.columns.len());
         for c in &mut self.columns {
             let a = c.read((rows, left), &self.selected, &self.meta, self.rg)?;
@@ -438,14 +436,7 @@ impl DirectReader {
             return row_group_reader(&self.meta, self.rg, leaves, chunk, rows, self.batch_size);
         }
         let total = self.meta.metadata().row_group(self.rg).num_rows().max(0) as usize;
-        let mut ranges: Vec<std::ops::Range<usize>> = Vec::new();
-        for &r in &self.selected[self.next..] {
-            let r = r as usize;
-            match ranges.last_mut() {
-                Some(last) if last.end == r => last.end = r + 1,
-                _ => ranges.push(r..r + 1),
-            }
-        }
+        let ranges = self.selected.ranges_from(self.next);
         let selection = RowSelection::from_consecutive_ranges(ranges.into_iter(), total);
         let leaves = leaves(&mut self.sizes);
         let chunk = std::mem::take(&mut self.chunk);
@@ -623,30 +614,6 @@ fn plain_or_dictionary(mut encodings: impl Iterator<Item = Encoding>) -> bool {
     })
 }
 
-/// The rows of a `rows`-row row group that `selection` selects, in order, and for each the
-/// rows left in its run of consecutive selected rows, itself included (a selector's rows `n`,
-/// `n - 1`, ... `1`: the builders copy a run with one kernel call, told its length without
-/// walking it); `None` when the selection spans more rows than the row group has.
-fn selected_rows(selection: &RowSelection, rows: usize) -> Option<(Vec<u32>, Vec<u32>)> {
-    let mut out = Vec::with_capacity(rows);
-    let mut left = Vec::with_capacity(rows);
-    let mut at = 0usize;
-    for s in selection.iter() {
-        let end = at.checked_add(s.row_count).filter(|e| *e <= rows)?;
-        if !s.skip {
-            if s.row_count == 1 {
-                out.push(at as u32);
-                left.push(1);
-            } else {
-                out.extend(at as u32..end as u32);
-                left.extend((1..=s.row_count as u32).rev());
-            }
-        }
-        at = end;
-    }
-    Some((out, left))
-}
-
 /// A column chunk's pages ended before the selection's rows.
 const END: Fallback = Fallback("fewer rows than the selection");
 
@@ -676,7 +643,7 @@ impl ChunkReader {
     fn read(
         &mut self,
         (rows, left): (&[u32], &[u32]),
-        selected: &[u32],
+        selected: &Selected,
         meta: &ArrowReaderMetadata,
         rg: usize,
     ) -> Result<ArrayRef, Fallback> {
@@ -704,7 +671,7 @@ impl ChunkReader {
     fn advance(
         &mut self,
         r: usize,
-        selected: &[u32],
+        selected: &Selected,
         meta: &ArrowReaderMetadata,
         rg: usize,
     ) -> Result<(), Fallback> {
@@ -738,9 +705,7 @@ impl ChunkReader {
             }
             self.next_first = self.next_first.saturating_add(p.rows);
             if r < p.first + p.rows {
-                let from = selected.partition_point(|&x| (x as usize) < p.first);
-                let to = selected.partition_point(|&x| (x as usize) < p.first + p.rows);
-                if (to - from) * DENSE >= p.rows {
+                if selected.count(p.first..p.first + p.rows) * DENSE >= p.rows {
                     p.densify(
                         std::mem::take(&mut self.spare),
                         self.dt == DataType::Utf8View,

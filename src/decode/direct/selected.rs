@@ -1,0 +1,200 @@
+//! The selected rows of a row group ([`Selected`]), handed to the columns one batch at a time
+//! ([`Selected::batch`]).
+//!
+//! The direct reader's columns want, per batch, the positions of its rows in the row group and,
+//! per row, the selected rows left in its run (the builders copy a run with one kernel call,
+//! told its length without walking it). Reading every row, the positions of a batch are
+//! written for that batch only, into a buffer reused from batch to batch: written for the whole
+//! row group they were 450 KB per part and row group of TPC-H's lineitem, in fresh pages, for
+//! a full scan. A selection's rows are written out once for the row group: per batch, from the
+//! selection's runs, measured 1-3% more instructions (`callgrind`, filters keeping 25-98% of
+//! lineitem's rows).
+//!
+//! Invariants: a batch's rows are those of positions `from..to` of the selected rows, in
+//! order; `left` is, per row, the rows left in its run of consecutive selected rows, itself
+//! included (empty when every row is selected: one run).
+
+use std::ops::Range;
+
+use parquet::arrow::arrow_reader::RowSelection;
+
+/// The selected rows of a row group, and the current batch's.
+#[derive(Debug, Default)]
+pub(super) struct Selected {
+    total: usize,
+    /// Every row of the row group: `rows` holds the current batch's only, `left` nothing.
+    every: bool,
+    /// The rows (every selected row, or the current batch's when `every`), and per row the
+    /// rows left in its run.
+    rows: Vec<u32>,
+    left: Vec<u32>,
+    /// The current batch's positions in `rows` and `left`.
+    current: Range<usize>,
+}
+
+impl Selected {
+    /// Every one of `rows` rows (below `u32::MAX`).
+    pub fn every(rows: usize) -> Self {
+        Selected {
+            total: rows,
+            every: true,
+            ..Selected::default()
+        }
+    }
+
+    /// The rows of a `rows`-row row group (below `u32::MAX`) that `selection` selects; `None`
+    /// when the selection spans more rows than the row group has.
+    pub fn of(selection: &RowSelection, rows: usize) -> Option<Self> {
+        let mut s = Selected::default();
+        let mut at = 0usize;
+        for sel in selection.iter() {
+            let end = at.checked_add(sel.row_count).filter(|e| *e <= rows)?;
+            if !sel.skip {
+                if sel.row_count == 1 {
+                    s.rows.push(at as u32);
+                    s.left.push(1);
+                } else {
+                    s.rows.extend(at as u32..end as u32);
+                    s.left.extend((1..=sel.row_count as u32).rev());
+                }
+            }
+            at = end;
+        }
+        s.total = s.rows.len();
+        Some(s)
+    }
+
+    /// How many rows are selected.
+    pub fn len(&self) -> usize {
+        self.total
+    }
+
+    /// How many of the rows `rows` are selected.
+    pub fn count(&self, rows: Range<usize>) -> usize {
+        if self.every {
+            return rows.end.min(self.total).saturating_sub(rows.start);
+        }
+        let below = |r: usize| self.rows.partition_point(|&x| (x as usize) < r);
+        below(rows.end) - below(rows.start)
+    }
+
+    /// Positions `from..to` of the selected rows (`to` at most [`Selected::len`]): their rows,
+    /// and per row the rows left in its run (empty when every row is selected).
+    pub fn batch(&mut self, from: usize, to: usize) -> (&[u32], &[u32]) {
+        if self.every {
+            self.rows.clear();
+            self.rows.extend(from as u32..to as u32);
+            self.current = 0..self.rows.len();
+        } else {
+            self.current = from..to;
+        }
+        self.current()
+    }
+
+    /// The current batch, as [`Selected::batch`] last made it.
+    pub fn current(&self) -> (&[u32], &[u32]) {
+        let c = self.current.clone();
+        (&self.rows[c.clone()], self.left.get(c).unwrap_or(&[]))
+    }
+
+    /// The selected rows from position `from` on, as ranges of consecutive rows.
+    pub fn ranges_from(&self, from: usize) -> Vec<Range<usize>> {
+        if from >= self.total {
+            return Vec::new();
+        }
+        if self.every {
+            return vec![from..self.total];
+        }
+        let mut ranges: Vec<Range<usize>> = Vec::new();
+        for &r in &self.rows[from..] {
+            let r = r as usize;
+            match ranges.last_mut() {
+                Some(last) if last.end == r => last.end = r + 1,
+                _ => ranges.push(r..r + 1),
+            }
+        }
+        ranges
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use parquet::arrow::arrow_reader::RowSelector;
+
+    #[test]
+    fn batches_are_the_selection_cut_anywhere() {
+        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = move || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed
+        };
+        for case in 0..300 {
+            // Selectors of 0-40 rows, skipped or not.
+            let selectors: Vec<RowSelector> = (0..(next() % 30))
+                .map(|_| match (next() % 41) as usize {
+                    n if next() % 2 == 0 => RowSelector::select(n),
+                    n => RowSelector::skip(n),
+                })
+                .collect();
+            let rows: usize = selectors.iter().map(|s| s.row_count).sum();
+            let mask: Vec<bool> = selectors
+                .iter()
+                .flat_map(|s| std::iter::repeat_n(!s.skip, s.row_count))
+                .collect();
+            let want: Vec<u32> = (0..rows as u32).filter(|&r| mask[r as usize]).collect();
+            let selection = RowSelection::from(selectors);
+            let mut s = Selected::of(&selection, rows + (next() % 3) as usize).unwrap();
+            assert_eq!(s.len(), want.len(), "case {case}");
+            let size = (next() % 50) as usize + 1;
+            let mut from = 0;
+            while from < s.len() {
+                let to = (from + size).min(s.len());
+                let (r, l) = s.batch(from, to);
+                let (r, l) = (r.to_vec(), l.to_vec());
+                assert_eq!(r, &want[from..to], "case {case}");
+                // Each row starts `left` consecutive selected rows.
+                for (i, &n) in l.iter().enumerate() {
+                    let (j, n) = (from + i, n as usize);
+                    assert!(n >= 1 && j + n <= want.len(), "case {case}");
+                    assert_eq!(want[j + n - 1], r[i] + n as u32 - 1, "case {case}");
+                }
+                assert_eq!(l.len(), r.len(), "case {case}");
+                assert_eq!(s.current(), (&r[..], &l[..]));
+                let flat: Vec<u32> = s
+                    .ranges_from(from)
+                    .into_iter()
+                    .flat_map(|r| r.start as u32..r.end as u32)
+                    .collect();
+                assert_eq!(flat, &want[from..], "case {case}");
+                from = to;
+            }
+            for a in 0..=rows {
+                let b = a + (next() % 20) as usize;
+                let n = want
+                    .iter()
+                    .filter(|&&r| (a..b).contains(&(r as usize)))
+                    .count();
+                assert_eq!(s.count(a..b), n, "case {case}: {a}..{b}");
+            }
+        }
+        let five = RowSelection::from(vec![RowSelector::select(5)]);
+        assert!(Selected::of(&five, 4).is_none());
+    }
+
+    #[test]
+    fn every_row_is_written_a_batch_at_a_time_without_left() {
+        let mut s = Selected::every(10);
+        assert_eq!(s.len(), 10);
+        assert_eq!(s.batch(3, 7), (&[3, 4, 5, 6][..], &[][..]));
+        assert_eq!(s.current(), (&[3, 4, 5, 6][..], &[][..]));
+        assert_eq!(s.batch(7, 10), (&[7, 8, 9][..], &[][..]));
+        assert_eq!(s.count(2..20), 8);
+        assert_eq!(s.count(12..20), 0);
+        assert_eq!(s.ranges_from(4), vec![4..10]);
+        assert!(s.ranges_from(10).is_empty());
+        assert_eq!(Selected::every(0).len(), 0);
+    }
+}
