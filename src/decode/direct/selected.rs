@@ -103,7 +103,7 @@ impl Selected {
             return Vec::new();
         }
         if self.every {
-            return vec![from..self.total];
+            return std::iter::once(from..self.total).collect();
         }
         let mut ranges: Vec<Range<usize>> = Vec::new();
         for &r in &self.rows[from..] {
