@@ -2,9 +2,13 @@
 //!
 //! A scan's `next()` blocks, so each partition's reader lives on a thread of its own that
 //! waits for batches (rayquet decodes them on its rayon pool; the thread only waits) and sends
-//! them through a bounded channel that the partition's stream polls.
+//! them through a bounded channel that the partition's stream polls. Nothing starts before the
+//! stream is first polled, as DataFusion asks of `ExecutionPlan::execute`: a hash join's
+//! probe side, executed with its build side, would otherwise decode ahead while the build
+//! side is read, competing with it for the cores and holding its batches until the join
+//! gets to them.
 //!
-//! Invariants: when the stream is dropped (a LIMIT was met, the query was cancelled), the
+//! Invariants: a stream never polled opens no scan and starts no thread; when the stream is dropped (a LIMIT was met, the query was cancelled), the
 //! thread's next send fails and it drops the reader, which cancels the scan; a panic on the
 //! thread becomes an error on the stream, never a silently shorter result; the thread never
 //! waits on anything but the reader and the channel.
@@ -38,8 +42,38 @@ pub(crate) fn reader_stream(
     open: impl FnOnce() -> rayquet::Result<rayquet::ScanReader> + Send + 'static,
     count: impl Fn(usize) + Send + 'static,
 ) -> Result<SendableRecordBatchStream> {
-    let (tx, rx) = tokio::sync::mpsc::channel::<Result<RecordBatch>>(CHANNEL_BATCHES);
     let out = Arc::clone(&schema);
+    let start = move || spawn(out, name, shape, open, count);
+    let stream = futures::stream::unfold(Started::No(start), |state| async move {
+        let mut rx = match state {
+            Started::No(start) => match start() {
+                Ok(rx) => rx,
+                Err(e) => return Some((Err(e), Started::Done)),
+            },
+            Started::Yes(rx) => rx,
+            Started::Done => return None,
+        };
+        rx.recv().await.map(|item| (item, Started::Yes(rx)))
+    });
+    Ok(Box::pin(RecordBatchStreamAdapter::new(schema, stream)))
+}
+
+/// Whether a partition's thread has been started: not before the stream's first poll.
+enum Started<F> {
+    No(F),
+    Yes(tokio::sync::mpsc::Receiver<Result<RecordBatch>>),
+    Done,
+}
+
+/// Start the thread that opens the scan and sends its batches; the receiving end.
+fn spawn(
+    out: SchemaRef,
+    name: String,
+    shape: Shape,
+    open: impl FnOnce() -> rayquet::Result<rayquet::ScanReader> + Send + 'static,
+    count: impl Fn(usize) + Send + 'static,
+) -> Result<tokio::sync::mpsc::Receiver<Result<RecordBatch>>> {
+    let (tx, rx) = tokio::sync::mpsc::channel::<Result<RecordBatch>>(CHANNEL_BATCHES);
     std::thread::Builder::new()
         .name(name)
         .spawn(move || {
@@ -79,10 +113,7 @@ pub(crate) fn reader_stream(
             }
         })
         .map_err(|e| DataFusionError::External(Box::new(e)))?;
-    let stream = futures::stream::unfold(rx, |mut rx| async move {
-        rx.recv().await.map(|item| (item, rx))
-    });
-    Ok(Box::pin(RecordBatchStreamAdapter::new(schema, stream)))
+    Ok(rx)
 }
 
 fn shape_batch(batch: RecordBatch, schema: &SchemaRef, shape: Shape) -> Result<RecordBatch> {
@@ -115,5 +146,52 @@ fn shape_batch(batch: RecordBatch, schema: &SchemaRef, shape: Shape) -> Result<R
                 &options,
             )?)
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::mpsc;
+    use std::time::Duration;
+
+    use datafusion::arrow::datatypes::Schema;
+    use futures::StreamExt;
+
+    use super::*;
+
+    /// A stream whose `open` reports that it ran, then fails.
+    fn stream_reporting_open() -> (SendableRecordBatchStream, mpsc::Receiver<()>) {
+        let (opened, rx) = mpsc::channel();
+        let open = move || {
+            let _ = opened.send(());
+            Err(rayquet::Error::new(rayquet::ErrorKind::Io, "no scan here"))
+        };
+        let schema = Arc::new(Schema::empty());
+        let stream = reader_stream(schema, "test".into(), Shape::AsIs, open, |_| {}).unwrap();
+        (stream, rx)
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn the_scan_opens_on_the_first_poll_only() {
+        let (mut stream, opened) = stream_reporting_open();
+        // Before the first poll: no thread, so nothing opened (an eager start opens within
+        // microseconds; the wait only gives it the chance).
+        assert_eq!(
+            opened.recv_timeout(Duration::from_millis(200)),
+            Err(mpsc::RecvTimeoutError::Timeout)
+        );
+        let first = stream.next().await.expect("an item");
+        let err = first.expect_err("open failed").to_string();
+        assert!(err.contains("no scan here"), "{err}");
+        assert_eq!(opened.try_recv(), Ok(()));
+        assert!(stream.next().await.is_none());
+    }
+
+    #[test]
+    fn a_stream_never_polled_opens_nothing() {
+        let (stream, opened) = stream_reporting_open();
+        drop(stream);
+        // Dropping the stream dropped `open` (and its sender) without calling it.
+        assert_eq!(opened.recv(), Err(mpsc::RecvError));
     }
 }
