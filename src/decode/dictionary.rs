@@ -22,7 +22,7 @@ use parquet::basic::{Encoding, PageType};
 use parquet::column::page::{Page, PageIterator, PageMetadata, PageReader};
 use parquet::file::metadata::{ColumnChunkMetaData, ParquetMetaData, RowGroupMetaData};
 
-use crate::decode::{flat, rle};
+use crate::decode::{flat, rle, scratch};
 
 /// What the footer says of the encodings of `col`'s data pages: `Some(true)` all
 /// dictionary-encoded, `Some(false)` not all, `None` not recorded.
@@ -77,18 +77,28 @@ pub(crate) fn read_chunk(
         }
         false => values,
     };
-    let mut out = Vec::with_capacity(rows);
-    let mut scratch = Scratch::default();
+    let mut out = scratch::take(rows);
+    let mut bufs = Scratch::default();
     while let Some(page) = pages.get_next_page().ok()? {
         data_page(
             &page,
             (n as u32, nullable),
             rows - out.len(),
             &mut out,
-            &mut scratch,
+            &mut bufs,
         )?;
     }
-    (out.len() == rows).then_some(DictChunk { values, rows: out })
+    if out.len() != rows {
+        scratch::give(out);
+        return None;
+    }
+    Some(DictChunk { values, rows: out })
+}
+
+impl Drop for DictChunk {
+    fn drop(&mut self) {
+        scratch::give(std::mem::take(&mut self.rows));
+    }
 }
 
 /// Buffers reused across the pages of a chunk.

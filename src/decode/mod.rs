@@ -15,6 +15,7 @@
 //! - [`flat`]: flat columns and their data pages split into levels and values, as both
 //!   readers above parse them.
 //! - [`positions`]: the row-index column.
+//! - [`scratch`]: row buffers (positions, dictionary indices) a decode thread reuses.
 //! - [`byte_pages`]: PLAIN byte-array pages checked before parquet's reader may skip in them
 //!   (its skip does not check their lengths).
 //! - [`pages`]: pages decompressed into pooled buffers ([`crate::pool`]; snappy pages by
@@ -36,6 +37,7 @@ pub(crate) mod pages;
 pub(crate) mod part;
 pub(crate) mod positions;
 pub(crate) mod rle;
+pub(crate) mod scratch;
 pub(crate) mod snappy;
 pub(crate) mod stage;
 #[cfg(test)]

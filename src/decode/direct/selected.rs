@@ -11,19 +11,19 @@
 //! lineitem's rows).
 //!
 //! Its buffers are written at their exact size and come from a few spare ones each decode
-//! thread keeps ([`Spare`]): grown by doubling into fresh memory for every part of every row
+//! thread keeps ([`scratch`]): grown by doubling into fresh memory for every part of every row
 //! group, they were 18% of the page faults of TPC-H Q1 through the DataFusion provider (a
 //! `perf record -e page-faults` of the bench), most of them copying into the next doubling.
 //!
 //! Invariants: a batch's rows are those of positions `from..to` of the selected rows, in
 //! order; `left` is, per row, the rows left in its run of consecutive selected rows, itself
-//! included (empty when every row is selected: one run). A thread keeps at most
-//! [`SPARE_BUFFERS`] spare buffers of at most [`SPARE_ROWS`] rows each.
+//! included (empty when every row is selected: one run).
 
-use std::cell::RefCell;
 use std::ops::Range;
 
 use parquet::arrow::arrow_reader::RowSelection;
+
+use crate::decode::scratch;
 
 /// The selected rows of a row group, and the current batch's.
 #[derive(Debug, Default)]
@@ -45,7 +45,7 @@ impl Selected {
         Selected {
             total: rows,
             every: true,
-            rows: Spare::take(0),
+            rows: scratch::take(0),
             left: Vec::new(),
             current: 0..0,
         }
@@ -62,8 +62,8 @@ impl Selected {
         let mut s = Selected {
             total: 0,
             every: false,
-            rows: Spare::take(selected.min(rows)),
-            left: Spare::take(selected.min(rows)),
+            rows: scratch::take(selected.min(rows)),
+            left: scratch::take(selected.min(rows)),
             current: 0..0,
         };
         let mut at = 0usize;
@@ -139,55 +139,8 @@ impl Selected {
 
 impl Drop for Selected {
     fn drop(&mut self) {
-        Spare::give(std::mem::take(&mut self.rows));
-        Spare::give(std::mem::take(&mut self.left));
-    }
-}
-
-/// Spare buffers a decode thread keeps.
-pub(super) const SPARE_BUFFERS: usize = 4;
-/// The most rows a kept spare buffer holds (4 MiB).
-pub(super) const SPARE_ROWS: usize = 1 << 20;
-
-thread_local! {
-    static SPARE: RefCell<Vec<Vec<u32>>> = const { RefCell::new(Vec::new()) };
-}
-
-/// The thread's spare row buffers: a [`Selected`]'s come from here and go back when it drops
-/// (on whichever decode thread that is), so that its rows are written into memory already
-/// touched rather than fresh pages.
-struct Spare;
-
-impl Spare {
-    /// An empty buffer with room for `rows` rows: the thread's largest spare one, if any.
-    fn take(rows: usize) -> Vec<u32> {
-        let mut v = SPARE
-            .try_with(|s| s.borrow_mut().pop())
-            .ok()
-            .flatten()
-            .unwrap_or_default();
-        if v.capacity() < rows {
-            // Growing it would copy its old bytes for nothing.
-            return Vec::with_capacity(rows);
-        }
-        v.clear();
-        v
-    }
-
-    /// Keep `v` for a later [`Spare::take`] when it is not too large and the thread has room;
-    /// the spares are kept sorted by capacity, the largest last.
-    fn give(v: Vec<u32>) {
-        if v.capacity() == 0 || v.capacity() > SPARE_ROWS {
-            return;
-        }
-        let _ = SPARE.try_with(|s| {
-            let mut s = s.borrow_mut();
-            let at = s.partition_point(|x| x.capacity() <= v.capacity());
-            s.insert(at, v);
-            if s.len() > SPARE_BUFFERS {
-                s.remove(0);
-            }
-        });
+        scratch::give(std::mem::take(&mut self.rows));
+        scratch::give(std::mem::take(&mut self.left));
     }
 }
 
@@ -260,29 +213,28 @@ mod tests {
 
     #[test]
     fn buffers_are_exact_and_reused_on_the_thread() {
-        let selection = RowSelection::from(vec![
-            RowSelector::skip(3),
-            RowSelector::select(1000),
-            RowSelector::skip(7),
-            RowSelector::select(24),
-        ]);
-        let s = Selected::of(&selection, 1034).unwrap();
-        assert_eq!((s.rows.capacity(), s.left.capacity()), (1024, 1024));
-        let used = [s.rows.as_ptr(), s.left.as_ptr()];
-        drop(s);
-        // The next selection of the row group (another part) writes into the same memory.
-        let mut s = Selected::of(&selection, 1034).unwrap();
-        let mut again = [s.rows.as_ptr(), s.left.as_ptr()];
-        again.sort();
-        let mut used = used;
-        used.sort();
-        assert_eq!(again, used);
-        assert_eq!(s.batch(999, 1001).0, &[1002, 1010]);
-        drop(s);
-        // Too large to keep: not kept.
-        Spare::give(Vec::with_capacity(SPARE_ROWS + 1));
-        let kept = SPARE.with(|s| s.borrow().iter().map(Vec::capacity).collect::<Vec<_>>());
-        assert!(kept.len() <= SPARE_BUFFERS && kept.iter().all(|&c| c <= SPARE_ROWS));
+        // A fresh thread: no spare buffers of earlier tests.
+        std::thread::spawn(|| {
+            let selection = RowSelection::from(vec![
+                RowSelector::skip(3),
+                RowSelector::select(1000),
+                RowSelector::skip(7),
+                RowSelector::select(24),
+            ]);
+            let s = Selected::of(&selection, 1034).unwrap();
+            assert_eq!((s.rows.capacity(), s.left.capacity()), (1024, 1024));
+            let mut used = [s.rows.as_ptr(), s.left.as_ptr()];
+            drop(s);
+            // The next selection of the row group (another part) writes into the same memory.
+            let mut s = Selected::of(&selection, 1034).unwrap();
+            let mut again = [s.rows.as_ptr(), s.left.as_ptr()];
+            again.sort();
+            used.sort();
+            assert_eq!(again, used);
+            assert_eq!(s.batch(999, 1001).0, &[1002, 1010]);
+        })
+        .join()
+        .unwrap();
     }
 
     #[test]
