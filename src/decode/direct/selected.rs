@@ -54,11 +54,10 @@ impl Selected {
     /// The rows of a `rows`-row row group (below `u32::MAX`) that `selection` selects; `None`
     /// when the selection spans more rows than the row group has.
     pub fn of(selection: &RowSelection, rows: usize) -> Option<Self> {
-        let selected: usize = selection
+        let selected = selection
             .iter()
             .filter(|s| !s.skip)
-            .map(|s| s.row_count)
-            .sum();
+            .fold(0usize, |n, s| n.saturating_add(s.row_count));
         let mut s = Selected {
             total: 0,
             every: false,
