@@ -4,8 +4,9 @@
 //! The dictionary page is decoded by parquet itself, fed a synthetic data page that lists each
 //! entry once, so the values have exactly the Arrow type parquet's full decode gives (decimals
 //! widened, strings as views, the schema's hints applied); the data pages' indices and
-//! definition levels are decoded with [`crate::decode::rle`]. A null row's index is the dictionary's length, where a nullable column's values hold
-//! one null.
+//! definition levels are decoded with [`crate::decode::rle`]. A null row's index is the
+//! dictionary's length, where a nullable column's values hold one null. The rows' indices
+//! go into a buffer the decode thread reuses ([`crate::decode::scratch`]).
 //!
 //! Invariants: `None` (never a panic) for anything this reader does not handle or finds
 //! malformed — a page that is not dictionary-encoded, an index past the dictionary, levels or

@@ -8,10 +8,11 @@
 //! side is read, competing with it for the cores and holding its batches until the join
 //! gets to them.
 //!
-//! Invariants: a stream never polled opens no scan and starts no thread; when the stream is dropped (a LIMIT was met, the query was cancelled), the
-//! thread's next send fails and it drops the reader, which cancels the scan; a panic on the
-//! thread becomes an error on the stream, never a silently shorter result; the thread never
-//! waits on anything but the reader and the channel.
+//! Invariants: a stream never polled opens no scan and starts no thread; when the stream is
+//! dropped (a LIMIT was met, the query was cancelled), the thread's next send fails and it
+//! drops the reader, which cancels the scan; a panic on the thread becomes an error on the
+//! stream, never a silently shorter result; the thread never waits on anything but the reader
+//! and the channel.
 
 use std::sync::Arc;
 
