@@ -81,7 +81,7 @@ mod validate;
 
 pub use builder::ScanBuilder;
 pub use cache::{FooterCache, Version as FileVersion, DEFAULT_FOOTER_CACHE_BYTES};
-pub use deliver::{Canceller, ScanReader, TaggedReader};
+pub use deliver::{Canceller, ScanReader, ScanStream, TaggedReader};
 pub use error::{Error, ErrorKind, Result};
 pub use expr::{col, Expr};
 pub use footer::read_metadata;

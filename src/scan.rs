@@ -355,6 +355,7 @@ impl Scan {
             &ctx.opts,
             schema,
             driver,
+            io,
         ))
     }
 }

@@ -9,19 +9,23 @@
 //! mappings), task by task and row group by row group; an error is yielded at its position
 //! (ordered) or at once (unordered), after which the iterator is fused and the pipeline
 //! cancelled; dropping the reader cancels. Waiting happens only here, on the caller's thread,
-//! never inside tokio or rayon.
+//! never inside tokio or rayon; an async caller ([`crate::ScanStream`]) polls the same state
+//! without waiting (`poll_item`): it registers its waker, looks at the channel once more, and
+//! returns `Pending`.
 //!
 //! Imports only `flow` (events, budget, part control) and the leaf modules.
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::sync::Arc;
+use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
 use arrow::array::{RecordBatch, RecordBatchReader};
 use arrow::datatypes::SchemaRef;
 use arrow::error::ArrowError;
-use crossbeam_channel::{Receiver, RecvTimeoutError};
+use crossbeam_channel::{Receiver, RecvTimeoutError, TryRecvError};
+use futures::task::AtomicWaker;
 
 use crate::deliver::tagged::TaggedReader;
 use crate::error::{Error, ErrorKind, Result};
@@ -57,7 +61,8 @@ struct SlotBuf {
 /// flight is abandoned, and the shared pools stay usable. After an `Err` the iterator is fused
 /// (it returns `None`). [`ScanReader::tagged`] also tells which task each batch came from.
 ///
-/// Async callers should iterate inside `tokio::task::spawn_blocking`, since `next()` blocks.
+/// `next()` blocks: async callers poll [`ScanReader::into_stream`] instead (or iterate inside
+/// `tokio::task::spawn_blocking`).
 ///
 /// ```no_run
 /// # fn main() -> rayquet::Result<()> {
@@ -77,6 +82,12 @@ pub struct ScanReader {
     rx: Receiver<Event>,
     schema: SchemaRef,
     task: Option<tokio::task::JoinHandle<()>>,
+    /// The IO runtime, for the stall check's timer while an async caller waits.
+    io: tokio::runtime::Handle,
+    /// Polled (not iterated): since when no event has come while the pipeline looked
+    /// stalled, and whether a timer that polls again is set.
+    stall_since: Option<Instant>,
+    pub(crate) stall_timer: Arc<AtomicBool>,
     slots: BTreeMap<usize, SlotBuf>,
     next_slot: usize,
     finished_slots: usize,
@@ -118,6 +129,7 @@ impl std::fmt::Debug for ScanReader {
 #[derive(Debug, Clone)]
 pub struct Canceller {
     quit: Arc<AtomicBool>,
+    waker: Arc<AtomicWaker>,
     driver: Option<tokio::task::AbortHandle>,
 }
 
@@ -127,6 +139,7 @@ impl Canceller {
     /// ended, does nothing.
     pub fn cancel(&self) {
         self.quit.store(true, Relaxed);
+        self.waker.wake();
         if let Some(driver) = &self.driver {
             driver.abort();
         }
@@ -138,6 +151,7 @@ impl ScanReader {
     pub fn canceller(&self) -> Canceller {
         Canceller {
             quit: self.outbox.quit_flag(),
+            waker: Arc::clone(self.outbox.waker()),
             driver: self.task.as_ref().map(|t| t.abort_handle()),
         }
     }
@@ -150,6 +164,7 @@ impl ScanReader {
         opts: &ScanOptions,
         schema: SchemaRef,
         task: tokio::task::JoinHandle<()>,
+        io: tokio::runtime::Handle,
     ) -> Self {
         ScanReader {
             remaining: opts.limit.map(|l| l as u64),
@@ -159,6 +174,9 @@ impl ScanReader {
             rx,
             schema,
             task: Some(task),
+            io,
+            stall_since: None,
+            stall_timer: Arc::new(AtomicBool::new(false)),
             slots: BTreeMap::new(),
             next_slot: 0,
             finished_slots: 0,
@@ -320,49 +338,116 @@ impl ScanReader {
             && self.task.as_ref().is_none_or(|t| t.is_finished())
     }
 
-    /// The next batch and its task.
+    /// The next batch and its task, waiting for it.
     pub(crate) fn next_item(&mut self) -> Option<Result<Item>> {
-        if self.done {
-            return None;
-        }
-        if self.remaining == Some(0) {
-            self.cancel();
-            return None;
+        if let Some(end) = self.at_end() {
+            return end;
         }
         let mut waited: Option<Instant> = None;
         let item = loop {
-            // Cancelled through a `Canceller` (our own `cancel()` also sets `done`).
-            if self.outbox.cancelled() {
-                break Some(Err(Error::new(
-                    ErrorKind::Cancelled,
-                    "the scan was cancelled",
-                )));
-            }
-            if let Some(item) = self.ready() {
+            if let Some(item) = self.step() {
                 break item;
             }
             waited.get_or_insert_with(Instant::now);
-            match self.rx.recv_timeout(Duration::from_millis(250)) {
+            match self.rx.recv_timeout(STALL_CHECK) {
                 Ok(ev) => self.apply(ev),
                 Err(RecvTimeoutError::Timeout) => {
                     if self.stalled() && self.ready().is_none() {
-                        break Some(Err(Error::new(
-                            ErrorKind::Io,
-                            "the scan stopped making progress (internal error)",
-                        )));
+                        break Some(Err(stalled_error()));
                     }
                 }
-                Err(RecvTimeoutError::Disconnected) => {
-                    break Some(Err(Error::new(
-                        ErrorKind::Cancelled,
-                        "the scan's pipeline went away",
-                    )))
-                }
+                Err(RecvTimeoutError::Disconnected) => break Some(Err(gone_error())),
             }
         };
         if let Some(t) = waited {
             Metrics::add_time(&self.flow.metrics.wait_nanos, t.elapsed());
         }
+        self.deliver(item)
+    }
+
+    /// The next batch and its task if one is ready, else `Pending` with `cx`'s waker
+    /// registered: every event and a cancellation wake it. Never waits.
+    pub(crate) fn poll_item(&mut self, cx: &mut Context<'_>) -> Poll<Option<Result<Item>>> {
+        if let Some(end) = self.at_end() {
+            return Poll::Ready(end);
+        }
+        let mut registered = false;
+        let item = loop {
+            if let Some(item) = self.step() {
+                break item;
+            }
+            match self.rx.try_recv() {
+                Ok(ev) => {
+                    self.stall_since = None;
+                    self.apply(ev);
+                    continue;
+                }
+                Err(TryRecvError::Disconnected) => break Some(Err(gone_error())),
+                Err(TryRecvError::Empty) if !registered => {
+                    // An event (or cancellation) between the look above and this registration
+                    // woke nobody: look once more.
+                    self.outbox.waker().register(cx.waker());
+                    registered = true;
+                    continue;
+                }
+                Err(TryRecvError::Empty) => {}
+            }
+            // The same safety net as `next_item`'s: no event for `STALL_CHECK` while nothing
+            // runs is an internal error, not a wait forever. Nothing would wake this stream
+            // then, so a timer polls it again.
+            if self.stalled() {
+                let since = *self.stall_since.get_or_insert_with(Instant::now);
+                if since.elapsed() >= STALL_CHECK {
+                    break Some(Err(stalled_error()));
+                }
+            }
+            self.arm_stall_timer(cx);
+            return Poll::Pending;
+        };
+        Poll::Ready(self.deliver(item))
+    }
+
+    /// While an async caller waits, poll it again after `STALL_CHECK` (one timer at a time).
+    fn arm_stall_timer(&self, cx: &Context<'_>) {
+        if self.stall_timer.swap(true, Relaxed) {
+            return;
+        }
+        let armed = Arc::clone(&self.stall_timer);
+        let waker = cx.waker().clone();
+        self.io.spawn(async move {
+            tokio::time::sleep(STALL_CHECK).await;
+            armed.store(false, Relaxed);
+            waker.wake();
+        });
+    }
+
+    /// `Some(None)` once the scan is over (fused, or the limit met), else `None`.
+    fn at_end(&mut self) -> Option<Option<Result<Item>>> {
+        if self.done {
+            return Some(None);
+        }
+        if self.remaining == Some(0) {
+            self.cancel();
+            return Some(None);
+        }
+        None
+    }
+
+    /// What can be yielded without a new event: a cancellation or a ready item.
+    fn step(&mut self) -> Option<Option<Result<Item>>> {
+        // Cancelled through a `Canceller` (our own `cancel()` also sets `done`).
+        if self.outbox.cancelled() {
+            return Some(Some(Err(Error::new(
+                ErrorKind::Cancelled,
+                "the scan was cancelled",
+            ))));
+        }
+        self.ready()
+    }
+
+    /// Hand out an item: apply the limit, count it, fuse and cancel after the end or an error.
+    fn deliver(&mut self, item: Option<Result<Item>>) -> Option<Result<Item>> {
+        self.stall_since = None;
         match item {
             None => {
                 self.done = true;
@@ -388,6 +473,20 @@ impl ScanReader {
             }
         }
     }
+}
+
+/// How long a consumer waits without an event before checking the pipeline is still running.
+const STALL_CHECK: Duration = Duration::from_millis(250);
+
+fn stalled_error() -> Error {
+    Error::new(
+        ErrorKind::Io,
+        "the scan stopped making progress (internal error)",
+    )
+}
+
+fn gone_error() -> Error {
+    Error::new(ErrorKind::Cancelled, "the scan's pipeline went away")
 }
 
 impl Iterator for ScanReader {

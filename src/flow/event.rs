@@ -3,7 +3,9 @@
 //! Invariant: every slot's story on the channel is `Slot`, then its `Batch`es (in any order),
 //! then `SlotDone` (or an `Error`); the driver's ends with `End` (or an `Error`). Once the
 //! consumer has cancelled (the quit flag), stages stop producing and what they send is
-//! dropped on the consumer's side.
+//! dropped on the consumer's side. Every send, and every cancellation, wakes the consumer's
+//! registered waker (an async consumer polling the channel, `deliver::stream`) after the fact
+//! it announces is visible, so a consumer that registers and then looks again misses nothing.
 
 use std::sync::atomic::AtomicBool;
 use std::sync::atomic::Ordering::Relaxed;
@@ -11,6 +13,7 @@ use std::sync::Arc;
 
 use arrow::array::RecordBatch;
 use crossbeam_channel::{Receiver, Sender};
+use futures::task::AtomicWaker;
 
 use crate::error::Error;
 use crate::flow::part::PartCtl;
@@ -45,11 +48,12 @@ pub(crate) enum Event {
     End { slots: usize },
 }
 
-/// The sending side of a scan's event channel, with the consumer's quit flag.
+/// The sending side of a scan's event channel, with the consumer's quit flag and waker.
 #[derive(Debug, Clone)]
 pub(crate) struct Outbox {
     tx: Sender<Event>,
     quit: Arc<AtomicBool>,
+    waker: Arc<AtomicWaker>,
 }
 
 impl Outbox {
@@ -57,12 +61,20 @@ impl Outbox {
     pub fn new() -> (Outbox, Receiver<Event>) {
         let (tx, rx) = crossbeam_channel::unbounded();
         let quit = Arc::new(AtomicBool::new(false));
-        (Outbox { tx, quit }, rx)
+        let waker = Arc::new(AtomicWaker::new());
+        (Outbox { tx, quit, waker }, rx)
     }
 
-    /// Send an event to the consumer (who may be gone: then nothing happens).
+    /// Send an event to the consumer (who may be gone: then nothing happens), and wake it if
+    /// it polls.
     pub fn send(&self, ev: Event) {
         let _ = self.tx.send(ev);
+        self.waker.wake();
+    }
+
+    /// The waker slot of a consumer that polls (woken by every send and cancellation).
+    pub fn waker(&self) -> &Arc<AtomicWaker> {
+        &self.waker
     }
 
     /// The quit flag: set once the consumer has cancelled the scan.
@@ -83,5 +95,6 @@ impl Outbox {
     /// The consumer cancels the scan.
     pub fn cancel(&self) {
         self.quit.store(true, Relaxed);
+        self.waker.wake();
     }
 }

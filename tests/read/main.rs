@@ -9,5 +9,6 @@ mod generated;
 mod hive;
 mod latency;
 mod pipeline;
+mod stream;
 mod tasks;
 mod writers;

@@ -47,7 +47,7 @@ fn write_file(path: &Path, base: i64, row_groups: usize, rows: usize) {
     w.close().unwrap();
 }
 
-fn dataset(dir: &Path, files: usize, row_groups: usize, rows: usize) -> Vec<PathBuf> {
+pub(crate) fn dataset(dir: &Path, files: usize, row_groups: usize, rows: usize) -> Vec<PathBuf> {
     (0..files)
         .map(|f| {
             let p = dir.join(format!("part-{f:03}.parquet"));
@@ -57,7 +57,7 @@ fn dataset(dir: &Path, files: usize, row_groups: usize, rows: usize) -> Vec<Path
         .collect()
 }
 
-fn reference_all(
+pub(crate) fn reference_all(
     paths: &[PathBuf],
     batch: usize,
 ) -> (arrow::datatypes::SchemaRef, Vec<RecordBatch>) {

@@ -52,7 +52,7 @@
 //! | `filter` | DataFusion expressions to rayquet's [`rayquet::Expr`], exact or not |
 //! | `feed` | work units and the coordinator's lazy planner that deals them out |
 //! | `exec` | [`RayquetScanExec`]: one rayquet scan per output partition |
-//! | `stream` | a blocking rayquet reader as a DataFusion stream (a thread per partition) |
+//! | `stream` | a rayquet scan as a DataFusion stream (polls its `ScanStream`; no thread waits) |
 //! | `codec` | [`RayquetCodec`]: the node between processes, without credentials |
 //! | `session` | [`local_session`], [`distributed_session`], [`collect_distributed`] |
 //! | `statements` | several statements in one text ([`collect_sql`]) |

@@ -1,31 +1,32 @@
 //! A rayquet scan as a DataFusion stream, without blocking DataFusion's tokio workers.
 //!
-//! A scan's `next()` blocks, so each partition's reader lives on a thread of its own that
-//! waits for batches (rayquet decodes them on its rayon pool; the thread only waits) and sends
-//! them through a bounded channel that the partition's stream polls. Nothing starts before the
-//! stream is first polled, as DataFusion asks of `ExecutionPlan::execute`: a hash join's
+//! The partition's stream polls the scan's [`rayquet::ScanStream`]: rayquet decodes on its
+//! rayon pool and fetches on its IO runtime, and the DataFusion worker polling the stream only
+//! takes the batches that are ready (or registers its waker and returns `Pending`), so no
+//! thread waits on the scan's behalf and each batch costs one wake-up. Nothing starts before
+//! the stream is first polled, as DataFusion asks of `ExecutionPlan::execute`: a hash join's
 //! probe side, executed with its build side, would otherwise decode ahead while the build
 //! side is read, competing with it for the cores and holding its batches until the join
 //! gets to them.
 //!
-//! Invariants: a stream never polled opens no scan and starts no thread; when the stream is
-//! dropped (a LIMIT was met, the query was cancelled), the thread's next send fails and it
-//! drops the reader, which cancels the scan; a panic on the thread becomes an error on the
-//! stream, never a silently shorter result; the thread never waits on anything but the reader
-//! and the channel.
+//! Invariants: a stream never polled opens no scan; dropping the stream (a LIMIT was met, the
+//! query was cancelled) drops the scan, which cancels it; a panic while opening or polling the
+//! scan becomes an error on the stream, never a silently shorter result; after an error or the
+//! end the stream is over; polling never waits.
 
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::pin::Pin;
 use std::sync::Arc;
+use std::task::{Context, Poll};
 
 use datafusion::arrow::array::{RecordBatch, RecordBatchOptions};
 use datafusion::arrow::datatypes::SchemaRef;
 use datafusion::common::{DataFusionError, Result};
 use datafusion::execution::SendableRecordBatchStream;
 use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
+use futures::{Stream, StreamExt};
 
-/// Batches of a partition waiting for its stream.
-const CHANNEL_BATCHES: usize = 2;
-
-/// What a partition's thread does with each batch before sending it.
+/// What a partition's stream does with each batch before handing it on.
 #[derive(Debug, Clone, Copy)]
 pub(crate) enum Shape {
     /// Send as is.
@@ -34,87 +35,103 @@ pub(crate) enum Shape {
     RowsOnly,
 }
 
-/// Run `open()` and iterate the reader it gives on a thread named `name`, as a stream of
-/// `schema`. `count` is told every batch's rows (for metrics).
+/// Open the scan with `open()` at the stream's first poll and hand on its batches, as a
+/// stream of `schema` (`name` names the scan in errors). `count` is told every batch's rows
+/// (for metrics).
 pub(crate) fn reader_stream(
     schema: SchemaRef,
     name: String,
     shape: Shape,
-    open: impl FnOnce() -> rayquet::Result<rayquet::ScanReader> + Send + 'static,
-    count: impl Fn(usize) + Send + 'static,
+    open: impl FnOnce() -> rayquet::Result<rayquet::ScanReader> + Send + Unpin + 'static,
+    count: impl Fn(usize) + Send + Unpin + 'static,
 ) -> Result<SendableRecordBatchStream> {
-    let out = Arc::clone(&schema);
-    let start = move || spawn(out, name, shape, open, count);
-    let stream = futures::stream::unfold(Started::No(start), |state| async move {
-        let mut rx = match state {
-            Started::No(start) => match start() {
-                Ok(rx) => rx,
-                Err(e) => return Some((Err(e), Started::Done)),
-            },
-            Started::Yes(rx) => rx,
-            Started::Done => return None,
-        };
-        rx.recv().await.map(|item| (item, Started::Yes(rx)))
-    });
+    let stream = PartitionStream {
+        state: Started::No(open),
+        out: Arc::clone(&schema),
+        name,
+        shape,
+        count,
+    };
     Ok(Box::pin(RecordBatchStreamAdapter::new(schema, stream)))
 }
 
-/// Whether a partition's thread has been started: not before the stream's first poll.
+/// Whether a partition's scan has been opened: not before the stream's first poll.
 enum Started<F> {
     No(F),
-    Yes(tokio::sync::mpsc::Receiver<Result<RecordBatch>>),
+    Yes(rayquet::ScanStream),
     Done,
 }
 
-/// Start the thread that opens the scan and sends its batches; the receiving end.
-fn spawn(
+struct PartitionStream<F, C> {
+    state: Started<F>,
     out: SchemaRef,
     name: String,
     shape: Shape,
-    open: impl FnOnce() -> rayquet::Result<rayquet::ScanReader> + Send + 'static,
-    count: impl Fn(usize) + Send + 'static,
-) -> Result<tokio::sync::mpsc::Receiver<Result<RecordBatch>>> {
-    let (tx, rx) = tokio::sync::mpsc::channel::<Result<RecordBatch>>(CHANNEL_BATCHES);
-    std::thread::Builder::new()
-        .name(name)
-        .spawn(move || {
-            let on_panic = tx.clone();
-            let run = std::panic::AssertUnwindSafe(move || {
-                let reader = match open() {
-                    Ok(r) => r,
-                    Err(e) => {
-                        let _ = tx.blocking_send(Err(DataFusionError::External(Box::new(e))));
-                        return;
-                    }
-                };
-                for batch in reader {
-                    let item = match batch {
-                        Ok(b) => {
-                            count(b.num_rows());
-                            shape_batch(b, &out, shape)
-                        }
-                        Err(e) => Err(DataFusionError::External(Box::new(rayquet::Error::from(e)))),
-                    };
-                    let failed = item.is_err();
-                    // The receiver is gone: stop (dropping the reader cancels the scan).
-                    if tx.blocking_send(item).is_err() || failed {
-                        return;
-                    }
-                }
-            });
-            if let Err(p) = std::panic::catch_unwind(run) {
+    count: C,
+}
+
+impl<F, C> PartitionStream<F, C>
+where
+    F: FnOnce() -> rayquet::Result<rayquet::ScanReader>,
+    C: Fn(usize),
+{
+    fn poll_inner(&mut self, cx: &mut Context<'_>) -> Poll<Option<Result<RecordBatch>>> {
+        if matches!(self.state, Started::No(_)) {
+            let Started::No(open) = std::mem::replace(&mut self.state, Started::Done) else {
+                unreachable!("matched above")
+            };
+            match open() {
+                Ok(reader) => self.state = Started::Yes(reader.into_stream()),
+                Err(e) => return Poll::Ready(Some(Err(DataFusionError::External(Box::new(e))))),
+            }
+        }
+        let Started::Yes(scan) = &mut self.state else {
+            return Poll::Ready(None);
+        };
+        let item = match scan.poll_next_unpin(cx) {
+            Poll::Pending => return Poll::Pending,
+            Poll::Ready(None) => None,
+            Poll::Ready(Some(Ok(b))) => {
+                (self.count)(b.num_rows());
+                Some(shape_batch(b, &self.out, self.shape))
+            }
+            Poll::Ready(Some(Err(e))) => Some(Err(DataFusionError::External(Box::new(
+                rayquet::Error::from(e),
+            )))),
+        };
+        if !matches!(item, Some(Ok(_))) {
+            // The end, or an error: the scan is over (dropping it releases what it holds).
+            self.state = Started::Done;
+        }
+        Poll::Ready(item)
+    }
+}
+
+impl<F, C> Stream for PartitionStream<F, C>
+where
+    F: FnOnce() -> rayquet::Result<rayquet::ScanReader> + Unpin,
+    C: Fn(usize) + Unpin,
+{
+    type Item = Result<RecordBatch>;
+
+    fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        let this = self.get_mut();
+        match catch_unwind(AssertUnwindSafe(|| this.poll_inner(cx))) {
+            Ok(poll) => poll,
+            Err(p) => {
+                this.state = Started::Done;
                 let msg = p
                     .downcast_ref::<String>()
                     .map(String::as_str)
                     .or_else(|| p.downcast_ref::<&str>().copied())
                     .unwrap_or("unknown panic");
-                let _ = on_panic.blocking_send(Err(DataFusionError::Execution(format!(
-                    "the rayquet scan thread panicked: {msg}"
-                ))));
+                Poll::Ready(Some(Err(DataFusionError::Execution(format!(
+                    "the rayquet scan of {} panicked: {msg}",
+                    this.name
+                )))))
             }
-        })
-        .map_err(|e| DataFusionError::External(Box::new(e)))?;
-    Ok(rx)
+        }
+    }
 }
 
 fn shape_batch(batch: RecordBatch, schema: &SchemaRef, shape: Shape) -> Result<RecordBatch> {
@@ -175,8 +192,8 @@ mod tests {
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn the_scan_opens_on_the_first_poll_only() {
         let (mut stream, opened) = stream_reporting_open();
-        // Before the first poll: no thread, so nothing opened (an eager start opens within
-        // microseconds; the wait only gives it the chance).
+        // Before the first poll nothing is opened (an eager start on another thread would
+        // open within microseconds; the wait only gives it the chance).
         assert_eq!(
             opened.recv_timeout(Duration::from_millis(200)),
             Err(mpsc::RecvTimeoutError::Timeout)
@@ -186,6 +203,20 @@ mod tests {
         assert!(err.contains("no scan here"), "{err}");
         assert_eq!(opened.try_recv(), Ok(()));
         assert!(stream.next().await.is_none());
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn a_panic_opening_the_scan_is_an_error_on_the_stream() {
+        let open = || -> rayquet::Result<rayquet::ScanReader> { panic!("open blew up") };
+        let schema = Arc::new(Schema::empty());
+        let mut stream = reader_stream(schema, "t".into(), Shape::AsIs, open, |_| {}).unwrap();
+        let err = stream.next().await.expect("an item").expect_err("a panic");
+        let msg = err.to_string();
+        assert!(
+            msg.contains("open blew up") && msg.contains("scan of t"),
+            "{msg}"
+        );
+        assert!(stream.next().await.is_none(), "over after the error");
     }
 
     #[test]
