@@ -24,6 +24,7 @@ use crate::expr::Expr;
 use crate::flow::budget::Budget;
 use crate::flow::event::Outbox;
 use crate::flow::held::Decoding;
+use crate::flow::part::DecodeWindow;
 use crate::flow::Flow;
 use crate::input::hive::{self, Partitioning};
 use crate::input::list::resolve;
@@ -299,6 +300,9 @@ impl Scan {
                 opts.limits.clone(),
             ),
             decoding: Arc::new(Decoding::new(pool.current_num_threads())),
+            // Enough undelivered slots decoding to keep every thread busy while the first
+            // one is delivered.
+            window: DecodeWindow::new(pool.current_num_threads() + 1),
             expansion: Default::default(),
             metrics: Arc::clone(&metrics),
         });

@@ -89,6 +89,8 @@ pub struct ScanReader {
     stall_since: Option<Instant>,
     pub(crate) stall_timer: Arc<AtomicBool>,
     slots: BTreeMap<usize, SlotBuf>,
+    /// One past the highest slot number any event has named.
+    seen: usize,
     next_slot: usize,
     finished_slots: usize,
     end: Option<usize>,
@@ -178,6 +180,7 @@ impl ScanReader {
             stall_since: None,
             stall_timer: Arc::new(AtomicBool::new(false)),
             slots: BTreeMap::new(),
+            seen: 0,
             next_slot: 0,
             finished_slots: 0,
             end: None,
@@ -237,9 +240,17 @@ impl ScanReader {
     }
 
     fn apply(&mut self, ev: Event) {
+        match &ev {
+            Event::Slot { slot, .. }
+            | Event::Batch { slot, .. }
+            | Event::SlotDone { slot, .. }
+            | Event::Error { slot, .. } => self.seen = self.seen.max(slot + 1),
+            Event::End { .. } => {}
+        }
         match ev {
             Event::Slot { slot, info } => {
                 self.slots.entry(slot).or_default().info = Some(info);
+                self.open_window();
             }
             Event::Batch {
                 slot,
@@ -291,7 +302,7 @@ impl ScanReader {
         None
     }
 
-    /// Release a finished slot's reservation.
+    /// Release a finished slot's reservation; the decode window moves past it.
     fn finish_slot(&mut self, idx: usize) {
         if let Some(s) = self.slots.remove(&idx) {
             if let Some(info) = s.info {
@@ -299,6 +310,25 @@ impl ScanReader {
             }
         }
         self.finished_slots += 1;
+        self.open_window();
+    }
+
+    /// The decode window is the first `slots()` undelivered slots: those this reader knows,
+    /// then the ones not announced yet (numbered after every slot it has heard of). Move its
+    /// end there and open the gated parts of the announced slots inside it.
+    fn open_window(&mut self) {
+        let window = &self.flow.window;
+        let n = window.slots();
+        let end = match self.slots.keys().nth(n - 1) {
+            Some(&last) => last + 1,
+            None => self.seen + (n - self.slots.len()),
+        };
+        window.advance(end);
+        for s in self.slots.range(..end).map(|(_, s)| s) {
+            if let Some(info) = &s.info {
+                info.parts.iter().for_each(|ctl| ctl.open());
+            }
+        }
     }
 
     /// The next item if one is ready now; `Some(None)` at the end of the scan.

@@ -273,9 +273,12 @@ async fn drive(
             let fetch = slot_plan.compressed();
             flow.budget.admit(reserve, fetch, &flow.metrics).await;
             let slot = *next_slot;
+            // Created before the slot is announced: the reader opens gated parts when the
+            // announcement or a later delivery puts the slot in the decode window.
+            let gated = flow.window.gates(slot);
             let ctls: Vec<Arc<PartCtl>> = allowances(&slot_plan, reserve)
                 .into_iter()
-                .map(|a| Arc::new(PartCtl::new(a, decode_ahead)))
+                .map(|a| Arc::new(PartCtl::new(a, decode_ahead, gated)))
                 .collect();
             let info = SlotInfo {
                 parts: ctls.clone(),

@@ -24,6 +24,7 @@ use crate::metrics::Metrics;
 pub(crate) struct Flow {
     pub budget: budget::Budget,
     pub decoding: Arc<held::Decoding>,
+    pub window: part::DecodeWindow,
     pub expansion: Expansion,
     pub metrics: Arc<Metrics>,
 }

@@ -5,12 +5,18 @@
 //! leaves a closure that resumes it here and returns, so a rayon thread never waits on the
 //! consumer. Delivering a batch (or promoting the slot the consumer reads) runs the closure.
 //!
+//! The [`DecodeWindow`]: only the parts of the first few undelivered slots decode. A part of a
+//! later slot starts *gated* and parks before its first batch; the reader opens it when its
+//! slot enters the window (a slot ahead of it has been delivered). So the decoded batches a
+//! scan holds are those of a few slots, however far the budget lets fetching run ahead.
+//!
 //! Invariant: at most one resume closure is stored per part; `abandon` drops it (a cancelled
 //! scan), and a decoder checks the scan's quit flag under this lock before parking, so none
-//! parks after the consumer cancelled.
+//! parks after the consumer cancelled. The slot the consumer waits for is always in the
+//! window, so gating never stops a scan.
 
-use std::sync::atomic::AtomicBool;
-use std::sync::atomic::Ordering::Relaxed;
+use std::sync::atomic::Ordering::{Acquire, Relaxed};
+use std::sync::atomic::{AtomicBool, AtomicUsize};
 use std::sync::Mutex;
 
 /// Resumes a parked decoder (spawns it on the decode pool again).
@@ -41,22 +47,42 @@ struct CtlState {
     outstanding_bytes: u64,
     /// The parked decoder's resume closure.
     parked: Option<Resume>,
+    /// Its slot is outside the decode window: decode nothing until the reader opens it.
+    gated: bool,
 }
 
 impl CtlState {
     fn full(&self, ahead: usize) -> bool {
-        self.outstanding >= ahead && self.outstanding_bytes >= self.allowance
+        self.gated || (self.outstanding >= ahead && self.outstanding_bytes >= self.allowance)
     }
 }
 
 impl PartCtl {
-    pub fn new(allowance: u64, ahead: usize) -> Self {
+    /// A part's control: `allowance` bytes and `ahead` batches undelivered; `gated` when its
+    /// slot is outside the decode window ([`DecodeWindow::gates`]).
+    pub fn new(allowance: u64, ahead: usize, gated: bool) -> Self {
         PartCtl {
             ahead,
             state: Mutex::new(CtlState {
                 allowance,
+                gated,
                 ..Default::default()
             }),
+        }
+    }
+
+    /// Its slot entered the decode window: let it decode (resume it if it parked).
+    pub fn open(&self) {
+        let mut st = self.state.lock().expect("part lock");
+        if !st.gated {
+            return;
+        }
+        st.gated = false;
+        if !st.full(self.ahead) {
+            if let Some(resume) = st.parked.take() {
+                drop(st);
+                resume();
+            }
         }
     }
 
@@ -66,6 +92,7 @@ impl PartCtl {
     pub fn promote(&self) {
         let mut st = self.state.lock().expect("part lock");
         st.allowance = u64::MAX;
+        st.gated = false;
         if let Some(resume) = st.parked.take() {
             drop(st);
             resume();
@@ -119,5 +146,39 @@ impl PartCtl {
             st.parked = Some(Box::new(move || resume(decoder)));
         }
         None
+    }
+}
+
+/// Which slots may decode: the first `slots` that are not yet delivered, in slot order (the
+/// reader moves its end as slots are delivered; the driver gates a new slot's parts beyond it).
+#[derive(Debug)]
+pub(crate) struct DecodeWindow {
+    slots: usize,
+    end: AtomicUsize,
+}
+
+impl DecodeWindow {
+    /// A window of `slots` slots (at least 1), starting at slot 0.
+    pub fn new(slots: usize) -> Self {
+        let slots = slots.max(1);
+        DecodeWindow {
+            slots,
+            end: AtomicUsize::new(slots),
+        }
+    }
+
+    /// How many undelivered slots may decode at once.
+    pub fn slots(&self) -> usize {
+        self.slots
+    }
+
+    /// Whether the parts of slot `slot`, admitted now, start gated.
+    pub fn gates(&self, slot: usize) -> bool {
+        slot >= self.end.load(Acquire)
+    }
+
+    /// Slots below `end` may decode (it only grows).
+    pub fn advance(&self, end: usize) {
+        self.end.fetch_max(end, std::sync::atomic::Ordering::AcqRel);
     }
 }

@@ -182,6 +182,59 @@ fn budget_bounds_buffered_bytes() {
     }
 }
 
+/// The decode window: whatever the budget admits, only the first few undelivered row groups
+/// decode. A consumer that takes one batch and pauses finds at most the window's row groups
+/// (decode threads + 1) decoded besides the one it read, not the whole file the budget would
+/// hold; then every row still comes, as parquet's reader gives them, ordered and unordered.
+#[test]
+fn only_the_decode_window_decodes_ahead() {
+    let dir = tempfile::tempdir().unwrap();
+    // One file, 24 row groups of 2,000 rows: one batch per row group.
+    let paths = dataset(dir.path(), 1, 24, 2000);
+    let (schema, expected) = reference_all(&paths, 2000);
+    let slot: u64 = expected[0].get_array_memory_size() as u64;
+    let threads = 2;
+    let pool = Arc::new(
+        rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .build()
+            .unwrap(),
+    );
+    for ordered in [true, false] {
+        let mut reader = Scan::new(paths[0].to_str().unwrap())
+            .unwrap()
+            .batch_size(2000)
+            .ordered(ordered)
+            .memory_budget(256 << 20)
+            .decode_pool(Arc::clone(&pool))
+            .build()
+            .unwrap();
+        let metrics = reader.metrics();
+        let first = reader.next().unwrap().unwrap();
+        std::thread::sleep(Duration::from_millis(500));
+        let decoded = metrics.snapshot().bytes_decoded;
+        // The row group read, and the window's: 10% slack for capacity differences.
+        let bound = (1 + threads as u64 + 1) * slot * 11 / 10;
+        assert!(
+            decoded <= bound,
+            "ordered={ordered}: {decoded} bytes decoded ahead, window allows {bound} \
+             (row group {slot})"
+        );
+        let mut got = vec![first];
+        got.extend(reader.map(|b| b.unwrap()));
+        if ordered {
+            common::assert_same_rows(&schema, &expected, &got, "ordered, windowed");
+        } else {
+            let mut e: Vec<String> = expected.iter().flat_map(common::row_strings).collect();
+            let mut g: Vec<String> = got.iter().flat_map(common::row_strings).collect();
+            e.sort();
+            g.sort();
+            assert_eq!(e, g, "unordered, windowed: the same rows");
+        }
+        assert_eq!(metrics.snapshot().row_groups, 24);
+    }
+}
+
 /// Scans under one `SharedLimits` whose memory holds two row groups: four scans interleaved on
 /// ONE thread (one batch from each in turn) all finish with parquet's rows, so no scan's next
 /// row group waits on memory another scan's unread batches hold; the memory granted stays
