@@ -121,6 +121,14 @@ impl PartDecoder {
 
     fn run(mut self) {
         let _busy = self.ctx.flow.decoding.busy();
+        // Parking outside the decode window, its bytes are with the decoders as much as those
+        // of a part parked after its first batch: under latency, admission goes on (see
+        // `Held::started`) rather than stalling on bytes gated by design.
+        if self.ctl.gated() {
+            if let Some(held) = &self.held {
+                held.started();
+            }
+        }
         loop {
             if self.ctx.outbox.cancelled() {
                 return;

@@ -315,11 +315,14 @@ impl ScanReader {
 
     /// The decode window is the first `slots()` undelivered slots: those this reader knows,
     /// then the ones not announced yet (numbered after every slot it has heard of). Move its
-    /// end there and open the gated parts of the announced slots inside it.
+    /// end there and open the gated parts of the announced slots inside it. Once IO is the
+    /// bottleneck (the IO window has widened: object-store latency), the window opens for
+    /// good and parts decode as far ahead as the budget allows.
     fn open_window(&mut self) {
         let window = &self.flow.window;
         let n = window.slots();
         let end = match self.slots.keys().nth(n - 1) {
+            _ if self.flow.budget.io_bound() => usize::MAX,
             Some(&last) => last + 1,
             None => self.seen + (n - self.slots.len()),
         };

@@ -275,7 +275,7 @@ async fn drive(
             let slot = *next_slot;
             // Created before the slot is announced: the reader opens gated parts when the
             // announcement or a later delivery puts the slot in the decode window.
-            let gated = flow.window.gates(slot);
+            let gated = !flow.budget.io_bound() && flow.window.gates(slot);
             let ctls: Vec<Arc<PartCtl>> = allowances(&slot_plan, reserve)
                 .into_iter()
                 .map(|a| Arc::new(PartCtl::new(a, decode_ahead, gated)))

@@ -70,7 +70,8 @@ impl Held {
         }
     }
 
-    /// A part of the slot decoded its first batch: the slot's bytes are with the decoders, no
+    /// A part of the slot decoded its first batch (or parked outside the decode window before
+    /// it): the slot's bytes are with the decoders, no
     /// longer in the IO queue, so admission may go on even while the slot's decoders wait
     /// (parked) for the consumer. Without this, in ordered mode the slots decoded ahead of the
     /// consumer held the queue full and admission came in waves, one per budget's worth.

@@ -8,7 +8,9 @@
 //! The [`DecodeWindow`]: only the parts of the first few undelivered slots decode. A part of a
 //! later slot starts *gated* and parks before its first batch; the reader opens it when its
 //! slot enters the window (a slot ahead of it has been delivered). So the decoded batches a
-//! scan holds are those of a few slots, however far the budget lets fetching run ahead.
+//! scan holds are those of a few slots, however far the budget lets fetching run ahead. Once
+//! IO is the bottleneck (object-store latency widened the IO window) the window opens for good:
+//! decoding ahead then keeps the decoders busy while the next bytes are in flight.
 //!
 //! Invariant: at most one resume closure is stored per part; `abandon` drops it (a cancelled
 //! scan), and a decoder checks the scan's quit flag under this lock before parking, so none
@@ -69,6 +71,11 @@ impl PartCtl {
                 ..Default::default()
             }),
         }
+    }
+
+    /// Whether its slot is still outside the decode window.
+    pub fn gated(&self) -> bool {
+        self.state.lock().expect("part lock").gated
     }
 
     /// Its slot entered the decode window: let it decode (resume it if it parked).
