@@ -26,7 +26,7 @@ from typing import Iterable, Mapping, Optional, Sequence, Union
 # Every result is a pyarrow object: import it now, not inside the first read.
 import pyarrow  # noqa: F401
 
-from . import _rayquet
+from . import _expression, _rayquet
 from ._errors import (
     CancelledError,
     CorruptFileError,
@@ -88,6 +88,25 @@ def _locations(paths: Union[PathLike, Iterable[PathLike]]) -> list:
     return out
 
 
+Filter = Union[str, "pyarrow.compute.Expression"]
+
+
+def _filter(filter: Optional[Filter], probe) -> Optional[str]:
+    """A filter as rayquet SQL: a string as it is, a pyarrow expression translated against
+    the schema ``probe()``'s reader reports (a reader that reads no rows)."""
+    if filter is None or isinstance(filter, str):
+        return filter
+
+    def schema_of():
+        reader = probe()
+        try:
+            return reader.schema
+        finally:
+            reader.close()
+
+    return _expression.to_sql(filter, schema_of)
+
+
 def _columns(columns: Optional[Sequence[str]]) -> Optional[list]:
     if columns is None:
         return None
@@ -99,7 +118,7 @@ def _columns(columns: Optional[Sequence[str]]) -> Optional[list]:
 def scan(
     paths_or_urls: Union[PathLike, Iterable[PathLike]],
     columns: Optional[Sequence[str]] = None,
-    filter: Optional[str] = None,
+    filter: Optional[Filter] = None,
     limit: Optional[int] = None,
     batch_size: Optional[int] = None,
     ordered: bool = True,
@@ -121,8 +140,12 @@ def scan(
             Default: all.
         filter: only rows where this SQL expression is true (rayquet's parser: ``= != < <= >
             >=``, ``IN``, ``IS [NOT] NULL``, ``BETWEEN``, ``AND``/``OR``/``NOT``), e.g.
-            ``"l_quantity < 5 AND l_shipmode = 'AIR'"``. Exact, and used to skip row groups
-            and pages that cannot match.
+            ``"l_quantity < 5 AND l_shipmode = 'AIR'"``; or a ``pyarrow.compute.Expression``
+            of the same forms (``(pc.field("l_quantity") < 5) & pc.field("l_shipmode").isin(
+            ["AIR"])``), which keeps exactly the rows ``pyarrow.dataset`` keeps for it (an
+            expression that cannot be translated exactly, such as arithmetic or a cast, is an
+            :class:`InvalidArgumentError`). Exact, and used to skip row groups and pages that
+            cannot match.
         limit: at most this many rows.
         batch_size: rows per batch (a row group's last batch may be shorter); ``None``:
             :data:`DEFAULT_BATCH_SIZE` (65,536).
@@ -138,14 +161,23 @@ def scan(
     Returns:
         A :class:`Reader`; its schema is known (the first footer was read).
     """
+    locations = _locations(paths_or_urls)
+    options = dict(storage_options) if storage_options is not None else None
+    filter = _filter(
+        filter,
+        lambda: _rayquet.scan(
+            locations, None, None, 0, DEFAULT_BATCH_SIZE, ordered, options,
+            memory_budget=memory_budget, memory_map=memory_map, row_index=row_index,
+        ),
+    )
     return _rayquet.scan(
-        _locations(paths_or_urls),
+        locations,
         _columns(columns),
         filter,
         limit,
         DEFAULT_BATCH_SIZE if batch_size is None else batch_size,
         ordered,
-        dict(storage_options) if storage_options is not None else None,
+        options,
         memory_budget=memory_budget,
         string_views=string_views,
         memory_map=memory_map,
@@ -158,7 +190,7 @@ def iceberg(
     snapshot_id: Optional[int] = None,
     ref: Optional[str] = None,
     columns: Optional[Sequence[str]] = None,
-    filter: Optional[str] = None,
+    filter: Optional[Filter] = None,
     limit: Optional[int] = None,
     batch_size: Optional[int] = None,
     ordered: bool = True,
@@ -186,8 +218,18 @@ def iceberg(
     Files come in the order Iceberg's planner emits them, which may vary between runs;
     within a file rows keep their order.
     """
+    location = _location(table_location)
+    options = dict(storage_options) if storage_options is not None else None
+    filter = _filter(
+        filter,
+        lambda: _rayquet.iceberg(
+            location, snapshot_id, ref, None, None, 0, DEFAULT_BATCH_SIZE, ordered, options,
+            as_of_timestamp=as_of_timestamp, case_sensitive=case_sensitive,
+            memory_budget=memory_budget, memory_map=memory_map,
+        ),
+    )
     return _rayquet.iceberg(
-        _location(table_location),
+        location,
         snapshot_id,
         ref,
         _columns(columns),
@@ -195,7 +237,7 @@ def iceberg(
         limit,
         DEFAULT_BATCH_SIZE if batch_size is None else batch_size,
         ordered,
-        dict(storage_options) if storage_options is not None else None,
+        options,
         as_of_timestamp=as_of_timestamp,
         case_sensitive=case_sensitive,
         memory_budget=memory_budget,
@@ -208,7 +250,7 @@ def delta(
     table_uri: PathLike,
     version: Optional[int] = None,
     columns: Optional[Sequence[str]] = None,
-    filter: Optional[str] = None,
+    filter: Optional[Filter] = None,
     limit: Optional[int] = None,
     batch_size: Optional[int] = None,
     ordered: bool = True,
@@ -227,15 +269,24 @@ def delta(
             string_views, memory_map: as for :func:`scan`; ``columns`` and ``filter`` name
             the table's columns.
     """
+    location = _location(table_uri)
+    options = dict(storage_options) if storage_options is not None else None
+    filter = _filter(
+        filter,
+        lambda: _rayquet.delta(
+            location, version, None, None, 0, DEFAULT_BATCH_SIZE, ordered, options,
+            memory_budget=memory_budget, memory_map=memory_map,
+        ),
+    )
     return _rayquet.delta(
-        _location(table_uri),
+        location,
         version,
         _columns(columns),
         filter,
         limit,
         DEFAULT_BATCH_SIZE if batch_size is None else batch_size,
         ordered,
-        dict(storage_options) if storage_options is not None else None,
+        options,
         memory_budget=memory_budget,
         string_views=string_views,
         memory_map=memory_map,

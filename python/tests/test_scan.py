@@ -128,15 +128,18 @@ FILTERS = [
 
 
 @pytest.mark.parametrize("sql,expr", FILTERS, ids=[f for f, _ in FILTERS])
-def test_filters_match_pyarrow(dataset, sql, expr):
+@pytest.mark.parametrize("given", ["sql", "expression"])
+def test_filters_match_pyarrow(dataset, sql, expr, given):
     root, _, _ = dataset
     dset = ds.dataset(root, format="parquet")
     expected = dset.to_table(filter=expr)
-    got = rayquet.scan(root, filter=sql).read_all()
+    # the filter as SQL text, or as the very pyarrow expression pyarrow's dataset was given
+    f = sql if given == "sql" else expr
+    got = rayquet.scan(root, filter=f).read_all()
     assert got.schema == expected.schema
     assert got.equals(expected), (got.num_rows, expected.num_rows)
     # with a projection that leaves the filter's columns out
-    got = rayquet.scan(root, columns=["id"], filter=sql).read_all()
+    got = rayquet.scan(root, columns=["id"], filter=f).read_all()
     assert got.equals(expected.select(["id"]))
 
 

@@ -85,6 +85,16 @@ def test_iceberg_filter_and_columns(iceberg_table, sql):
     assert rows(got) == rows(expected)
 
 
+def test_iceberg_filter_as_a_pyarrow_expression(iceberg_table):
+    tbl, _ = iceberg_table
+    expr = ((pc.field("i32") < 0) & (pc.field("s") != "bb")) | pc.field("f").is_null()
+    # pyarrow evaluates its own expression on pyiceberg's read of the table
+    expected = tbl.scan().to_arrow().filter(expr).select(["id", "s"])
+    got = rayquet.iceberg(iceberg_location(tbl), columns=["id", "s"], filter=expr).read_all()
+    assert 0 < got.num_rows < tbl.scan().to_arrow().num_rows
+    assert rows(got) == rows(expected)
+
+
 def test_iceberg_limit_and_stream(iceberg_table):
     tbl, _ = iceberg_table
     assert rayquet.iceberg(iceberg_location(tbl), limit=1234).read_all().num_rows == 1234
@@ -137,9 +147,10 @@ def test_delta_versions(delta_table):
 )
 def test_delta_filter_and_columns(delta_table, sql, expr):
     expected = delta_read(delta_table).filter(expr).select(["id", "b", "s"])
-    got = rayquet.delta(delta_table, columns=["id", "b", "s"], filter=sql).read_all()
-    assert got.column_names == ["id", "b", "s"]
-    assert rows(got) == rows(expected)
+    for f in (sql, expr):
+        got = rayquet.delta(delta_table, columns=["id", "b", "s"], filter=f).read_all()
+        assert got.column_names == ["id", "b", "s"]
+        assert rows(got) == rows(expected), f
 
 
 def test_delta_consumers(delta_table):
