@@ -156,3 +156,13 @@ def test_refuses_what_it_cannot_translate_exactly(edgy, expr, says):
 def test_a_filter_of_another_type_is_refused(edgy):
     with pytest.raises(rayquet.InvalidArgumentError, match="SQL string or a pyarrow.compute.Expression"):
         rayquet.scan(edgy, filter=3)
+
+
+def test_hive_partition_columns(tmp_path):
+    t = pa.table({"id": range(300), "year": [2020 + i % 3 for i in range(300)], "region": [["eu", "us"][i % 2] for i in range(300)]})
+    pq.write_to_dataset(t, tmp_path, partition_cols=["year", "region"])
+    for expr in [F("region") == "eu", (F("year") >= 2021) & (F("id") < 150), ~F("year").isin([2020])]:
+        expected = ds.dataset(tmp_path, partitioning="hive").to_table(filter=expr)
+        got = rayquet.scan(tmp_path, filter=expr).read_all()
+        assert 0 < got.num_rows < 300
+        assert sorted(got.column("id").to_pylist()) == sorted(expected.column("id").to_pylist())
