@@ -19,9 +19,11 @@ evaluators differ, the SQL is written to agree with pyarrow:
 - casts are refused (pyarrow refuses to serialize the implicit ones too), as are comparisons of
   two columns, arithmetic and functions rayquet's filters do not have.
 
-The schema comes from a reader of the same scan that reads no rows (``limit=0``: its first
-footer, which the footer cache then serves to the scan itself); translating costs about a
-millisecond on a local dataset.
+The schema comes from a reader of the same scan that reads no rows (``limit=0``): pyarrow
+binds an expression to a schema before it can serialize it. That reader lists the dataset (or
+loads the table's metadata) and reads the first footer, which the footer cache then serves to
+the scan itself: about a millisecond on a local dataset, one more listing (or metadata load)
+on an object store than a SQL string costs.
 """
 
 from __future__ import annotations
