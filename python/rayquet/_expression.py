@@ -354,6 +354,21 @@ def _refused(e: Exception) -> InvalidArgumentError:
     )
 
 
+def _plain(t: pa.DataType) -> pa.DataType:
+    """``t`` with large and view strings as ``string`` and ``date64`` as ``date32``: their
+    literals are written the same way in rayquet's SQL and compare the same, but pyarrow's
+    Substrait has no standard literal for them."""
+    if pa.types.is_large_string(t) or pa.types.is_string_view(t):
+        return pa.string()
+    if pa.types.is_large_binary(t) or pa.types.is_binary_view(t):
+        return pa.binary()
+    if pa.types.is_date64(t):
+        return pa.date32()
+    if pa.types.is_struct(t):
+        return pa.struct([t.field(i).with_type(_plain(t.field(i).type)) for i in range(t.num_fields)])
+    return t
+
+
 def _widened(field: pa.Field) -> pa.Field:
     t = field.type
     if pa.types.is_integer(t) and t != pa.uint64():
@@ -389,8 +404,9 @@ def to_sql(expression, schema_of: Callable[[], pa.Schema]) -> str:
         if behavior != "MATCH":
             raise _unsupported(f"is_in with null_matching_behavior={behavior}")
     schema = schema_of()
-    # Every field the expression names appears in its text; the others are left out.
-    named = pa.schema([f for f in schema if f.name in text])
+    # Every field the expression names appears in its text; the others are left out. Types
+    # whose literals pyarrow's Substrait cannot write are bound as their plain equivalents.
+    named = pa.schema([f.with_type(_plain(f.type)) for f in schema if f.name in text])
     try:
         message = bytes(expression.to_substrait(named))
     except pa.ArrowInvalid as e:

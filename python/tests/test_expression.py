@@ -166,3 +166,22 @@ def test_hive_partition_columns(tmp_path):
         got = rayquet.scan(tmp_path, filter=expr).read_all()
         assert 0 < got.num_rows < 300
         assert sorted(got.column("id").to_pylist()) == sorted(expected.column("id").to_pylist())
+
+
+def test_large_strings_and_date64(tmp_path):
+    # Types pyarrow's Substrait has no standard literal for (polars writes large strings).
+    n = 2000
+    t = pa.table(
+        {
+            "id": pa.array(range(n), pa.int64()),
+            "ls": pa.array([None if i % 9 == 0 else f"k{i % 40:02d}" for i in range(n)], pa.large_string()),
+            "d64": pa.array([dt.date(2020, 1, 1) + dt.timedelta(days=i % 500) for i in range(n)], pa.date64()),
+        }
+    )
+    p = tmp_path / "large.parquet"
+    pq.write_table(t, p, row_group_size=500)
+    for expr in [F("ls") >= "k20", ~F("ls").isin(["k01", "k02"]), F("d64") < dt.date(2020, 6, 1)]:
+        expected = ds.dataset(p).to_table(filter=expr)
+        got = rayquet.scan(p, filter=expr).read_all()
+        assert 0 < got.num_rows < n
+        assert got.column("id").to_pylist() == expected.column("id").to_pylist()
