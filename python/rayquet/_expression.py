@@ -209,8 +209,8 @@ class _Translator:
             out = [_kind(e) for e in _all(fn, 2)]
         return out
 
-    def expr(self, e: bytes) -> str:
-        kind, body = _kind(e)
+    def expr(self, kind: int, body: bytes) -> str:
+        """An Expression (its kind and message, as `_kind` splits it) as a condition."""
         if kind == _SELECTION:
             col, ty = self.column(body)
             if not pa.types.is_boolean(ty):
@@ -234,19 +234,20 @@ class _Translator:
         if name in ("and", "or"):
             if len(args) < 2:
                 raise _unsupported(f"{name} of {len(args)} operand")
-            parts = [self.expr(_rebuild(k, b)) for k, b in args]
+            parts = [self.expr(k, b) for k, b in args]
             return "(" + f" {name.upper()} ".join(parts) + ")"
-        if name == "not":
-            (arg,) = args
-            return f"NOT ({self.expr(_rebuild(*arg))})"
-        if name in ("is_null", "is_not_null"):
-            (arg,) = args
-            if arg[0] != _SELECTION:
+        if len(args) == 1 and name == "not":
+            return f"NOT ({self.expr(*args[0])})"
+        if len(args) == 1 and name in ("is_null", "is_not_null"):
+            kind, arg = args[0]
+            if kind != _SELECTION:
                 raise _unsupported(f"{name} of something other than a column")
-            col, _ = self.column(arg[1])
+            col, _ = self.column(arg)
             return f"{col} IS {'NOT ' if name == 'is_not_null' else ''}NULL"
         if name in _COMPARISONS:
             return self.compare(_COMPARISONS[name], args)
+        if name in ("not", "is_null", "is_not_null"):
+            raise _unsupported(f"{name} of {len(args)} operands")
         raise _unsupported(f"the function {name!r}")
 
     def compare(self, op: str, args: List[Tuple[int, bytes]]) -> str:
@@ -304,17 +305,6 @@ def _kind(e: bytes) -> Tuple[int, bytes]:
     if len(fields) != 1 or fields[0][1] != 2:
         raise _unsupported("an expression Substrait encodes in an unexpected way")
     return fields[0][0], fields[0][2]
-
-
-def _rebuild(kind: int, body: bytes) -> bytes:
-    """The Expression message holding ``body`` as its field ``kind``."""
-    out = bytearray()
-    for value in ((kind << 3) | 2, len(body)):
-        while value >= 0x80:
-            out.append((value & 0x7F) | 0x80)
-            value >>= 7
-        out.append(value)
-    return bytes(out) + bytes(body)
 
 
 def _decimal_text(unscaled: int, scale: int) -> str:
@@ -432,4 +422,4 @@ def to_sql(expression, schema_of: Callable[[], pa.Schema]) -> str:
     referred = _all(message, _REFERRED)
     if len(referred) != 1 or _one(referred[0], 1) is None:
         raise _unsupported("not a single expression")
-    return _Translator(named, functions).expr(_one(referred[0], 1))
+    return _Translator(named, functions).expr(*_kind(_one(referred[0], 1)))
