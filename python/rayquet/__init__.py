@@ -88,6 +88,27 @@ def _locations(paths: Union[PathLike, Iterable[PathLike]]) -> list:
     return out
 
 
+def _counts(limit, batch_size, memory_budget) -> None:
+    """Refuse counts that are not whole numbers, or negative (``batch_size``: below 1), with
+    the option's name, before they reach the extension (whose conversion error names none)."""
+    for name, value, least in (
+        ("limit", limit, 0),
+        ("batch_size", batch_size, 1),
+        ("memory_budget", memory_budget, 0),
+    ):
+        if value is None:
+            continue
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise InvalidArgumentError(
+                f"{name} must be an int, not {type(value).__name__}", kind="InvalidArgument"
+            )
+        if value < least:
+            what = "positive" if least else "non-negative"
+            raise InvalidArgumentError(
+                f"{name} must be {what}, got {value}", kind="InvalidArgument"
+            )
+
+
 Filter = Union[str, "pyarrow.compute.Expression"]
 
 
@@ -162,6 +183,7 @@ def scan(
         A :class:`Reader`; its schema is known (the first footer was read).
     """
     locations = _locations(paths_or_urls)
+    _counts(limit, batch_size, memory_budget)
     options = dict(storage_options) if storage_options is not None else None
     filter = _filter(
         filter,
@@ -219,6 +241,7 @@ def iceberg(
     within a file rows keep their order.
     """
     location = _location(table_location)
+    _counts(limit, batch_size, memory_budget)
     options = dict(storage_options) if storage_options is not None else None
     filter = _filter(
         filter,
@@ -270,6 +293,7 @@ def delta(
             the table's columns.
     """
     location = _location(table_uri)
+    _counts(limit, batch_size, memory_budget)
     options = dict(storage_options) if storage_options is not None else None
     filter = _filter(
         filter,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import shutil
 
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
@@ -78,6 +79,35 @@ def test_bad_arguments_are_value_errors(dataset):
         rayquet.scan([])
     with pytest.raises(rayquet.InvalidArgumentError):
         rayquet.scan(root, batch_size=0)
+
+
+@pytest.mark.parametrize(
+    "option, value, says",
+    [
+        ("limit", -1, "limit must be non-negative, got -1"),
+        ("batch_size", -5, "batch_size must be positive, got -5"),
+        ("memory_budget", -1, "memory_budget must be non-negative, got -1"),
+        ("limit", 2.5, "limit must be an int, not float"),
+        ("batch_size", "10", "batch_size must be an int, not str"),
+        ("limit", True, "limit must be an int, not bool"),
+    ],
+)
+def test_bad_counts_are_named(tmp_path, option, value, says):
+    # Before: pyo3's conversion error ("can't convert negative int to unsigned") named no
+    # option. Every entry point checks them the same way.
+    path = tmp_path / "t.parquet"
+    pq.write_table(pa.table({"id": [1, 2, 3]}), path)
+    for call in (
+        lambda **kw: rayquet.scan(path, **kw),
+        lambda **kw: rayquet.iceberg(tmp_path / "no-table", **kw),
+        lambda **kw: rayquet.delta(tmp_path / "no-table", **kw),
+    ):
+        with pytest.raises(rayquet.InvalidArgumentError) as info:
+            call(**{option: value})
+        assert says in str(info.value)
+    # The bounds themselves are accepted.
+    assert rayquet.scan(path, limit=0).read_all().num_rows == 0
+    assert rayquet.scan(path, batch_size=1).read_all().num_rows == 3
 
 
 def test_pyarrow_consumer_sees_the_message(tmp_path):
