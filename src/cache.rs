@@ -30,8 +30,10 @@ use parquet::arrow::arrow_reader::ArrowReaderMetadata;
 /// so an object rewritten under the same path is read afresh. The version comes from listing
 /// (a directory or prefix, [`ObjectRef`](crate::ObjectRef)s built from `ObjectMeta`), from the
 /// file system for a local file, or from the HEAD request of a URL that does not end in
-/// `.parquet`; files whose version the scan does not know (a URL to a `*.parquet` object, a
-/// [`FileTask`](crate::FileTask)) bypass the cache. Stores are told apart by their display
+/// `.parquet`, or from the table for the immutable data files of Iceberg and Delta tables
+/// ([`FileVersion::immutable`](crate::FileVersion::immutable)); files whose version the scan
+/// does not know (a URL to a `*.parquet` object, a [`FileTask`](crate::FileTask) given none)
+/// bypass the cache. Stores are told apart by their display
 /// name (`LocalFileSystem(file:///)`, `AmazonS3(bucket)`...). A local file's version is its
 /// modification time (and, when listed from a directory, its inode): a file rewritten to the
 /// same size within the file system's timestamp granularity (a few milliseconds) is not told
@@ -72,6 +74,21 @@ pub struct Version {
     pub e_tag: Option<String>,
     /// Its last modification time.
     pub last_modified: Option<std::time::SystemTime>,
+}
+
+impl Version {
+    /// The version of an object that is never rewritten under its path: the data files of
+    /// Iceberg and Delta tables, which both formats' specifications make immutable (a table
+    /// writes new files under new names). The footer cache then keys it by store, path and
+    /// size alone, so the scans of a table share its files' footers without a listing or a
+    /// HEAD request. Give it only to such files: an object rewritten in place to the same size
+    /// would be read with its old footer.
+    pub fn immutable() -> Self {
+        Version {
+            e_tag: None,
+            last_modified: None,
+        }
+    }
 }
 
 impl From<&ObjectMeta> for Version {

@@ -343,6 +343,8 @@ impl FileTask {
     /// ([`DatasetFile::version`](crate::layer::DatasetFile::version)): with the size, it keys the
     /// scan's [`FooterCache`](crate::FooterCache), so the tasks of one file (splits of it, or
     /// repeated scans) read its footer once. Without it a task's footer bypasses the cache.
+    /// A file that is never rewritten under its path (a table format's data file) may be
+    /// given [`FileVersion::immutable`](crate::FileVersion::immutable).
     pub fn version(mut self, version: crate::FileVersion) -> Self {
         self.version = Some(version);
         self

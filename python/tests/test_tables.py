@@ -165,3 +165,27 @@ def test_delta_consumers(delta_table):
     assert duckdb.sql("select count(*), sum(i32) from r").fetchall() == duckdb.sql(
         "select count(*), sum(i32) from expected"
     ).fetchall()
+
+
+def test_repeated_table_reads_take_footers_from_the_cache(iceberg_table, delta_table):
+    # The tables' data files are immutable: a read after another takes every footer from the
+    # process-wide cache (no footer request) and gives the writer's rows.
+    tbl, _ = iceberg_table
+    rayquet.iceberg(iceberg_location(tbl)).read_all()
+    reader = rayquet.iceberg(iceberg_location(tbl))
+    got = reader.read_all()
+    m = reader.metrics()
+    assert m["files"] == 3
+    assert m["footer_cache_hits"] == m["files"]
+    assert m["metadata_bytes"] == 0
+    assert rows(got) == rows(tbl.scan().to_arrow())
+
+    path = delta_table
+    rayquet.delta(path).read_all()
+    reader = rayquet.delta(path)
+    got = reader.read_all()
+    m = reader.metrics()
+    assert m["files"] >= 2
+    assert m["footer_cache_hits"] == m["files"]
+    assert m["metadata_bytes"] == 0
+    assert rows(got) == rows(delta_read(path).select(got.column_names))

@@ -184,6 +184,7 @@ impl RayquetParquetHandler {
             .map(|f| {
                 FileTask::new(f.location.to_string())
                     .size(f.size)
+                    .version(version(f))
                     .columns(sources.clone())
                     .transform(Arc::clone(&fix))
             })
@@ -203,6 +204,17 @@ impl RayquetParquetHandler {
 
 /// `e` with every leaf on a column `schema` does not have replaced by TRUE (the predicate is
 /// a hint: unknown references stay unknown). `e` is in negation normal form.
+/// The version of a file the kernel asks for: its last-modified time (the `add` action's
+/// `modificationTime` for data files, the listing's for checkpoints), which keys the footer
+/// cache together with the path and size, so repeated scans of a table share its footers.
+fn version(f: &FileMeta) -> rayquet::FileVersion {
+    let ms = u64::try_from(f.last_modified).unwrap_or(0);
+    rayquet::FileVersion {
+        e_tag: None,
+        last_modified: Some(std::time::UNIX_EPOCH + std::time::Duration::from_millis(ms)),
+    }
+}
+
 fn only_columns_of(e: rayquet::Expr, schema: &ArrowSchema) -> rayquet::Expr {
     use rayquet::Expr;
     let known = |c: &str| {

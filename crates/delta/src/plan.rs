@@ -314,8 +314,11 @@ impl Context {
             )
             .with_path(self.root.as_str())
         })?;
+        // Data files are immutable (the protocol: never overwritten): the scans of the table
+        // share their footers through the footer cache.
         let mut task = FileTask::new(location.to_string())
             .size(f.size)
+            .version(rayquet::FileVersion::immutable())
             .columns(self.sources.clone());
         if let Some(dv) = f.deletion_vector {
             task = task.delete_loader(Arc::new(dv::DvLoader {

@@ -465,8 +465,11 @@ impl Context {
         };
         let columns: Vec<ColumnSource> =
             self.layout.read_ids.iter().map(|&id| source(id)).collect();
+        // Data files are immutable (the spec: a table never rewrites a file under its path):
+        // the scans of the table share their footers through the footer cache.
         let mut task = FileTask::literal(path.clone())
             .size(t.size)
+            .version(rayquet::FileVersion::immutable())
             .columns(columns)
             .strict_field_ids(true);
         // Files without field ids resolve columns through the table's name mapping only: with

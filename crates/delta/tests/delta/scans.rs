@@ -278,6 +278,47 @@ fn deleted_rows_are_never_delivered() {
 }
 
 #[test]
+fn repeated_scans_share_footers_through_the_cache() {
+    // A table's data files are immutable: a second scan takes every footer from the cache
+    // (none fetched), through the table scan and through the kernel's ParquetHandler, and
+    // delivers the same rows as the first and as the fixture.
+    let dir = tempfile::tempdir().unwrap();
+    let f = dv_fixture(&dir.path().join("dv"));
+    let cache = rayquet::FooterCache::new(16 << 20);
+    let scan = || table_scan(TableScan::open(f.url.as_str()).footer_cache(cache.clone())).unwrap();
+    let first = scan();
+    let second = scan();
+    let files = f.files.len() as u64;
+    assert!(files > 1, "the fixture has several files");
+    assert_eq!(first.metrics.files, files);
+    assert_eq!(first.metrics.footer_cache_hits, 0);
+    assert!(first.metrics.metadata_bytes > 0);
+    assert_eq!(second.metrics.footer_cache_hits, files);
+    assert_eq!(second.metrics.metadata_bytes, 0, "no footer fetched again");
+    let e = f.expected();
+    for read in [&first, &second] {
+        assert_same_table(f.name, &e.schema, &e.batches, &read.schema, &read.batches);
+    }
+    // Without the cache every footer is fetched.
+    let none = table_scan(TableScan::open(f.url.as_str()).no_footer_cache()).unwrap();
+    assert_eq!(none.metrics.footer_cache_hits, 0);
+    assert!(none.metrics.metadata_bytes > 0);
+    // The kernel's `Scan::execute` reads the data files through rayquet's ParquetHandler,
+    // which keys them by the add actions' modification time: with a cache of its own, one read
+    // stores every file's footer, and the rows are the fixture's.
+    let handler_cache = rayquet::FooterCache::new(16 << 20);
+    let options = ScanOptions::new().footer_cache(handler_cache.clone());
+    let engine = RayquetEngine::for_table(f.url.as_str(), &options).unwrap();
+    let read = read_table_with(engine, &f.url, &ReadOptions::default()).unwrap();
+    assert_same_table(f.name, &e.schema, &e.batches, &read.schema, &read.batches);
+    assert!(
+        handler_cache.len() as u64 >= files,
+        "{} footers cached",
+        handler_cache.len()
+    );
+}
+
+#[test]
 fn table_locations_relative_and_file_urls() {
     let dir = tempfile::tempdir().unwrap();
     let f = dv_fixture(&dir.path().join("dv"));

@@ -198,6 +198,37 @@ fn every_fixture_and_snapshot_matches_the_spec_and_to_arrow() {
 }
 
 #[test]
+fn repeated_scans_share_footers_through_the_cache() {
+    // Data files are immutable: a second scan of the table (or another snapshot of it) takes
+    // every data file's footer from the cache, none fetched, and delivers the spec's rows.
+    let fx = deletes(40, 10);
+    let cache = rayquet::FooterCache::new(16 << 20);
+    let scan = || rq(TableScan::from_table(fx.table.clone()).footer_cache(cache.clone()));
+    let first = scan();
+    let second = scan();
+    assert!(first.metrics.files > 1, "several data files");
+    assert_eq!(first.metrics.footer_cache_hits, 0);
+    assert!(first.metrics.metadata_bytes > 0);
+    assert_eq!(second.metrics.files, first.metrics.files);
+    assert_eq!(second.metrics.footer_cache_hits, second.metrics.files);
+    assert_eq!(second.metrics.metadata_bytes, 0, "no footer fetched again");
+    for read in [&first, &second] {
+        assert_eq!(read.sorted(), rows(&fx.expected_current()), "{}", fx.name);
+    }
+    // An earlier snapshot shares the files it has in common with the current one.
+    let earlier = fx.snapshot_ids[0];
+    let old = rq(TableScan::from_table(fx.table.clone())
+        .snapshot_id(earlier)
+        .footer_cache(cache.clone()));
+    assert_eq!(old.metrics.footer_cache_hits, old.metrics.files);
+    assert_eq!(old.sorted(), rows(fx.expected_at(earlier)));
+    // Without the cache every footer is fetched.
+    let none = rq(TableScan::from_table(fx.table.clone()).no_footer_cache());
+    assert_eq!(none.metrics.footer_cache_hits, 0);
+    assert!(none.metrics.metadata_bytes > 0);
+}
+
+#[test]
 fn load_table_from_the_directory_or_the_metadata_file() {
     for fx in [
         deletes(24, 8),
