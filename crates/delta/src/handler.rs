@@ -202,8 +202,6 @@ impl RayquetParquetHandler {
     }
 }
 
-/// `e` with every leaf on a column `schema` does not have replaced by TRUE (the predicate is
-/// a hint: unknown references stay unknown). `e` is in negation normal form.
 /// The version of a file the kernel asks for: its last-modified time (the `add` action's
 /// `modificationTime` for data files, the listing's for checkpoints), which keys the footer
 /// cache together with the path and size, so repeated scans of a table share its footers.
@@ -215,6 +213,8 @@ fn version(f: &FileMeta) -> rayquet::FileVersion {
     }
 }
 
+/// `e` with every leaf on a column `schema` does not have replaced by TRUE (the predicate is
+/// a hint: unknown references stay unknown). `e` is in negation normal form.
 fn only_columns_of(e: rayquet::Expr, schema: &ArrowSchema) -> rayquet::Expr {
     use rayquet::Expr;
     let known = |c: &str| {
