@@ -97,8 +97,9 @@ pub trait ScanBuilder: Sized {
 
     /// Decode string and binary columns to Arrow's view types, `Utf8View` and `BinaryView`
     /// (default `false`: the file's own Arrow schema hint, else `Utf8` / `Binary`). Views skip
-    /// copying each value into one contiguous buffer. For task scans the output schema
-    /// decides, so only a `Utf8View` output field avoids the cast.
+    /// copying each value into one contiguous buffer. Task scans ignore it: their output
+    /// schema decides (files are decoded to views when it has a view type, each column then
+    /// cast to its output field's type).
     fn string_views(mut self, yes: bool) -> Self {
         self.options_mut().string_views = yes;
         self

@@ -232,8 +232,10 @@ def iceberg(
         snapshot_id: read this snapshot (time travel). Default: the current one.
         ref: read the snapshot this branch or tag points to (wins over ``snapshot_id``).
         columns, filter, limit, batch_size, ordered, storage_options, memory_budget,
-            string_views, memory_map: as for :func:`scan`; ``columns`` and ``filter`` name
-            the table's columns.
+            memory_map: as for :func:`scan`; ``columns`` and ``filter`` name the table's
+            columns.
+        string_views: accepted for symmetry with :func:`scan`; a table's batches have the
+            types of its schema (``string``, ``binary``), whatever it says.
         as_of_timestamp: read the snapshot current at this time (milliseconds since the epoch).
         case_sensitive: match column names case-sensitively.
 
@@ -289,8 +291,10 @@ def delta(
         table_uri: the table root (above ``_delta_log``), a local path or URL.
         version: read this version of the table. Default: the newest.
         columns, filter, limit, batch_size, ordered, storage_options, memory_budget,
-            string_views, memory_map: as for :func:`scan`; ``columns`` and ``filter`` name
-            the table's columns.
+            memory_map: as for :func:`scan`; ``columns`` and ``filter`` name the table's
+            columns.
+        string_views: accepted for symmetry with :func:`scan`; a table's batches have the
+            types of its schema (``string``, ``binary``), whatever it says.
     """
     location = _location(table_uri)
     _counts(limit, batch_size, memory_budget)

@@ -132,17 +132,17 @@ async fn fetch_metadata(
 
 /// Fetch and parse `file`'s footer; with `want_index`, also its page index (when it has one
 /// and it parses). `narrow`: the scan reads only part of the file (see
-/// [`ScanOptions::footer_read`]). Thrift decoding runs on `pool`. With a footer cache and a
-/// known version of the file, a cached footer is used instead (and the parsed one stored).
+/// [`ScanOptions::footer_read`]); `views`: its strings and binaries decode to views. Thrift
+/// decoding runs on `pool`. With a footer cache and a known version of the file, a cached
+/// footer is used instead (and the parsed one stored).
 pub(crate) async fn load(
     fetcher: &Fetcher,
     pool: &rayon::ThreadPool,
     opts: &ScanOptions,
     file: FileRef,
-    (narrow, want_index): (bool, bool),
+    (narrow, want_index, views): (bool, bool, bool),
 ) -> Result<FileMeta> {
     let metrics = &fetcher.metrics;
-    let views = opts.string_views;
     let cache = opts
         .footer_cache
         .as_ref()

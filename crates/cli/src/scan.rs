@@ -69,7 +69,8 @@ pub struct ScanArgs {
     json: bool,
     /// Decode strings and binaries to Arrow's view types (Utf8View, BinaryView): measurably
     /// faster (no copy of every value into one buffer). `--string-views false` gives Utf8 and
-    /// Binary (unless the file's embedded Arrow schema asks for views).
+    /// Binary (unless the file's embedded Arrow schema asks for views). Iceberg and Delta
+    /// reads keep their table's types either way.
     #[arg(long, value_name = "BOOL", default_value_t = true, action = clap::ArgAction::Set)]
     string_views: bool,
     /// Read an Iceberg table: a metadata JSON file (local path or URL) or a table directory

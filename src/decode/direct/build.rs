@@ -6,7 +6,7 @@
 //! physical type and Arrow type are built here; the rest is left to parquet). Plain values,
 //! in data pages and in the dictionary page alike, are converted as parquet converts them (the
 //! same bits, or sign-extended for a wider decimal or timestamp); strings are checked to be
-//! UTF-8 as parquet checks them. Offset-based dictionaries are decoded by parquet itself.
+//! UTF-8 as parquet checks them.
 //!
 //! Invariants: a builder's arrays always have as many values as rows appended; an index past
 //! the dictionary, a string that is not UTF-8, a value Arrow's validation refuses or an offset
@@ -16,7 +16,7 @@ use std::sync::Arc;
 
 use arrow::array::builder::make_view;
 use arrow::array::{
-    make_array, Array, ArrayData, ArrayRef, BinaryViewArray, BooleanBufferBuilder, OffsetSizeTrait,
+    make_array, ArrayData, ArrayRef, BinaryViewArray, BooleanBufferBuilder, OffsetSizeTrait,
     StringViewArray,
 };
 use arrow::buffer::{Buffer, NullBuffer, ScalarBuffer};
@@ -31,9 +31,6 @@ use super::Fallback;
 pub(crate) struct DictPage<'a> {
     pub buf: &'a Bytes,
     pub n: usize,
-    /// The dictionary decoded by parquet into the column's Arrow type, for builders that do
-    /// not decode it themselves.
-    pub parquet: &'a mut dyn FnMut() -> Result<ArrayRef, Fallback>,
 }
 
 /// The output of one column for the batch being built.
@@ -91,8 +88,10 @@ pub(crate) fn builder_for(
         | (P::DOUBLE, D::Float64) => Box::new(Fixed::<i64>::new(width, nullable)),
         (P::BYTE_ARRAY, D::Utf8View) => Box::new(Views::new(true, nullable)),
         (P::BYTE_ARRAY, D::BinaryView) => Box::new(Views::new(false, nullable)),
-        (P::BYTE_ARRAY, D::Utf8 | D::Binary) => Box::new(Offsets::<i32>::new(nullable)),
-        (P::BYTE_ARRAY, D::LargeUtf8 | D::LargeBinary) => Box::new(Offsets::<i64>::new(nullable)),
+        (P::BYTE_ARRAY, D::Utf8) => Box::new(Offsets::<i32>::new(true, nullable)),
+        (P::BYTE_ARRAY, D::Binary) => Box::new(Offsets::<i32>::new(false, nullable)),
+        (P::BYTE_ARRAY, D::LargeUtf8) => Box::new(Offsets::<i64>::new(true, nullable)),
+        (P::BYTE_ARRAY, D::LargeBinary) => Box::new(Offsets::<i64>::new(false, nullable)),
         _ => return None,
     };
     Some((b, (width > 0).then_some(width)))
@@ -607,44 +606,125 @@ pub(crate) unsafe fn string_views(
     unsafe { StringViewArray::new_unchecked(views, buffers, nulls) }
 }
 
-/// Offset-based strings or binaries (`O`: `i32` or `i64` offsets): bytes copied.
+/// Offset-based strings or binaries (`O`: `i32` or `i64` offsets): bytes copied, from the
+/// dictionary page's values (found once per chunk, checked to be UTF-8 as parquet checks them)
+/// or from the page's. Rows of a dense page without nulls are copied by [`copy_spans`].
 pub(crate) struct Offsets<O: OffsetSizeTrait> {
-    /// The dictionary's offsets and bytes.
-    dict: Option<(ScalarBuffer<O>, Buffer)>,
+    /// Strings: every value is checked to be UTF-8.
+    utf8: bool,
+    /// The dictionary: each value's start and length in its page's bytes, and those bytes.
+    dict: Option<(Vec<[u32; 2]>, Bytes)>,
     offsets: Vec<O>,
     data: Vec<u8>,
     nulls: Option<BooleanBufferBuilder>,
 }
 
 impl<O: OffsetSizeTrait> Offsets<O> {
-    fn new(nullable: bool) -> Self {
+    fn new(utf8: bool, nullable: bool) -> Self {
         Offsets {
+            utf8,
             dict: None,
             offsets: vec![O::usize_as(0)],
             data: Vec::new(),
             nulls: nulls(nullable),
         }
     }
+
+    /// Append the values at `spans` (start, length) of `src`.
+    fn copy(
+        &mut self,
+        src: &[u8],
+        spans: impl Iterator<Item = (usize, usize)> + Clone,
+    ) -> Result<(), Fallback> {
+        copy_spans(&mut self.offsets, &mut self.data, src, spans)
+    }
+}
+
+/// Append the values at `spans` (start and length in `src`, each inside it) to `data`, and
+/// each one's end offset to `offsets`: the offsets first (the total length known), then the
+/// bytes, a value of up to 32 bytes copied as 32 (the bytes past it overwritten by the next
+/// value, or left past the end) rather than by a call to `memcpy` per value, which costs more
+/// than the copy for short strings. A value outside `src` or an offset past `O` is a
+/// [`Fallback`] before anything is appended.
+fn copy_spans<O: OffsetSizeTrait>(
+    offsets: &mut Vec<O>,
+    data: &mut Vec<u8>,
+    src: &[u8],
+    spans: impl Iterator<Item = (usize, usize)> + Clone,
+) -> Result<(), Fallback> {
+    const WIDE: usize = 32;
+    let base = data.len();
+    let mut end = base;
+    let before = offsets.len();
+    for (start, len) in spans.clone() {
+        if start.checked_add(len).is_none_or(|e| e > src.len()) {
+            offsets.truncate(before);
+            return Err(Fallback("a byte array past the page's end"));
+        }
+        end += len;
+        match O::from_usize(end) {
+            Some(o) => offsets.push(o),
+            None => {
+                offsets.truncate(before);
+                return Err(Fallback("an offset overflow"));
+            }
+        }
+    }
+    data.reserve(end - base + WIDE);
+    let dst = data.spare_capacity_mut();
+    let mut at = 0usize;
+    for (start, len) in spans {
+        if len <= WIDE && start + WIDE <= src.len() {
+            // SAFETY: `start + WIDE <= src.len()` (checked just above); `dst` has room for
+            // `at + WIDE` bytes: `at + len` is at most `end - base` (the lengths summed above,
+            // of these same spans) and `WIDE` more were reserved.
+            unsafe {
+                std::ptr::copy_nonoverlapping(
+                    src.as_ptr().add(start),
+                    dst.as_mut_ptr().add(at).cast::<u8>(),
+                    WIDE,
+                )
+            };
+        } else {
+            // SAFETY: `start + len <= src.len()` (checked in the first pass, for these same
+            // spans); `at + len <= end - base`, within `dst`.
+            unsafe {
+                std::ptr::copy_nonoverlapping(
+                    src.as_ptr().add(start),
+                    dst.as_mut_ptr().add(at).cast::<u8>(),
+                    len,
+                )
+            };
+        }
+        at += len;
+    }
+    debug_assert_eq!(at, end - base);
+    // SAFETY: the first `end - base` bytes of the spare capacity were written above (each
+    // value's bytes at its offset, the values back to back).
+    unsafe { data.set_len(end) };
+    Ok(())
 }
 
 impl<O: OffsetSizeTrait> Build for Offsets<O> {
     fn dictionary(&mut self, dict: DictPage<'_>) -> Result<(), Fallback> {
-        let values = (dict.parquet)()?;
-        let data = values.to_data();
-        let large = matches!(
-            data.data_type(),
-            DataType::LargeUtf8 | DataType::LargeBinary
-        );
-        let small = matches!(data.data_type(), DataType::Utf8 | DataType::Binary);
-        if !(small && !O::IS_LARGE || large && O::IS_LARGE) || data.buffers().len() != 2 {
-            return Err(Fallback("a dictionary of another type"));
+        if dict.buf.len() > u32::MAX as usize {
+            return Err(Fallback("a dictionary page over 4 GiB"));
         }
-        let offsets = &data.buffers()[0];
-        if offsets.len() < (data.offset() + data.len() + 1) * O::get_byte_width() {
-            return Err(Fallback("short offsets"));
+        let mut spans = Vec::with_capacity(dict.n);
+        let mut at = 0;
+        let mut check = Utf8Runs::default();
+        for _ in 0..dict.n {
+            let (start, end) = byte_array(dict.buf, at)?;
+            if self.utf8 {
+                check.next(dict.buf, start)?;
+            }
+            spans.push([start as u32, (end - start) as u32]);
+            at = end;
         }
-        let offsets = ScalarBuffer::new(offsets.clone(), data.offset(), data.len() + 1);
-        self.dict = Some((offsets, data.buffers()[1].clone()));
+        if self.utf8 {
+            check.finish(dict.buf, at)?;
+        }
+        self.dict = Some((spans, dict.buf.clone()));
         Ok(())
     }
 
@@ -654,9 +734,41 @@ impl<O: OffsetSizeTrait> Build for Offsets<O> {
 
     fn append(&mut self, page: &mut DataPage, rows: &[u32], _left: &[u32]) -> Result<(), Fallback> {
         let values = page.values().clone();
+        let first = page.first;
+        if let Some(d) = page.dense().filter(|d| d.positions.is_empty()) {
+            let at = move |r: &u32| *r as usize - first;
+            match (&page.kind, self.dict.take()) {
+                (Kind::Dict, Some((spans, buf))) if (d.max_index as usize) < spans.len() => {
+                    let idx = &d.values[..];
+                    let span = |r: &u32| {
+                        let [s, l] = spans[idx[at(r)] as usize];
+                        (s as usize, l as usize)
+                    };
+                    let done = self.copy(&buf, rows.iter().map(span));
+                    self.dict = Some((spans, buf));
+                    done?;
+                    all_valid(&mut self.nulls, rows.len());
+                    return Ok(());
+                }
+                (_, dict) => self.dict = dict,
+            }
+            // Strings of a dense page were checked all at once (`densify`).
+            if page.kind == Kind::Bytes && (!self.utf8 || page.utf8_checked()) {
+                let (v, starts) = (&values[..], &d.values[..]);
+                let span = |r: &u32| {
+                    let start = starts[at(r)] as usize;
+                    let len = u32::from_le_bytes(v[start - 4..start].try_into().expect("4"));
+                    (start, len as usize)
+                };
+                self.copy(v, rows.iter().map(span))?;
+                all_valid(&mut self.nulls, rows.len());
+                return Ok(());
+            }
+        }
+        let utf8 = self.utf8;
         let (offsets, data, nulls) = (&mut self.offsets, &mut self.data, &mut self.nulls);
-        let (dict_offsets, dict_bytes): (&[O], &[u8]) = match &self.dict {
-            Some((o, b)) => (o, b.as_slice()),
+        let (spans, dict_bytes): (&[[u32; 2]], &[u8]) = match &self.dict {
+            Some((s, b)) => (s, b),
             None => (&[], &[]),
         };
         offsets.reserve(rows.len());
@@ -664,20 +776,18 @@ impl<O: OffsetSizeTrait> Build for Offsets<O> {
             let valid = match at {
                 At::Null => false,
                 At::Index(k) => {
-                    let k = k as usize;
-                    let (s, e) = match (dict_offsets.get(k), dict_offsets.get(k + 1)) {
-                        (Some(s), Some(e)) => (s.as_usize(), e.as_usize()),
-                        _ => return Err(Fallback("an index past the dictionary")),
-                    };
-                    data.extend_from_slice(
-                        dict_bytes
-                            .get(s..e)
-                            .ok_or(Fallback("a dictionary value out of bounds"))?,
-                    );
+                    let [s, l] = *spans
+                        .get(k as usize)
+                        .ok_or(Fallback("an index past the dictionary"))?;
+                    data.extend_from_slice(&dict_bytes[s as usize..(s + l) as usize]);
                     true
                 }
                 At::Bytes { start, len } => {
-                    data.extend_from_slice(&values[start..start + len]);
+                    let bytes = &values[start..start + len];
+                    if utf8 && simdutf8::basic::from_utf8(bytes).is_err() {
+                        return Err(Fallback("a string that is not UTF-8"));
+                    }
+                    data.extend_from_slice(bytes);
                     true
                 }
                 At::Plain(_) => return Err(Fallback("fixed-width values in a byte array column")),

@@ -17,10 +17,11 @@
 //! than 32 rows on average) and at most half the rows, as a filter's matches are. And, where
 //! the CPU runs the x86-64-v3 copies of the dispatched kernels ([`crate::decode::dispatch`]),
 //! every row of a part, or most of them in runs of 4 or more on average (a filter that drops
-//! few rows, scattered deleted rows), when its columns have no null (required, or the chunk's statistics say none) and are
-//! fixed-width or views: each page is then decoded whole and its kept runs of rows copied out
-//! by those kernels, which in a generic build are faster than parquet's decoders (which, under
-//! a selection of most rows, decode every row and then filter the batch). Anything else, long
+//! few rows, scattered deleted rows), when its columns have no null (required, or the chunk's
+//! statistics say none) and are fixed-width or views (or, for most rows, offset-based strings
+//! and binaries): each page is then decoded whole and its kept runs of rows copied out by
+//! those kernels, which in a generic build are faster than parquet's decoders (which, under a
+//! selection of most rows, decode every row and then filter the batch). Anything else, long
 //! runs of at most half the rows (a clustered filter), is read by parquet's reader, whose
 //! skipping by selectors is as fast there ([`open`] chooses). A part read with a scattered
 //! selection of which only some leaves are ones the direct reader reads (others nested, or of
@@ -49,7 +50,6 @@ use parquet::basic::Encoding;
 use parquet::column::page::{Page, PageReader};
 use parquet::file::metadata::ColumnChunkMetaData;
 
-use crate::decode::dictionary::dictionary_values;
 use crate::decode::dispatch;
 use crate::decode::flat::flat;
 use crate::decode::pages::{leaf_pages, row_group_reader, Leaves};
@@ -152,7 +152,7 @@ impl Split {
         }
         let (mut mine, mut theirs) = (Vec::new(), Vec::new());
         for (&leaf, sizes) in leaves.leaves.iter().zip(&leaves.sizes) {
-            match leaf_reader(meta, rg, leaf, false) {
+            match leaf_reader(meta, rg, leaf, Rows::Scattered) {
                 Some(_) => mine.push((leaf, sizes.clone())),
                 None => theirs.push((leaf, sizes.clone())),
             }
@@ -310,12 +310,15 @@ impl DirectReader {
         let mut columns = Vec::with_capacity(order.len());
         for (leaf, sizes) in &order {
             let leaf = *leaf;
-            let (field, nullable, build, width) =
-                leaf_reader(meta, rg, leaf, dense || selection.is_none())?;
+            let rows = match (selection, dense) {
+                (None, _) => Rows::Every,
+                (Some(_), true) => Rows::MostlyKept,
+                (Some(_), false) => Rows::Scattered,
+            };
+            let (field, nullable, build, width) = leaf_reader(meta, rg, leaf, rows)?;
             let pages = leaf_pages(md, rg, leaf, chunk, Some(sizes.clone())).ok()?;
             fields.push(field.clone());
             columns.push(ChunkReader {
-                leaf,
                 dt: field.data_type().clone(),
                 nullable,
                 width,
@@ -360,7 +363,7 @@ impl DirectReader {
         let (rows, left) = self.selected.current();
         let mut arrays: Vec<ArrayRef> = Vec::with_capacity(self.columns.len());
         for c in &mut self.columns {
-            let a = c.read((rows, left), &self.selected, &self.meta, self.rg)?;
+            let a = c.read((rows, left), &self.selected)?;
             if a.len() != rows.len() {
                 return Err(Fallback("a column of another length"));
             }
@@ -555,17 +558,19 @@ fn shape(selection: &RowSelection) -> Shape {
     }
 }
 
-/// Whether the direct reader reads every row of column chunk `col` (read as `dt`): when it
-/// has no null (a nullable column's statistics say so), so its pages are walked densely
-/// without levels, and its values are fixed-width or views (offset-based strings are built
-/// row by row).
-fn whole(col: &ColumnChunkMetaData, nullable: bool, dt: &DataType) -> bool {
+/// Whether the direct reader reads every row, or most rows (`every`: all of them), of column
+/// chunk `col` (read as `dt`): when it has no null (a nullable column's statistics say so), so
+/// its pages are walked densely without levels, and its values are fixed-width or views, or,
+/// when some rows are dropped, offset-based strings (built row by row: where every row is read,
+/// parquet's decoders build them as fast; where some are dropped, parquet decodes every row and
+/// then copies the kept ones again).
+fn whole(col: &ColumnChunkMetaData, nullable: bool, dt: &DataType, every: bool) -> bool {
     let no_nulls = !nullable || col.statistics().and_then(|s| s.null_count_opt()) == Some(0);
-    no_nulls
-        && !matches!(
-            dt,
-            DataType::Utf8 | DataType::Binary | DataType::LargeUtf8 | DataType::LargeBinary
-        )
+    let offsets = matches!(
+        dt,
+        DataType::Utf8 | DataType::Binary | DataType::LargeUtf8 | DataType::LargeBinary
+    );
+    no_nulls && !(offsets && every)
 }
 
 /// What the direct reader needs to read one leaf: its output field, whether it is nullable,
@@ -577,14 +582,23 @@ type LeafReader = (
     Option<usize>,
 );
 
+/// Which rows of a row group the direct reader is asked for: the selection's [`Shape`], or
+/// every row.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Rows {
+    Scattered,
+    MostlyKept,
+    Every,
+}
+
 /// The [`LeafReader`] of `leaf` of row group `rg` when the direct reader reads it: flat, PLAIN
-/// or dictionary-encoded, of a type it builds, and, when `dense` (every row or most rows), one
-/// it reads whole ([`whole`]); `None` otherwise.
+/// or dictionary-encoded, of a type it builds, and, for every row or most rows, one it reads
+/// whole ([`whole`]); `None` otherwise.
 fn leaf_reader(
     meta: &ArrowReaderMetadata,
     rg: usize,
     leaf: usize,
-    dense: bool,
+    rows: Rows,
 ) -> Option<LeafReader> {
     let descr = meta.parquet_schema();
     let col = meta.metadata().row_group(rg).columns().get(leaf)?;
@@ -597,7 +611,7 @@ fn leaf_reader(
         .fields()
         .get(descr.get_column_root_idx(leaf))?;
     let nullable = cd.max_def_level() == 1;
-    if dense && !whole(col, nullable, field.data_type()) {
+    if rows != Rows::Scattered && !whole(col, nullable, field.data_type(), rows == Rows::Every) {
         return None;
     }
     let (build, width) = builder_for(cd.physical_type(), field.data_type(), nullable)?;
@@ -619,7 +633,6 @@ const END: Fallback = Fallback("fewer rows than the selection");
 
 /// One column chunk, read page by page into its column's output.
 struct ChunkReader {
-    leaf: usize,
     dt: DataType,
     nullable: bool,
     /// The width of plain values (`None`: byte arrays).
@@ -644,8 +657,6 @@ impl ChunkReader {
         &mut self,
         (rows, left): (&[u32], &[u32]),
         selected: &Selected,
-        meta: &ArrowReaderMetadata,
-        rg: usize,
     ) -> Result<ArrayRef, Fallback> {
         self.build.reserve(rows.len());
         let mut i = 0;
@@ -659,7 +670,7 @@ impl ChunkReader {
                     self.build.append(p, &rows[i..i + n], runs)?;
                     i += n;
                 }
-                _ => self.advance(r, selected, meta, rg)?,
+                _ => self.advance(r, selected)?,
             }
         }
         self.build.finish(&self.dt)
@@ -668,13 +679,7 @@ impl ChunkReader {
     /// Make the page holding row `r` current: the dictionary page read, pages before `r`
     /// skipped (without decompressing them when their header or the offset index counts their
     /// rows); the page made dense when enough of its rows are `selected`.
-    fn advance(
-        &mut self,
-        r: usize,
-        selected: &Selected,
-        meta: &ArrowReaderMetadata,
-        rg: usize,
-    ) -> Result<(), Fallback> {
+    fn advance(&mut self, r: usize, selected: &Selected) -> Result<(), Fallback> {
         const HEADER: Fallback = Fallback("a page parquet's page reader refused");
         if let Some(mut old) = self.page.take() {
             self.spare = old.recycle();
@@ -687,7 +692,7 @@ impl ChunkReader {
                 .ok_or(END)?;
             if next.is_dict {
                 let page = self.pages.get_next_page().map_err(|_| HEADER)?.ok_or(END)?;
-                self.dictionary(page, meta, rg)?;
+                self.dictionary(page)?;
                 continue;
             }
             let counted = next.num_rows.or(next.num_levels);
@@ -706,10 +711,11 @@ impl ChunkReader {
             self.next_first = self.next_first.saturating_add(p.rows);
             if r < p.first + p.rows {
                 if selected.count(p.first..p.first + p.rows) * DENSE >= p.rows {
-                    p.densify(
-                        std::mem::take(&mut self.spare),
-                        self.dt == DataType::Utf8View,
-                    )?;
+                    let utf8 = matches!(
+                        self.dt,
+                        DataType::Utf8View | DataType::Utf8 | DataType::LargeUtf8
+                    );
+                    p.densify(std::mem::take(&mut self.spare), utf8)?;
                 }
                 self.page = Some(p);
                 return Ok(());
@@ -718,12 +724,7 @@ impl ChunkReader {
     }
 
     /// Hand the chunk's dictionary `page` to the builder.
-    fn dictionary(
-        &mut self,
-        page: Page,
-        meta: &ArrowReaderMetadata,
-        rg: usize,
-    ) -> Result<(), Fallback> {
+    fn dictionary(&mut self, page: Page) -> Result<(), Fallback> {
         let (buf, n) = match &page {
             Page::DictionaryPage {
                 buf,
@@ -736,24 +737,7 @@ impl ChunkReader {
         if n == 0 || n >= u32::MAX as usize {
             return Err(Fallback("an empty dictionary"));
         }
-        let (leaf, nullable) = (self.leaf, self.nullable);
-        let mut page = Some(page);
-        let mut parquet = || {
-            let page = page
-                .take()
-                .ok_or(Fallback("the dictionary decoded twice"))?;
-            let values = dictionary_values(meta, rg, leaf, page, n, nullable)
-                .map_err(|_| Fallback("a dictionary parquet could not decode"))?;
-            if values.len() != n {
-                return Err(Fallback("a dictionary of another length"));
-            }
-            Ok(values)
-        };
-        self.build.dictionary(DictPage {
-            buf: &buf,
-            n,
-            parquet: &mut parquet,
-        })
+        self.build.dictionary(DictPage { buf: &buf, n })
     }
 }
 

@@ -148,68 +148,84 @@ fn compare_with(
         let Ok(theirs) = read(RowSelectionPolicy::default()) else {
             continue;
         };
-        let leaves_arg = Leaves {
-            leaves: &leaves,
-            sizes,
+        // Read as `open` reads it: every row and most rows kept densely, other selections
+        // row by row; most rows kept also row by row (the walk a page too sparse to be made
+        // dense takes).
+        let mostly_kept = sel.as_ref().is_some_and(|s| shape(s) == Shape::MostlyKept);
+        let modes: &[bool] = match (sel.is_none(), mostly_kept) {
+            (true, _) => &[true],
+            (false, true) => &[false, true],
+            (false, false) => &[false],
         };
-        let ours = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            let batch = batch.min(md.file_metadata().num_rows().max(0) as usize);
-            let mut r = DirectReader::try_new(
-                &meta,
-                rg,
-                &leaves_arg,
-                &chunk,
-                (sel.as_ref(), page_level),
-                sel.is_none(),
-                batch,
-            )?;
-            let out = r.by_ref().collect::<Result<Vec<RecordBatch>, _>>();
-            Some((out, r.fallback()))
-        }))
-        .unwrap_or_else(|_| panic!("{name} rg {rg}: the direct reader panicked"));
-        let Some((ours, fallback)) = ours else {
-            tally.declined += 1;
-            continue;
-        };
-        match fallback {
-            None => tally.direct += 1,
-            Some(why) => {
-                if strict {
-                    eprintln!("{name} rg {rg}: parquet took over: {}", why.0);
+        for &dense in modes {
+            let leaves_arg = Leaves {
+                leaves: &leaves,
+                sizes: sizes.clone(),
+            };
+            let ours = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                let batch = batch.min(md.file_metadata().num_rows().max(0) as usize);
+                let mut r = DirectReader::try_new(
+                    &meta,
+                    rg,
+                    &leaves_arg,
+                    &chunk,
+                    (sel.as_ref(), page_level),
+                    dense,
+                    batch,
+                )?;
+                let out = r.by_ref().collect::<Result<Vec<RecordBatch>, _>>();
+                Some((out, r.fallback()))
+            }))
+            .unwrap_or_else(|_| panic!("{name} rg {rg}: the direct reader panicked"));
+            let Some((ours, fallback)) = ours else {
+                // Declined densely (a column with nulls, or not read whole): as `open` does.
+                if !(dense && sel.is_some()) {
+                    tally.declined += 1;
                 }
-                tally.fell_back += 1
-            }
-        }
-        match (theirs, ours) {
-            (Ok(t), Ok(o)) => {
-                assert_eq!(
-                    t.len(),
-                    o.len(),
-                    "{name} rg {rg}: batch count ({fallback:?})"
-                );
-                for (i, (t, o)) in t.iter().zip(&o).enumerate() {
-                    assert_eq!(t, o, "{name} rg {rg} batch {i} ({fallback:?})");
-                }
-            }
-            (Err(_), Err(_)) => tally.both_failed += 1,
-            (Err(_), Ok(o)) if !strict => {
-                // Corrupt input where parquet's bitmask read (every row decoded) fails: the
-                // rows read must be those parquet reads when it skips unselected rows, or
-                // parquet must fail that way too.
-                match read(RowSelectionPolicy::Selectors) {
-                    Ok(Ok(t)) => assert_eq!(t, o, "{name} rg {rg} ({fallback:?})"),
-                    _ => tally.only_direct += 1,
+                continue;
+            };
+            let name = format!("{name} (dense {dense})");
+            let name = name.as_str();
+            match fallback {
+                None => tally.direct += 1,
+                Some(why) => {
+                    if strict {
+                        eprintln!("{name} rg {rg}: parquet took over: {}", why.0);
+                    }
+                    tally.fell_back += 1
                 }
             }
-            (Ok(_), Err(_)) if !strict && fallback.is_some() => {
-                // parquet took over with the rest of the selection, read another way.
-                tally.only_parquet += 1;
+            match (theirs.as_ref(), ours) {
+                (Ok(t), Ok(o)) => {
+                    assert_eq!(
+                        t.len(),
+                        o.len(),
+                        "{name} rg {rg}: batch count ({fallback:?})"
+                    );
+                    for (i, (t, o)) in t.iter().zip(&o).enumerate() {
+                        assert_eq!(t, o, "{name} rg {rg} batch {i} ({fallback:?})");
+                    }
+                }
+                (Err(_), Err(_)) => tally.both_failed += 1,
+                (Err(_), Ok(o)) if !strict => {
+                    // Corrupt input where parquet's bitmask read (every row decoded) fails: the
+                    // rows read must be those parquet reads when it skips unselected rows, or
+                    // parquet must fail that way too.
+                    match read(RowSelectionPolicy::Selectors) {
+                        Ok(Ok(t)) => assert_eq!(t, o, "{name} rg {rg} ({fallback:?})"),
+                        _ => tally.only_direct += 1,
+                    }
+                }
+                (Ok(_), Err(_)) if !strict && fallback.is_some() => {
+                    // parquet took over with the rest of the selection, read another way.
+                    tally.only_parquet += 1;
+                }
+                (t, o) => panic!(
+                    "{name} rg {rg}: parquet {:?}, direct {:?} ({fallback:?})",
+                    t.as_ref().map(|b| b.len()),
+                    o.map(|b| b.len())
+                ),
             }
-            (t, o) => panic!(
-                "{name} rg {rg}: parquet {:?}, direct {:?} ({fallback:?})",
-                t.map(|b| b.len()),
-                o.map(|b| b.len())
-            ),
         }
     }
     tally
@@ -741,9 +757,25 @@ fn most_rows_kept_and_parts_of_parts_are_read_as_parquet_reads_them() {
     w.write(&batch).unwrap();
     w.close().unwrap();
     let bytes = Bytes::from(out);
+    // The same rows with plain-encoded strings (no dictionary).
+    let plain = {
+        let props = WriterProperties::builder()
+            .set_max_row_group_row_count(Some(rows))
+            .set_dictionary_enabled(false)
+            .set_data_page_row_count_limit(1000)
+            .build();
+        let mut out = Vec::new();
+        let mut w = ArrowWriter::try_new(&mut out, batch.schema(), Some(props)).unwrap();
+        w.write(&batch).unwrap();
+        w.close().unwrap();
+        Bytes::from(out)
+    };
     // The columns without nulls that are not offset-based strings; then with one with nulls
     // (2: l_suppkey), then every leaf (nulls, offset-based strings, a list, a struct).
     let (dense, with_nulls): (&[usize], &[usize]) = (&[0, 1, 3, 4, 5, 6, 10, 12], &[0, 2, 5]);
+    // Offset-based strings without nulls (8, 9: the flags, 14: l_shipmode) among them: read
+    // directly when some rows are dropped, by parquet's reader when every row is read.
+    let strings: &[usize] = &[0, 8, 9, 10, 14];
     let meta = ArrowReaderMetadata::load(&bytes, ArrowReaderOptions::new()).unwrap();
     let every: Vec<usize> = (0..meta.parquet_schema().num_columns()).collect();
     let kept = [
@@ -774,6 +806,17 @@ fn most_rows_kept_and_parts_of_parts_are_read_as_parquet_reads_them() {
                     dispatch::on_thread(kernels, || open_and_compare(&bytes, pick, sel, batch))
                 };
                 assert_eq!(read(dense), direct, "{what} {kernels:?}");
+                for file in [&bytes, &plain] {
+                    let chose = dispatch::on_thread(kernels, || {
+                        open_and_compare(file, strings, sel, batch)
+                    });
+                    let want = if sel.is_some() {
+                        direct
+                    } else {
+                        Chose::Parquet
+                    };
+                    assert_eq!(chose, want, "{what} {kernels:?}: strings");
+                }
                 // A leaf with nulls (and every leaf): parquet's reader for the whole part.
                 assert_eq!(
                     read(with_nulls),
