@@ -765,7 +765,6 @@ impl<O: OffsetSizeTrait> Build for Offsets<O> {
                 return Ok(());
             }
         }
-        let utf8 = self.utf8;
         let (offsets, data, nulls) = (&mut self.offsets, &mut self.data, &mut self.nulls);
         let (spans, dict_bytes): (&[[u32; 2]], &[u8]) = match &self.dict {
             Some((s, b)) => (s, b),
@@ -783,11 +782,8 @@ impl<O: OffsetSizeTrait> Build for Offsets<O> {
                     true
                 }
                 At::Bytes { start, len } => {
-                    let bytes = &values[start..start + len];
-                    if utf8 && simdutf8::basic::from_utf8(bytes).is_err() {
-                        return Err(Fallback("a string that is not UTF-8"));
-                    }
-                    data.extend_from_slice(bytes);
+                    // Strings checked once, by Arrow's validation of the array (`finish`).
+                    data.extend_from_slice(&values[start..start + len]);
                     true
                 }
                 At::Plain(_) => return Err(Fallback("fixed-width values in a byte array column")),
