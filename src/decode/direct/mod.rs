@@ -561,9 +561,10 @@ fn shape(selection: &RowSelection) -> Shape {
 /// Whether the direct reader reads every row, or most rows (`every`: all of them), of column
 /// chunk `col` (read as `dt`): when it has no null (a nullable column's statistics say so), so
 /// its pages are walked densely without levels, and its values are fixed-width or views, or,
-/// when some rows are dropped, offset-based strings (built row by row: where every row is read,
-/// parquet's decoders build them as fast; where some are dropped, parquet decodes every row and
-/// then copies the kept ones again).
+/// when some rows are dropped, offset-based strings (parquet's reader decodes every row's and
+/// then copies the kept ones again; where every row is read it stays with parquet's reader,
+/// which was as fast as building them row by row: the run copies of `build::copy_spans` are
+/// not measured there).
 fn whole(col: &ColumnChunkMetaData, nullable: bool, dt: &DataType, every: bool) -> bool {
     let no_nulls = !nullable || col.statistics().and_then(|s| s.null_count_opt()) == Some(0);
     let offsets = matches!(
