@@ -430,26 +430,39 @@ impl Views {
     }
 }
 
+/// Call `f` with the start and end of each of the `n` plain byte arrays of dictionary page
+/// `dict` (under 4 GiB: views and spans hold 32-bit offsets), with `utf8` after checking
+/// they are UTF-8 as parquet checks them.
+fn plain_byte_arrays(
+    dict: &DictPage<'_>,
+    utf8: bool,
+    mut f: impl FnMut(usize, usize),
+) -> Result<(), Fallback> {
+    if dict.buf.len() > u32::MAX as usize {
+        return Err(Fallback("a dictionary page over 4 GiB"));
+    }
+    let mut at = 0;
+    let mut check = Utf8Runs::default();
+    for _ in 0..dict.n {
+        let (start, end) = byte_array(dict.buf, at)?;
+        if utf8 {
+            check.next(dict.buf, start)?;
+        }
+        f(start, end);
+        at = end;
+    }
+    if utf8 {
+        check.finish(dict.buf, at)?;
+    }
+    Ok(())
+}
+
 impl Build for Views {
     fn dictionary(&mut self, dict: DictPage<'_>) -> Result<(), Fallback> {
-        // Views hold 32-bit offsets.
-        if dict.buf.len() > u32::MAX as usize {
-            return Err(Fallback("a dictionary page over 4 GiB"));
-        }
         let mut views = Vec::with_capacity(dict.n);
-        let mut at = 0;
-        let mut check = Utf8Runs::default();
-        for _ in 0..dict.n {
-            let (start, end) = byte_array(dict.buf, at)?;
-            if self.utf8 {
-                check.next(dict.buf, start)?;
-            }
-            views.push(make_view(&dict.buf[start..end], 0, start as u32));
-            at = end;
-        }
-        if self.utf8 {
-            check.finish(dict.buf, at)?;
-        }
+        plain_byte_arrays(&dict, self.utf8, |start, end| {
+            views.push(make_view(&dict.buf[start..end], 0, start as u32))
+        })?;
         self.dict = Some((views, Buffer::from(dict.buf.clone())));
         self.dict_block = None;
         Ok(())
@@ -707,23 +720,10 @@ fn copy_spans<O: OffsetSizeTrait>(
 
 impl<O: OffsetSizeTrait> Build for Offsets<O> {
     fn dictionary(&mut self, dict: DictPage<'_>) -> Result<(), Fallback> {
-        if dict.buf.len() > u32::MAX as usize {
-            return Err(Fallback("a dictionary page over 4 GiB"));
-        }
         let mut spans = Vec::with_capacity(dict.n);
-        let mut at = 0;
-        let mut check = Utf8Runs::default();
-        for _ in 0..dict.n {
-            let (start, end) = byte_array(dict.buf, at)?;
-            if self.utf8 {
-                check.next(dict.buf, start)?;
-            }
-            spans.push([start as u32, (end - start) as u32]);
-            at = end;
-        }
-        if self.utf8 {
-            check.finish(dict.buf, at)?;
-        }
+        plain_byte_arrays(&dict, self.utf8, |start, end| {
+            spans.push([start as u32, (end - start) as u32])
+        })?;
         self.dict = Some((spans, dict.buf.clone()));
         Ok(())
     }
