@@ -330,6 +330,16 @@ fn count_ones(buf: &[u8], bit: usize, n: usize) -> Result<usize, &'static str> {
     Ok(chunks.count_ones())
 }
 
+/// The value of every one of the first `n` values of the stream `buf` (bit width `bit_width`)
+/// when they all lie in its first run and that run is an RLE run; `None` otherwise (or on a
+/// malformed stream, which [`decode`] then reports). A nullable column without a null in a
+/// page has its definition levels written as one such run.
+pub(crate) fn one_run(buf: &[u8], bit_width: u8, n: usize) -> Option<u32> {
+    let mut c = Cursor::new(bit_width).ok()?;
+    c.next_run(buf).ok()?;
+    c.rle.filter(|_| c.left >= n)
+}
+
 /// An unsigned LEB128 run header at `buf[*at..]`, advancing `at`.
 #[inline(always)]
 fn varint(buf: &[u8], at: &mut usize) -> Result<u64, &'static str> {
@@ -443,5 +453,40 @@ mod tests {
         let mut out = Vec::new();
         decode(&[0b11, 0x21, 0x03], 4, 3, &mut out).unwrap();
         assert_eq!(out, vec![1, 2, 3]);
+    }
+
+    #[test]
+    fn one_run_is_what_decode_gives_when_every_value_is_equal() {
+        // Streams from the naive encoder and by hand: `one_run` answers only when the first
+        // run is an RLE run holding the first `n` values, and then with what `decode` gives.
+        let mut streams: Vec<(Vec<u8>, u8)> = Vec::new();
+        for (values, bw) in [
+            (vec![1u32; 100], 1usize),
+            (vec![0; 100], 1),
+            ([vec![1; 50], vec![0; 50]].concat(), 1),
+            ((0..100).map(|i| i % 2).collect(), 1),
+            (vec![7; 20], 3),
+        ] {
+            streams.push((encode(&values, bw), bw as u8));
+        }
+        // An empty RLE run, then one of 9 ones; a truncated run; an empty stream.
+        streams.push((vec![0, 1, 18, 1], 1));
+        streams.push((vec![200], 1));
+        streams.push((vec![], 1));
+        for (buf, bw) in streams {
+            for n in [1, 9, 10, 20, 50, 51, 100, 101] {
+                let mut out = Vec::new();
+                let decoded = decode(&buf, bw, n, &mut out).ok().map(|_| out);
+                match one_run(&buf, bw, n) {
+                    Some(v) => assert_eq!(decoded, Some(vec![v; n]), "{buf:?} {n}"),
+                    None => {
+                        // Only a run that is not RLE, too short, or malformed.
+                        let mut c = Cursor::new(bw).unwrap();
+                        let first = c.next_run(&buf).ok().and(c.rle.map(|_| c.left));
+                        assert!(first.is_none_or(|left| left < n), "{buf:?} {n}");
+                    }
+                }
+            }
+        }
     }
 }

@@ -179,15 +179,18 @@ impl DataPage {
         dense.max_index = 0;
         let present = match &self.levels {
             None => self.rows,
+            // No null in the page (one RLE run of ones, as writers encode it): rows are
+            // their values' positions, no level decoded.
+            Some(levels) if rle::one_run(levels, 1, self.rows) == Some(1) => self.rows,
             Some(levels) => {
                 dense.levels.clear();
                 rle::decode(levels, 1, self.rows, &mut dense.levels).map_err(Fallback)?;
-                dense.positions.reserve(self.rows);
                 let mut n = 0u32;
-                for &l in &dense.levels {
-                    dense.positions.push(if l == 1 { n } else { u32::MAX });
+                dense.positions.extend(dense.levels.iter().map(|&l| {
+                    let at = if l == 1 { n } else { u32::MAX };
                     n += (l == 1) as u32;
-                }
+                    at
+                }));
                 // No null: rows are their values' positions (the builders' tight loops).
                 if n as usize == self.rows {
                     dense.positions.clear();
