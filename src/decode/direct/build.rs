@@ -169,9 +169,6 @@ pub(crate) trait Word: ArrowNativeType + Default {
     fn from_i64(v: i64) -> Self;
     /// Append `dict[k]` for each index `k` of `idx` (each below `dict.len()`); dispatched.
     fn gather(dict: &[Self], idx: &[u32], out: &mut Vec<Self>);
-    /// Append the `k`th plain value of `dict` (values of `Self`'s own width) for each index `k`
-    /// of `idx` (each below their count); dispatched.
-    fn gather_plain(dict: &[u8], idx: &[u32], out: &mut Vec<Self>);
     /// Append the plain values of `bytes` (`width` 4 or 8, a whole number of them), converted;
     /// dispatched.
     fn widen(bytes: &[u8], width: usize, out: &mut Vec<Self>);
@@ -188,14 +185,6 @@ mod kernels {
     #[inline(always)]
     pub(super) fn gather<T: Copy>(dict: &[T], idx: &[u32], out: &mut Vec<T>) {
         out.extend(idx.iter().map(|&k| dict[k as usize]));
-    }
-
-    /// `out` += the `k`th plain value of `dict` (of `T`'s own width) for each `k` of `idx`; an
-    /// index past `dict` panics (callers check the page's largest index first).
-    #[inline(always)]
-    pub(super) fn gather_plain<T: Word>(dict: &[u8], idx: &[u32], out: &mut Vec<T>) {
-        let width = std::mem::size_of::<T>();
-        out.extend(idx.iter().map(|&k| T::from_plain(dict, k as usize, width)));
     }
 
     /// `out` += the plain values of `bytes` (`width` 4: `i32`, else `i64`), converted to `T`.
@@ -250,14 +239,6 @@ mod kernels {
             => gather::<i128>;
     }
     dispatched! {
-        pub(super) fn gather_plain_i32(dict: &[u8], idx: &[u32], out: &mut Vec<i32>)
-            => gather_plain::<i32>;
-    }
-    dispatched! {
-        pub(super) fn gather_plain_i64(dict: &[u8], idx: &[u32], out: &mut Vec<i64>)
-            => gather_plain::<i64>;
-    }
-    dispatched! {
         pub(super) fn widen_i32(bytes: &[u8], width: usize, out: &mut Vec<i32>) => widen::<i32>;
     }
     dispatched! {
@@ -279,7 +260,7 @@ fn plain(bytes: &[u8], i: usize, width: usize) -> i64 {
 }
 
 macro_rules! word {
-    ($($t:ty: $gather:ident, $plain:path, $widen:ident);*) => {$(
+    ($($t:ty: $gather:ident, $widen:ident);*) => {$(
         impl Word for $t {
             #[inline(always)]
             fn from_i64(v: i64) -> Self {
@@ -294,33 +275,19 @@ macro_rules! word {
                 kernels::$gather(dict, idx, out)
             }
             #[inline]
-            fn gather_plain(dict: &[u8], idx: &[u32], out: &mut Vec<Self>) {
-                $plain(dict, idx, out)
-            }
-            #[inline]
             fn widen(bytes: &[u8], width: usize, out: &mut Vec<Self>) {
                 kernels::$widen(bytes, width, out)
             }
         }
     )*};
 }
-word!(
-    i32: gather_i32, kernels::gather_plain_i32, widen_i32;
-    i64: gather_i64, kernels::gather_plain_i64, widen_i64;
-    // Never of a plain value's width (4 or 8 bytes): its dictionaries are widened.
-    i128: gather_i128, kernels::gather_plain::<i128>, widen_i128
-);
+word!(i32: gather_i32, widen_i32; i64: gather_i64, widen_i64; i128: gather_i128, widen_i128);
 
 /// Fixed-width values, held as the native type of their Arrow width.
 pub(crate) struct Fixed<T: Word> {
     /// The width of the physical values in a plain page: 4 or 8.
     width: usize,
-    /// The chunk's dictionary, widened to `T`; or, when its values are `T`'s width, the
-    /// dictionary page's plain values as they are (`plain`, no copy: a dictionary page is up
-    /// to 1 MiB, copied into fresh memory for every row group; 16% of the page faults of a
-    /// Delta scan of 64-bit columns, `perf record -e page-faults`).
     dict: Vec<T>,
-    plain: Option<Bytes>,
     out: Vec<T>,
     nulls: Option<BooleanBufferBuilder>,
 }
@@ -330,19 +297,8 @@ impl<T: Word> Fixed<T> {
         Fixed {
             width,
             dict: Vec::new(),
-            plain: None,
             out: Vec::new(),
             nulls: nulls(nullable),
-        }
-    }
-}
-
-impl<T: Word> Fixed<T> {
-    /// How many values the dictionary holds.
-    fn dict_len(&self) -> usize {
-        match &self.plain {
-            Some(p) => p.len() / self.width,
-            None => self.dict.len(),
         }
     }
 }
@@ -354,10 +310,7 @@ impl<T: Word> Build for Fixed<T> {
         }
         self.dict.clear();
         let w = self.width;
-        self.plain = (w == std::mem::size_of::<T>()).then(|| dict.buf.slice(..dict.n * w));
-        if self.plain.is_none() {
-            T::widen(&dict.buf[..dict.n * w], w, &mut self.dict);
-        }
+        T::widen(&dict.buf[..dict.n * w], w, &mut self.dict);
         Ok(())
     }
 
@@ -373,20 +326,16 @@ impl<T: Word> Build for Fixed<T> {
         // consecutive rows when most rows are asked for.
         if let Some(d) = page.dense().filter(|d| d.positions.is_empty()) {
             match page.kind {
-                Kind::Dict if (d.max_index as usize) < self.dict_len() => {
-                    let (dict, plain) = (&self.dict[..], self.plain.as_deref());
+                Kind::Dict if (d.max_index as usize) < self.dict.len() => {
+                    let dict = &self.dict[..];
                     let idx = &d.values[..];
-                    let out = &mut self.out;
-                    match (runs(rows, left, first), plain) {
-                        (Some(runs), None) => runs.for_each(|run| T::gather(dict, &idx[run], out)),
-                        (Some(runs), Some(p)) => {
-                            runs.for_each(|run| T::gather_plain(p, &idx[run], out))
+                    match runs(rows, left, first) {
+                        Some(runs) => {
+                            runs.for_each(|run| T::gather(dict, &idx[run], &mut self.out))
                         }
-                        (None, None) => out
+                        None => self
+                            .out
                             .extend(rows.iter().map(|&r| dict[idx[r as usize - first] as usize])),
-                        (None, Some(p)) => out.extend(rows.iter().map(|&r| {
-                            T::from_plain(p, idx[r as usize - first] as usize, width)
-                        })),
                     }
                     all_valid(&mut self.nulls, rows.len());
                     return Ok(());
@@ -408,9 +357,8 @@ impl<T: Word> Build for Fixed<T> {
                 _ => {}
             }
         }
-        let n = self.dict_len();
         let (out, nulls) = (&mut self.out, &mut self.nulls);
-        let (dict, plain) = (&self.dict[..], self.plain.as_deref());
+        let dict = &self.dict[..];
         out.reserve(rows.len());
         page.walk(rows, |at| {
             let v = match at {
@@ -421,13 +369,9 @@ impl<T: Word> Build for Fixed<T> {
                     }
                     return Ok(());
                 }
-                At::Index(k) if k as usize >= n => {
-                    return Err(Fallback("an index past the dictionary"))
-                }
-                At::Index(k) => match plain {
-                    Some(p) => T::from_plain(p, k as usize, width),
-                    None => dict[k as usize],
-                },
+                At::Index(k) => *dict
+                    .get(k as usize)
+                    .ok_or(Fallback("an index past the dictionary"))?,
                 At::Plain(i) => T::from_plain(&values, i, width),
                 At::Bytes { .. } => return Err(Fallback("byte arrays in a fixed-width column")),
             };
