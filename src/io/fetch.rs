@@ -257,7 +257,10 @@ pub(crate) fn split_at(r: Range<u64>, starts: &[u64], size: u64) -> Vec<Range<u6
     let from = starts.partition_point(|s| *s <= r.start);
     let to = starts.partition_point(|s| *s < r.end);
     // The pieces between cut points, packed into requests of at most `size` bytes.
-    let cuts = starts[from..to].iter().copied().chain(std::iter::once(r.end));
+    let cuts = starts[from..to]
+        .iter()
+        .copied()
+        .chain(std::iter::once(r.end));
     let (mut out, mut open, mut at) = (Vec::new(), r.start..r.start, r.start);
     for cut in cuts {
         if cut <= at {
