@@ -1,8 +1,9 @@
 //! Fetch: the IO side, run on the tokio runtime only. Byte ranges become GET requests:
 //! nearby ranges are coalesced (gaps up to `coalesce_gap`), large ones split into parallel
-//! requests of `request_size`, and every request waits for one of `requests_in_flight`
-//! permits, then (under [`SharedLimits`](crate::SharedLimits)) for one of the connections
-//! the scans share: both semaphores are fair (first come, first served).
+//! requests of at most `request_size` (cut where a column chunk starts, [`split_at`]), and
+//! every request waits for one of `requests_in_flight` permits, then (under
+//! [`SharedLimits`](crate::SharedLimits)) for one of the connections the scans share: both
+//! semaphores are fair (first come, first served).
 //!
 //! Nothing here decodes.
 
