@@ -11,16 +11,20 @@
 //!
 //! Invariants: a node marked `require_remote` never scans on the coordinator (it fails
 //! instead: a distributed query that would run it there is an error, not a silent local run);
+//! a node that claims an order ([`crate::order`]) delivers each partition's units in the
+//! order dealt, and their rows in row-group order (`ordered(true)`); others as decoded;
 //! the memory budget of the process's options is shared by the node's partitions; no
 //! DataFusion worker thread waits on a batch.
 
 use std::fmt;
 use std::sync::Arc;
 
+use datafusion::arrow::compute::SortOptions;
 use datafusion::arrow::datatypes::{Schema, SchemaRef};
 use datafusion::common::{exec_err, DataFusionError, Result, Statistics};
 use datafusion::execution::{SendableRecordBatchStream, TaskContext};
-use datafusion::physical_expr::EquivalenceProperties;
+use datafusion::physical_expr::expressions::Column;
+use datafusion::physical_expr::{EquivalenceProperties, PhysicalSortExpr};
 use datafusion::physical_plan::execution_plan::{Boundedness, EmissionType};
 use datafusion::physical_plan::metrics::{ExecutionPlanMetricsSet, MetricBuilder, MetricsSet};
 use datafusion::physical_plan::{
@@ -32,6 +36,7 @@ use rayquet::{Expr, Scan, ScanBuilder, ScanOptions};
 use serde::{Deserialize, Serialize};
 
 use crate::feed::{Planner, UnitKind};
+use crate::order::SortKey;
 use crate::stream::{reader_stream, Shape};
 use crate::worker::WorkerStats;
 
@@ -65,6 +70,10 @@ pub(crate) struct ScanSpec {
     pub require_remote: bool,
     /// The delivered schema.
     pub schema: Schema,
+    /// The order every partition delivers its rows in (empty: none), by the delivered
+    /// schema's columns ([`crate::order`]); the units are then read in the order dealt.
+    #[serde(default)]
+    pub ordering: Vec<SortKey>,
 }
 
 /// The leaf node reading a rayquet table (see the module docs).
@@ -93,8 +102,24 @@ impl RayquetScanExec {
         units: usize,
     ) -> Self {
         let schema: SchemaRef = Arc::new(spec.schema.clone());
+        let sort: Vec<PhysicalSortExpr> = spec
+            .ordering
+            .iter()
+            .map_while(|k| {
+                let at = schema.index_of(&k.column).ok()?;
+                let options = SortOptions {
+                    descending: k.descending,
+                    nulls_first: k.nulls_first,
+                };
+                Some(PhysicalSortExpr::new(
+                    Arc::new(Column::new(&k.column, at)),
+                    options,
+                ))
+            })
+            .collect();
+        let orderings = (!sort.is_empty()).then_some(sort);
         let props = Arc::new(PlanProperties::new(
-            EquivalenceProperties::new(Arc::clone(&schema)),
+            EquivalenceProperties::new_with_orderings(Arc::clone(&schema), orderings),
             Partitioning::UnknownPartitioning(partitions.max(1)),
             EmissionType::Incremental,
             Boundedness::Bounded,
@@ -214,6 +239,19 @@ impl DisplayAs for RayquetScanExec {
         if let Some(l) = self.spec.limit {
             write!(f, ", limit={l}")?;
         }
+        if !self.spec.ordering.is_empty() {
+            let keys: Vec<String> = self
+                .spec
+                .ordering
+                .iter()
+                .map(|k| {
+                    let dir = if k.descending { "DESC" } else { "ASC" };
+                    let nulls = if k.nulls_first { "FIRST" } else { "LAST" };
+                    format!("{} {dir} NULLS {nulls}", k.column)
+                })
+                .collect();
+            write!(f, ", output_ordering=[{}]", keys.join(", "))?;
+        }
         Ok(())
     }
 }
@@ -278,7 +316,8 @@ impl ExecutionPlan for RayquetScanExec {
             .options
             .clone()
             .batch_size(ctx.session_config().batch_size())
-            .ordered(false)
+            // In the units' order where the node claims an order, else as decoded.
+            .ordered(!self.spec.ordering.is_empty())
             .memory_budget(budget.max(1 << 20));
         if let Some(l) = self.spec.limit {
             options = options.limit(l);

@@ -51,6 +51,7 @@
 //! | `table` | [`RayquetTable`]: the `TableProvider` (schema, filter pushdown, statistics) |
 //! | `filter` | DataFusion expressions to rayquet's [`rayquet::Expr`], exact or not |
 //! | `feed` | work units and the coordinator's lazy planner that deals them out |
+//! | `order` | the order of a scan's rows where the files declare it and their row groups follow it |
 //! | `exec` | [`RayquetScanExec`]: one rayquet scan per output partition |
 //! | `stream` | a rayquet scan as a DataFusion stream (polls its `ScanStream`; no thread waits) |
 //! | `codec` | [`RayquetCodec`]: the node between processes, without credentials |
@@ -65,6 +66,7 @@ mod exec;
 mod feed;
 mod filter;
 mod meta;
+mod order;
 mod session;
 mod statements;
 mod stats;

@@ -1,24 +1,30 @@
 //! What the coordinator learns from a Parquet footer: the file's row groups (rows and the
-//! compressed bytes of each table column, to plan units below the file) and its statistics
+//! compressed bytes of each table column, to plan units below the file), its statistics
 //! (row count; per column min, max, null count, as DataFusion's own Parquet scan reports
-//! them), read once per file version and kept by the table ([`SummaryCache`]).
+//! them) and the order its writer declares (`sorting_columns`, with each row group's bounds of
+//! the first key, for [`crate::order`]), read once per file version and kept by the table
+//! ([`SummaryCache`]).
 //!
 //! Invariants: a statistic is `Exact` only where the footer says it exactly (row counts; null
 //! counts every row group has; min and max that every row group has, untruncated, of a
-//! non-float column); anything else is `Inexact` or `Absent`. A summary is found only under the
-//! file's location, size and version.
+//! non-float column); anything else is `Inexact` or `Absent`. A file has a [`Sorting`] only
+//! when every row group declares the same keys, the first key is a top-level, non-float
+//! column of the table, and every row group with rows has bounds of it and no nulls in it. A
+//! summary is found only under the file's location, size and version.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use datafusion::arrow::array::{Array, UInt64Array};
-use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
+use datafusion::arrow::datatypes::{DataType, Field, Schema};
 use datafusion::common::stats::Precision;
 use datafusion::common::{ColumnStatistics, ScalarValue, Statistics};
 use datafusion::functions_aggregate::min_max::{MaxAccumulator, MinAccumulator};
 use datafusion::logical_expr::Accumulator;
 use parquet::arrow::arrow_reader::statistics::StatisticsConverter;
 use parquet::file::metadata::ParquetMetaData;
+
+use crate::order::SortKey;
 
 /// One row group, as units are planned from it.
 #[derive(Debug, Clone)]
@@ -35,6 +41,21 @@ pub(crate) struct FileSummary {
     pub row_groups: Vec<RowGroupInfo>,
     /// Over the table's file columns (not its partition columns).
     pub stats: Statistics,
+    /// The order the writer declares for every row group, where it can be relied on.
+    pub sorting: Option<Sorting>,
+}
+
+/// The order of a file's rows within each row group, as its writer declares it
+/// (`sorting_columns`), and each row group's bounds of the first key: what
+/// [`crate::order`] needs to tell whether the row groups also follow each other in order.
+#[derive(Debug, Clone)]
+pub(crate) struct Sorting {
+    /// The keys, as table columns: the longest prefix of the declared keys that are
+    /// top-level columns of the table.
+    pub keys: Vec<SortKey>,
+    /// Per row group: the first key's lower and upper bound (`None`: the row group is empty).
+    /// Bounds may be truncated (a string's), never narrower than the values.
+    pub bounds: Vec<Option<(ScalarValue, ScalarValue)>>,
 }
 
 impl FileSummary {
@@ -103,7 +124,93 @@ pub(crate) fn summarize(md: &ParquetMetaData, table: &Schema) -> FileSummary {
             total_byte_size: Precision::Absent,
             column_statistics: columns,
         },
+        sorting: sorting(md, file_schema.as_ref(), table),
     }
+}
+
+/// The order every row group of the file declares, with the first key's bounds per row group
+/// (see [`Sorting`] and the module's invariants); `None` where any of it is missing.
+fn sorting(md: &ParquetMetaData, file: Option<&Schema>, table: &Schema) -> Option<Sorting> {
+    let groups = md.row_groups();
+    let declared = groups.first()?.sorting_columns()?;
+    if declared.is_empty()
+        || groups
+            .iter()
+            .any(|rg| rg.sorting_columns() != Some(declared))
+    {
+        return None;
+    }
+    let descr = md.file_metadata().schema_descr();
+    let keys: Vec<SortKey> = declared
+        .iter()
+        .map_while(|c| {
+            let leaf = descr.columns().get(usize::try_from(c.column_idx).ok()?)?;
+            let parts = leaf.path().parts();
+            // A top-level primitive column (not a field of a struct or list) of the table.
+            let name = (parts.len() == 1).then(|| &parts[0])?;
+            table.field_with_name(name).ok()?;
+            Some(SortKey {
+                column: name.clone(),
+                descending: c.descending,
+                nulls_first: c.nulls_first,
+            })
+        })
+        .collect();
+    let first = table.field_with_name(&keys.first()?.column).ok()?;
+    if bounds_inexact(first.data_type()) || first.data_type().is_nested() {
+        return None;
+    }
+    let (mins, maxes, nulls) = with_converter(md, file?, first, |c| {
+        // A row group that does not say how many nulls it has may have some.
+        let c = c.with_missing_null_counts_as_zero(false);
+        Some((
+            c.row_group_mins(groups.iter()).ok()?,
+            c.row_group_maxes(groups.iter()).ok()?,
+            c.row_group_null_counts(groups.iter()).ok()?,
+        ))
+    })??;
+    let mut bounds = Vec::with_capacity(groups.len());
+    for (i, rg) in groups.iter().enumerate() {
+        if rg.num_rows() == 0 {
+            bounds.push(None);
+            continue;
+        }
+        // Rows with no bounds, or with nulls in the key, could sit anywhere: no order.
+        if mins.is_null(i) || maxes.is_null(i) || nulls.is_null(i) || nulls.value(i) != 0 {
+            return None;
+        }
+        let min = ScalarValue::try_from_array(&mins, i).ok()?;
+        let max = ScalarValue::try_from_array(&maxes, i).ok()?;
+        bounds.push(Some((min, max)));
+    }
+    Some(Sorting { keys, bounds })
+}
+
+/// `read` given a statistics converter of column `field`'s values as the table types them (a
+/// view where the file has a plain string), from a file whose Arrow schema is `file`; `None`
+/// when the file's column differs in more than layout, or is not in the file.
+fn with_converter<T>(
+    md: &ParquetMetaData,
+    file: &Schema,
+    field: &Field,
+    read: impl FnOnce(StatisticsConverter<'_>) -> T,
+) -> Option<T> {
+    let file_field = file.field_with_name(field.name()).ok()?;
+    if field.data_type().is_nested() || !same_values(file_field.data_type(), field.data_type()) {
+        return None;
+    }
+    let fields: Vec<Field> = file
+        .fields()
+        .iter()
+        .map(|f| match f.name() == field.name() {
+            true => f.as_ref().clone().with_data_type(field.data_type().clone()),
+            false => f.as_ref().clone(),
+        })
+        .collect();
+    let schema = Schema::new(fields);
+    let descr = md.file_metadata().schema_descr();
+    let converter = StatisticsConverter::try_new(field.name(), &schema, descr).ok()?;
+    Some(read(converter))
 }
 
 /// The statistics of table column `field` in a file (`file`: its Arrow schema) of `rows` rows.
@@ -115,13 +222,13 @@ fn column_stats(
 ) -> ColumnStatistics {
     let unknown = ColumnStatistics::new_unknown();
     let Some(file) = file else { return unknown };
-    let Ok(file_field) = file.field_with_name(field.name()) else {
+    if file.field_with_name(field.name()).is_err() {
         // Not in this file: every row reads as null.
         return ColumnStatistics {
             null_count: Precision::Exact(rows),
             ..unknown
         };
-    };
+    }
     let byte_size = match field.data_type().primitive_width() {
         Some(w) => Precision::Exact(w * rows),
         None => {
@@ -142,51 +249,35 @@ fn column_stats(
             }
         }
     };
-    let flat = !field.data_type().is_nested();
-    if !flat || !same_values(file_field.data_type(), field.data_type()) {
-        return ColumnStatistics {
-            byte_size,
-            ..unknown
-        };
-    }
-    // The file's schema with this column as the table types it (a view where the file has a
-    // plain string), so the converter gives values of the table's type.
-    let fields: Vec<Field> = file
-        .fields()
-        .iter()
-        .map(|f| match f.name() == field.name() {
-            true => f.as_ref().clone().with_data_type(field.data_type().clone()),
-            false => f.as_ref().clone(),
-        })
-        .collect();
-    let schema: SchemaRef = Arc::new(Schema::new(fields));
-    let descr = md.file_metadata().schema_descr();
-    let Ok(converter) = StatisticsConverter::try_new(field.name(), &schema, descr) else {
-        return ColumnStatistics {
-            byte_size,
-            ..unknown
-        };
-    };
     let groups = md.row_groups();
-    let null_count = match converter.row_group_null_counts(groups.iter()) {
-        Ok(counts) => sum_all(&counts).map_or(Precision::Absent, Precision::Exact),
-        Err(_) => Precision::Absent,
-    };
     let exact_bounds = !bounds_inexact(field.data_type());
-    let min_value = bound(
-        converter.row_group_mins(groups.iter()).ok(),
-        converter.row_group_is_min_value_exact(groups.iter()).ok(),
-        field.data_type(),
-        exact_bounds,
-        false,
-    );
-    let max_value = bound(
-        converter.row_group_maxes(groups.iter()).ok(),
-        converter.row_group_is_max_value_exact(groups.iter()).ok(),
-        field.data_type(),
-        exact_bounds,
-        true,
-    );
+    let read = with_converter(md, file, field, |converter| {
+        let null_count = match converter.row_group_null_counts(groups.iter()) {
+            Ok(counts) => sum_all(&counts).map_or(Precision::Absent, Precision::Exact),
+            Err(_) => Precision::Absent,
+        };
+        let min_value = bound(
+            converter.row_group_mins(groups.iter()).ok(),
+            converter.row_group_is_min_value_exact(groups.iter()).ok(),
+            field.data_type(),
+            exact_bounds,
+            false,
+        );
+        let max_value = bound(
+            converter.row_group_maxes(groups.iter()).ok(),
+            converter.row_group_is_max_value_exact(groups.iter()).ok(),
+            field.data_type(),
+            exact_bounds,
+            true,
+        );
+        (null_count, min_value, max_value)
+    });
+    let Some((null_count, min_value, max_value)) = read else {
+        return ColumnStatistics {
+            byte_size,
+            ..unknown
+        };
+    };
     let distinct_count = distinct(md, field.name());
     ColumnStatistics {
         null_count,

@@ -30,6 +30,7 @@ use crate::exec::{Plan, RayquetScanExec, ScanSpec};
 use crate::feed::{Planner, UnitKind};
 use crate::filter;
 use crate::meta::{FileKey, FileSummary, SummaryCache};
+use crate::order::{SortKey, UnitRows};
 use crate::units::Sizing;
 
 /// What a table reads.
@@ -355,7 +356,7 @@ impl RayquetTable {
         delivered: usize,
         filter: Option<Expr>,
         sizing: Sizing,
-    ) -> Result<(Plan, Vec<(UnitKind, u64)>, Statistics)> {
+    ) -> Result<Planned> {
         let options = self.options.clone();
         match &self.source {
             Source::Parquet { url, hive } => {
@@ -364,18 +365,19 @@ impl RayquetTable {
                     .map(|c| self.schema.index_of(c))
                     .collect::<std::result::Result<_, _>>()?;
                 let read_schema = self.schema.project(&idx)?;
-                let (units, stats) = self
+                let (units, stats, ordering) = self
                     .parquet_units(url, hive, &read, filter.as_ref(), sizing)
                     .await?;
-                Ok((
-                    Plan::Parquet {
+                Ok(Planned {
+                    plan: Plan::Parquet {
                         read: read_schema,
                         delivered,
                         filter,
                     },
                     units,
                     stats,
-                ))
+                    ordering,
+                })
             }
             Source::Iceberg(scan) => {
                 let mut scan = scan
@@ -397,7 +399,12 @@ impl RayquetTable {
                 let mut stats = Statistics::new_unknown(&self.schema);
                 stats.num_rows = self.rows;
                 let units = units.into_iter().map(UnitKind::iceberg).collect();
-                Ok((Plan::Iceberg(planned.plan), units, stats))
+                Ok(Planned {
+                    plan: Plan::Iceberg(planned.plan),
+                    units,
+                    stats,
+                    ordering: Vec::new(),
+                })
             }
             Source::Delta(scan) => {
                 let mut scan = scan
@@ -417,19 +424,23 @@ impl RayquetTable {
                 .map_err(|e| DataFusionError::External(Box::new(e)))?
                 .map_err(df)?;
                 let units = units.into_iter().map(UnitKind::delta).collect();
-                Ok((
-                    Plan::Delta(Box::new(plan)),
+                Ok(Planned {
+                    plan: Plan::Delta(Box::new(plan)),
                     units,
-                    Statistics::new_unknown(&self.schema),
-                ))
+                    stats: Statistics::new_unknown(&self.schema),
+                    ordering: Vec::new(),
+                })
             }
         }
     }
 
     /// The units of a Parquet dataset at `url` (Hive partition columns `hive`) reading `read`
-    /// with `filter`, and the statistics of the files they read: lists the dataset, drops the
-    /// files whose partition values the filter excludes, reads the footers not read before,
-    /// and cuts the files into runs of row groups ([`crate::units`]).
+    /// with `filter`, the statistics of the files they read, and the order of their rows:
+    /// lists the dataset, drops the files whose partition values the filter excludes, reads
+    /// the footers not read before, cuts the files into runs of row groups
+    /// ([`crate::units`]), and puts the runs in the order the files declare when their row
+    /// groups follow each other in it ([`crate::order`]; else they keep the listing's order
+    /// and no order is claimed).
     async fn parquet_units(
         &self,
         url: &str,
@@ -437,7 +448,7 @@ impl RayquetTable {
         read: &[String],
         filter: Option<&Expr>,
         sizing: Sizing,
-    ) -> Result<(Vec<(UnitKind, u64)>, Statistics)> {
+    ) -> Result<(Vec<(UnitKind, u64)>, Statistics, Vec<SortKey>)> {
         let list = self.options.clone();
         let at = url.to_string();
         let mut dataset = rayquet::layer::io_runtime(&self.options)
@@ -517,6 +528,8 @@ impl RayquetTable {
             .collect();
         let runs = crate::units::split_files(&bytes, sizing);
         let mut units = Vec::new();
+        // Each unit's file's declared order and row groups.
+        let mut rows = Vec::new();
         let mut stats = Vec::with_capacity(summaries.len());
         let files = dataset
             .files
@@ -560,18 +573,45 @@ impl RayquetTable {
                 }));
             }
             let run_bytes = |run: &std::ops::Range<usize>| file_bytes[run.clone()].iter().sum();
+            let sorting = summary.sorting.as_ref();
             if runs.len() == 1 {
                 units.push((UnitKind::Parquet(task), file_bytes.iter().sum()));
+                let row_groups = 0..summary.row_groups.len();
+                rows.push(UnitRows {
+                    sorting,
+                    row_groups,
+                });
             } else {
                 for run in runs {
                     let b = run_bytes(&run);
-                    units.push((UnitKind::Parquet(task.clone().row_groups(run)), b));
+                    units.push((UnitKind::Parquet(task.clone().row_groups(run.clone())), b));
+                    rows.push(UnitRows {
+                        sorting,
+                        row_groups: run,
+                    });
                 }
             }
         }
         let stats = crate::stats::merge(&stats, &self.schema)?;
-        Ok((units, stats))
+        let ordering = match crate::order::order(&rows) {
+            Some((keys, in_order)) => {
+                let mut slots: Vec<Option<(UnitKind, u64)>> = units.into_iter().map(Some).collect();
+                units = in_order.iter().filter_map(|&i| slots[i].take()).collect();
+                keys
+            }
+            None => Vec::new(),
+        };
+        Ok((units, stats, ordering))
     }
+}
+
+/// A scan's plan, its units (with their bytes) in the order they are dealt, the statistics of
+/// the rows they hold, and the order those rows follow (empty: none claimed).
+struct Planned {
+    plan: Plan,
+    units: Vec<(UnitKind, u64)>,
+    stats: Statistics,
+    ordering: Vec<SortKey>,
 }
 
 /// What a session tells the tables it plans: the workers their scans are spread over (a
@@ -636,7 +676,12 @@ impl TableProvider for RayquetTable {
             unit_bytes: self.unit_bytes,
             min_units: wanted * workers,
         };
-        let (plan, units, table_stats) = self.plan(read, delivered, filter.clone(), sizing).await?;
+        let Planned {
+            plan,
+            units,
+            stats: table_stats,
+            ordering,
+        } = self.plan(read, delivered, filter.clone(), sizing).await?;
         let mut stats = crate::stats::scan_statistics(
             state,
             &self.schema,
@@ -652,6 +697,14 @@ impl TableProvider for RayquetTable {
             stats.total_byte_size = Precision::Absent;
         }
         let partitions = wanted.min(units.len()).max(1);
+        // The order's keys the scan delivers (a prefix of an order is an order).
+        let ordering = match rows_only {
+            true => Vec::new(),
+            false => ordering
+                .into_iter()
+                .take_while(|k| out.index_of(&k.column).is_ok())
+                .collect(),
+        };
         let spec = ScanSpec {
             table: self.name.clone(),
             plan,
@@ -659,6 +712,7 @@ impl TableProvider for RayquetTable {
             rows_only,
             require_remote: self.require_remote,
             schema: out,
+            ordering,
         };
         let units_count = units.len();
         let feed = WorkUnitFeed::new(Planner::new(partitions, units));

@@ -1,8 +1,9 @@
 //! rayquet-datafusion's tests, one binary (one link of DataFusion's stack rather than two):
 //! SQL over rayquet tables in one process ([`local`]) and on loopback workers
-//! ([`distributed`]), each against DataFusion over the batches of an independent reader
+//! ([`distributed`]), the order of rows files declare ([`order`]), each against DataFusion over the batches of an independent reader
 //! ([`common`]).
 
 mod common;
 mod distributed;
 mod local;
+mod order;
