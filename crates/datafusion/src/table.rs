@@ -423,11 +423,13 @@ impl RayquetTable {
                 .await
                 .map_err(|e| DataFusionError::External(Box::new(e)))?
                 .map_err(df)?;
+                let mut stats = Statistics::new_unknown(&self.schema);
+                stats.num_rows = delta_rows(&units);
                 let units = units.into_iter().map(UnitKind::delta).collect();
                 Ok(Planned {
                     plan: Plan::Delta(Box::new(plan)),
                     units,
-                    stats: Statistics::new_unknown(&self.schema),
+                    stats,
                     ordering: Vec::new(),
                 })
             }
@@ -602,6 +604,32 @@ impl RayquetTable {
             None => Vec::new(),
         };
         Ok((units, stats, ordering))
+    }
+}
+
+/// The rows of a Delta scan's files, from their `add` actions' `numRecords`: exact when every
+/// file has it and none has a deletion vector; with deletion vectors, the records less the
+/// rows each vector deletes, inexact (the protocol lets a file's statistics lag its deletion
+/// vector); absent when a file has no count.
+fn delta_rows(units: &[rayquet_delta::FileUnit]) -> Precision<usize> {
+    let mut rows = 0u64;
+    let mut exact = true;
+    for u in units {
+        let Some(n) = u.record_count else {
+            return Precision::Absent;
+        };
+        match &u.deletion_vector {
+            Some(dv) => {
+                exact = false;
+                rows += n.saturating_sub(dv.cardinality.max(0) as u64);
+            }
+            None => rows += n,
+        }
+    }
+    let rows = usize::try_from(rows).unwrap_or(usize::MAX);
+    match exact {
+        true => Precision::Exact(rows),
+        false => Precision::Inexact(rows),
     }
 }
 

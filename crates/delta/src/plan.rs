@@ -59,6 +59,10 @@ pub struct FileUnit {
     pub deletion_vector: Option<DvUnit>,
     /// The kernel's transform from the file's physical rows to the table's logical rows.
     pub transform: Option<Expression>,
+    /// The rows of the data file (`numRecords` of its `add` action's statistics, deleted rows
+    /// included), when the log has it.
+    #[serde(default)]
+    pub record_count: Option<u64>,
 }
 
 /// A deletion vector descriptor (the `deletionVector` of an `add` action).
@@ -188,6 +192,7 @@ pub(crate) fn units(m: &ScanMetadata) -> DeltaResult<Vec<FileUnit>> {
                 transform: f
                     .transform
                     .map(|t| empty_values_as_null(t.as_ref().clone())),
+                record_count: f.stats.map(|s| s.num_records),
             }
         })
         .collect())

@@ -261,6 +261,71 @@ async fn iceberg_snapshots_are_pinned() {
     }
 }
 
+/// The scan node's row count in the plan of `sql` (`Precision` as text, e.g. `Exact(40)`).
+async fn scan_rows(ctx: &SessionContext, sql: &str) -> String {
+    fn find(plan: &Arc<dyn ExecutionPlan>) -> Option<String> {
+        if plan
+            .downcast_ref::<rayquet_datafusion::RayquetScanExec>()
+            .is_some()
+        {
+            let stats = plan.partition_statistics(None).unwrap();
+            return Some(format!("{:?}", stats.num_rows));
+        }
+        plan.children().into_iter().find_map(find)
+    }
+    find(&plan_of(ctx, sql).await).expect("a scan node")
+}
+
+/// A Delta table's row count comes from its files' `numRecords`, exact only when it is: on
+/// every golden table (written by Spark: appends, deletes, updates, merges, checkpoints,
+/// deletion vectors) an exact count equals the rows of the table's expected scan, and then
+/// answers `count(*)` without a scan.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn delta_row_counts_come_from_the_log_only_when_exact() {
+    use rayquet_testkit::delta_tables as dt;
+    let table = |url: &str| {
+        let ctx = local_session();
+        let t = RayquetTable::delta(rayquet_delta::TableScan::open(url)).unwrap();
+        ctx.register_table("t", Arc::new(t)).unwrap();
+        ctx
+    };
+    let mut exact = Vec::new();
+    for name in dt::compared_tables() {
+        let url = dt::golden_table_url(name);
+        let (_, batches) = dt::expected_table(name);
+        let rows: usize = batches.iter().map(|b| b.num_rows()).sum();
+        let ctx = table(url.as_str());
+        let sql = "SELECT * FROM t";
+        let got = scan_rows(&ctx, sql).await;
+        if got.starts_with("Exact") {
+            assert_eq!(got, format!("Exact({rows})"), "{name}");
+            let plan = physical(&ctx, "SELECT count(*) FROM t").await;
+            assert!(!plan.contains("RayquetScanExec"), "{name}: a scan\n{plan}");
+            assert_eq!(
+                rows_of(&ctx, "SELECT count(*) FROM t").await,
+                vec![rows.to_string()]
+            );
+            exact.push(name);
+        }
+    }
+    assert!(exact.len() >= 5, "exact counts on {exact:?} only");
+    // Deletion vectors: records less deleted rows, an estimate; the rows are counted.
+    let dir = tempfile::tempdir().unwrap();
+    let fx = dt::dv_fixture(&dir.path().join("dv"));
+    let rows = fx.expected().num_rows();
+    let ctx = table(fx.url.as_str());
+    assert_eq!(
+        scan_rows(&ctx, "SELECT id FROM t").await,
+        format!("Inexact({rows})")
+    );
+    let plan = physical(&ctx, "SELECT count(*) FROM t").await;
+    assert!(plan.contains("RayquetScanExec"), "{plan}");
+    assert_eq!(
+        rows_of(&ctx, "SELECT count(*) FROM t").await,
+        vec![rows.to_string()]
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn delta_tables_match_their_expected_rows() {
     use rayquet_testkit::delta_tables as dt;
