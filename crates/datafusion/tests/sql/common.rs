@@ -62,6 +62,19 @@ pub fn reference(name: &str, schema: SchemaRef, batches: Vec<RecordBatch>) -> Se
     ctx
 }
 
+/// A session holding the rows of `files` (in that order), read by parquet's own reader, as
+/// table `name`.
+pub fn reference_files(name: &str, files: &[std::path::PathBuf]) -> SessionContext {
+    let mut batches = Vec::new();
+    let mut schema = None;
+    for f in files {
+        let (s, b) = rayquet_testkit::reference(f, None, 1024).expect("reference read");
+        schema = Some(s);
+        batches.extend(b);
+    }
+    reference(name, schema.expect("files"), batches)
+}
+
 /// Add `batches` as table `name` of a reference session.
 pub fn add_reference(
     ctx: &SessionContext,

@@ -25,14 +25,7 @@ fn gen_options() -> GenOptions {
 /// The generated dataset as table `t` through rayquet, and through parquet's reader.
 fn parquet_pair(dir: &std::path::Path) -> (SessionContext, SessionContext) {
     let files = generate(dir, &gen_options()).expect("generate");
-    let mut batches = Vec::new();
-    let mut schema = None;
-    for f in &files {
-        let (s, b) = rayquet_testkit::reference(f, None, 1024).expect("reference read");
-        schema = Some(s);
-        batches.extend(b);
-    }
-    let expected = reference("t", schema.expect("files"), batches);
+    let expected = reference_files("t", &files);
     let ctx = local_session();
     let table = RayquetTable::parquet(dir.to_str().unwrap(), ScanOptions::new())
         .expect("register the dataset");

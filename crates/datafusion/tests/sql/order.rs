@@ -91,14 +91,7 @@ fn reference_of(dir: &Path) -> SessionContext {
         .map(|e| e.unwrap().path())
         .collect();
     files.sort();
-    let mut batches = Vec::new();
-    let mut schema = None;
-    for f in &files {
-        let (s, b) = rayquet_testkit::reference(f, None, 1024).expect("reference read");
-        schema = Some(s);
-        batches.extend(b);
-    }
-    reference("t", schema.expect("files"), batches)
+    reference_files("t", &files)
 }
 
 /// The dataset in `dir` as table `t`: each row group a unit, over `partitions` partitions.
