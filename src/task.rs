@@ -446,6 +446,24 @@ impl FileTask {
     }
 }
 
+/// What a table format's metadata says of one column of one data file (a Delta `add`
+/// action's statistics, an Iceberg manifest entry's bounds and counts), for a planner that
+/// estimates what a scan returns. The bounds are bounds, not the file's exact least and
+/// greatest values: writers cut strings to a prefix and Delta's timestamps to the
+/// millisecond (a table layer widens or drops a maximum that may be cut short), and a file's
+/// statistics may count rows its deletes remove.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ColumnStats {
+    /// The column (its top-level name in the table's schema).
+    pub column: String,
+    /// No value of the file is below this (a one-row array of the column's type), when known.
+    pub min: Option<ArrayRef>,
+    /// No value of the file is above this (a one-row array of the column's type), when known.
+    pub max: Option<ArrayRef>,
+    /// How many of the file's values are null, when known.
+    pub null_count: Option<u64>,
+}
+
 /// Which task a batch came from (see [`crate::TaggedReader::task`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TaskInfo {

@@ -1131,6 +1131,22 @@ def delta_types_table():
 
 
 def delta_all():
+    name = "delta/stats_cut_short"
+    if wanted(name):
+        # Statistics keep 32 characters of a string and milliseconds of a timestamp: the
+        # greatest values here are longer or finer than that, so a max read as written would
+        # fall below them (the real-writers statistics test checks the bounds hold).
+        p = fresh(DELTA / "stats_cut_short")
+        t = pa.table(
+            {
+                "id": pa.array([1, 2, 3], pa.int64()),
+                "s": pa.array(["b" * 40, "a" * 33 + "z", "b" * 32 + "c"]),
+                "ts": pa.array([utc(dt.datetime(2024, 1, 1, 0, 0, 0, 999_999)), utc(dt.datetime(2023, 1, 1)), None], pa.timestamp("us", tz="UTC")),
+                "ts_ntz": pa.array([dt.datetime(2024, 5, 5, 5, 5, 5, 123_456), None, dt.datetime(2000, 1, 1)], pa.timestamp("us")),
+            }
+        )
+        write_deltalake(str(p), t)
+        delta_case(name, p, delta_read(p), why="strings longer than the 32 characters statistics keep, timestamps finer than a millisecond")
     name = "delta/types"
     if wanted(name):
         p = fresh(DELTA / "types")

@@ -34,6 +34,9 @@ use rayquet::{Expr, Scan, ScanBuilder};
 use rayquet_testkit::{python, row_strings, run_with_timeout, Outcome};
 use serde_json::Value;
 
+#[path = "real_writers/stats.rs"]
+mod stats;
+
 /// Per case: a scan that takes longer has hung.
 const CASE_TIMEOUT: Duration = Duration::from_secs(60);
 /// Rows shown per difference.
@@ -603,6 +606,43 @@ fn real_writers() {
     eprintln!("{report}(this report: {})", path.display());
     if let Err(problems) = verdict {
         panic!("{problems}");
+    }
+}
+
+/// The column statistics the table crates plan with hold on every Iceberg and Delta table the
+/// real writers made (the current snapshot or version, read whole): see `stats`.
+#[test]
+fn real_writer_statistics_bound_the_rows() {
+    let (out, _) = generated_in();
+    let mut problems = Vec::new();
+    let (mut tables, mut checked) = (0, 0);
+    for case in load_cases(out) {
+        let whole = case.read.as_object().is_none_or(|r| r.is_empty());
+        let table = matches!(case.kind.as_str(), "iceberg" | "delta");
+        let Some(expected) = case.expected.as_ref().filter(|_| table && whole) else {
+            continue;
+        };
+        if !selected(&case.name) || case.error.is_some() {
+            continue;
+        }
+        let files = match stats::planned(&case.kind, &case.location) {
+            Ok(f) => f,
+            // Reading the table is the other test's: it knows the known failures.
+            Err(_) => continue,
+        };
+        let (_, batches) = read_ipc(expected);
+        let (found, n) = stats::check(&files, &batches);
+        tables += 1;
+        checked += n;
+        problems.extend(found.into_iter().map(|p| format!("{}: {p}", case.name)));
+    }
+    eprintln!("statistics of {tables} tables: {checked} bounds and counts checked");
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+    if std::env::var("RAYQUET_REAL_WRITERS").is_err() {
+        assert!(
+            tables >= 20 && checked >= 100,
+            "{tables} tables, {checked} checked"
+        );
     }
 }
 

@@ -52,6 +52,8 @@
 //! | `filter` | DataFusion expressions to rayquet's [`rayquet::Expr`], exact or not |
 //! | `feed` | work units and the coordinator's lazy planner that deals them out |
 //! | `order` | the order of a scan's rows where the files declare it and their row groups follow it |
+//! | `stats` | what a scan node reports: the files' statistics narrowed by the pushed filters |
+//! | `table_stats` | Iceberg and Delta scans' statistics from the table's own metadata |
 //! | `exec` | [`RayquetScanExec`]: one rayquet scan per output partition |
 //! | `stream` | a rayquet scan as a DataFusion stream (polls its `ScanStream`; no thread waits) |
 //! | `codec` | [`RayquetCodec`]: the node between processes, without credentials |
@@ -72,6 +74,7 @@ mod statements;
 mod stats;
 mod stream;
 mod table;
+mod table_stats;
 mod units;
 mod worker;
 

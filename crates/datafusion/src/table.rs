@@ -8,8 +8,9 @@
 //! of its own), never on DataFusion's workers.
 //!
 //! Invariants: the projection and every filter reported Exact are applied by rayquet; the
-//! statistics are exact only where metadata gives them exactly (an Iceberg snapshot's record
-//! count when it has no deletes and no filter is pushed), otherwise inexact or absent.
+//! statistics are exact only where metadata gives them exactly (footers; Iceberg record
+//! counts without deletes, Delta's `numRecords` without deletion vectors), otherwise inexact
+//! or absent ([`crate::table_stats`]).
 
 use std::fmt;
 use std::sync::Arc;
@@ -380,9 +381,11 @@ impl RayquetTable {
                 })
             }
             Source::Iceberg(scan) => {
+                let filtered = filter.is_some();
                 let mut scan = scan
                     .as_ref()
                     .clone()
+                    .statistics(true)
                     .columns(read.iter().take(delivered).cloned());
                 if let Some(f) = filter {
                     scan = scan.filter(f);
@@ -396,9 +399,22 @@ impl RayquetTable {
                     .into_iter()
                     .collect::<rayquet::Result<_>>()
                     .map_err(df)?;
-                let mut stats = Statistics::new_unknown(&self.schema);
-                stats.num_rows = self.rows;
-                let units = units.into_iter().map(UnitKind::iceberg).collect();
+                // Without a count per file, the snapshot's (an upper bound when filtered).
+                let rows = match filtered {
+                    true => self.rows.to_inexact(),
+                    false => self.rows,
+                };
+                let stats = crate::table_stats::iceberg(&units, rows, &self.schema)?;
+                // The statistics were for planning: units go out without them.
+                let units = units
+                    .into_iter()
+                    .map(|u| {
+                        UnitKind::iceberg(rayquet_iceberg::TaskUnit {
+                            stats: Vec::new(),
+                            ..u
+                        })
+                    })
+                    .collect();
                 Ok(Planned {
                     plan: Plan::Iceberg(planned.plan),
                     units,
@@ -410,6 +426,7 @@ impl RayquetTable {
                 let mut scan = scan
                     .as_ref()
                     .clone()
+                    .statistics(true)
                     .columns(read.iter().take(delivered).cloned());
                 if let Some(f) = filter {
                     scan = scan.filter(f);
@@ -423,9 +440,17 @@ impl RayquetTable {
                 .await
                 .map_err(|e| DataFusionError::External(Box::new(e)))?
                 .map_err(df)?;
-                let mut stats = Statistics::new_unknown(&self.schema);
-                stats.num_rows = delta_rows(&units);
-                let units = units.into_iter().map(UnitKind::delta).collect();
+                let stats = crate::table_stats::delta(&units, &self.schema)?;
+                // The statistics were for planning: units go out without them.
+                let units = units
+                    .into_iter()
+                    .map(|u| {
+                        UnitKind::delta(rayquet_delta::FileUnit {
+                            stats: Vec::new(),
+                            ..u
+                        })
+                    })
+                    .collect();
                 Ok(Planned {
                     plan: Plan::Delta(Box::new(plan)),
                     units,
@@ -604,32 +629,6 @@ impl RayquetTable {
             None => Vec::new(),
         };
         Ok((units, stats, ordering))
-    }
-}
-
-/// The rows of a Delta scan's files, from their `add` actions' `numRecords`: exact when every
-/// file has it and none has a deletion vector; with deletion vectors, the records less the
-/// rows each vector deletes, inexact (the protocol lets a file's statistics lag its deletion
-/// vector); absent when a file has no count.
-fn delta_rows(units: &[rayquet_delta::FileUnit]) -> Precision<usize> {
-    let mut rows = 0u64;
-    let mut exact = true;
-    for u in units {
-        let Some(n) = u.record_count else {
-            return Precision::Absent;
-        };
-        match &u.deletion_vector {
-            Some(dv) => {
-                exact = false;
-                rows += n.saturating_sub(dv.cardinality.max(0) as u64);
-            }
-            None => rows += n,
-        }
-    }
-    let rows = usize::try_from(rows).unwrap_or(usize::MAX);
-    match exact {
-        true => Precision::Exact(rows),
-        false => Precision::Inexact(rows),
     }
 }
 

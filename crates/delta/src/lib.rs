@@ -14,6 +14,8 @@
 //!   file's deletion vector its deleted rows (never delivered, not decoded where the page
 //!   index allows), the kernel's per-file transform (partition values, column mapping) runs on
 //!   the decode pool, and the filter prunes row groups and pages, then holds exactly.
+//!   [`TableScan::plan`] gives those files as serializable [`FileUnit`]s, with their columns'
+//!   statistics from the log when asked ([`TableScan::statistics`], for a query planner).
 //!
 //! ```no_run
 //! # fn main() -> rayquet::Result<()> {
@@ -37,6 +39,7 @@ mod log_cache;
 mod log_check;
 mod plan;
 pub mod predicate;
+mod stats;
 
 use std::sync::Arc;
 
@@ -67,6 +70,7 @@ use rayquet::{Error, ErrorKind, Result, Scan, ScanBuilder, ScanOptions, ScanRead
 pub struct TableScan {
     location: String,
     version: Option<u64>,
+    statistics: bool,
     options: ScanOptions,
 }
 
@@ -89,6 +93,7 @@ impl TableScan {
         TableScan {
             location: location.into(),
             version: None,
+            statistics: false,
             options: ScanOptions::default(),
         }
     }
@@ -96,6 +101,15 @@ impl TableScan {
     /// Read this version of the table.
     pub fn version(mut self, version: u64) -> Self {
         self.version = Some(version);
+        self
+    }
+
+    /// Give each planned [`FileUnit`] its columns' statistics from the log
+    /// ([`FileUnit::stats`]: the `add` action's `minValues`, `maxValues` and `nullCount`, and
+    /// its partition values), for a planner that estimates what a scan returns. Off by
+    /// default: the kernel then parses only what file skipping needs.
+    pub fn statistics(mut self, on: bool) -> Self {
+        self.statistics = on;
         self
     }
 
@@ -181,9 +195,19 @@ impl TableScan {
         if let Some(f) = &filter {
             sb = sb.with_predicate(Arc::new(predicate::to_kernel(f, &table_schema)));
         }
+        if self.statistics {
+            // JSON too: the kernel's `ScanFile` reads `numRecords` from it.
+            sb = sb
+                .with_stats(delta_kernel::scan::StatsOptions::all())
+                .with_partition_values(delta_kernel::scan::PartitionValuesOptions::with_struct());
+        }
         let scan = sb.build().map_err(kernel)?;
         let physical: SchemaRef = Arc::clone(scan.physical_schema());
         let logical: SchemaRef = Arc::clone(scan.logical_schema());
+        let stats_columns = match self.statistics {
+            true => stats::stats_columns(&logical, &physical, &table_schema),
+            false => Vec::new(),
+        };
         let logical_arrow: ArrowSchema = logical.as_ref().try_into_arrow()?;
         let keep: Vec<usize> = selected
             .iter()
@@ -211,7 +235,7 @@ impl TableScan {
         // by path): a path listed twice is a damaged log (two adds in a checkpoint, adds of
         // one path with different deletion vectors), never rows to read twice.
         let units = metadata.flat_map(move |m| -> Vec<Result<FileUnit>> {
-            let units = m.and_then(|m| plan::units(&m));
+            let units = m.and_then(|m| plan::units(&m, &stats_columns));
             match units {
                 Ok(units) => units.into_iter().map(Ok).collect(),
                 Err(e) => {

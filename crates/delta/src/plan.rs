@@ -28,7 +28,9 @@ use rayquet::{Error, ErrorKind, Result, Scan, ScanBuilder, ScanOptions};
 use serde::{Deserialize, Serialize};
 use url::Url;
 
+use crate::stats::{file_stats, StatsColumn};
 use crate::{dv, handler, RayquetEngine};
+use rayquet::task::ColumnStats;
 
 /// What every file of a planned Delta scan shares: serializable (serde), no credentials.
 /// Made by [`crate::TableScan::plan`]; read units with [`ScanPlan::scan`].
@@ -63,6 +65,11 @@ pub struct FileUnit {
     /// included), when the log has it.
     #[serde(default)]
     pub record_count: Option<u64>,
+    /// Its columns' statistics from the log, when the scan asked for them
+    /// ([`crate::TableScan::statistics`]; empty otherwise, or when the log has none): for
+    /// planning on the coordinator, so not sent with the unit.
+    #[serde(skip)]
+    pub stats: Vec<ColumnStats>,
 }
 
 /// A deletion vector descriptor (the `deletionVector` of an `add` action).
@@ -165,8 +172,9 @@ impl ScanPlan {
     }
 }
 
-/// The units of one batch of the kernel's scan metadata, in the order of its selected files.
-pub(crate) fn units(m: &ScanMetadata) -> DeltaResult<Vec<FileUnit>> {
+/// The units of one batch of the kernel's scan metadata, in the order of its selected files,
+/// with the statistics of `stats` columns when the metadata has them.
+pub(crate) fn units(m: &ScanMetadata, stats: &[StatsColumn]) -> DeltaResult<Vec<FileUnit>> {
     let push: delta_kernel::scan::state::ScanCallback<Vec<ScanFile>> =
         |v: &mut Vec<ScanFile>, f: ScanFile| v.push(f);
     let files = m.visit_scan_files(Vec::new(), push)?;
@@ -179,12 +187,22 @@ pub(crate) fn units(m: &ScanMetadata) -> DeltaResult<Vec<FileUnit>> {
             dvs.found.len()
         )));
     }
+    let batch = match stats.is_empty() {
+        true => None,
+        false => m
+            .scan_files
+            .data()
+            .any_ref()
+            .downcast_ref::<ArrowEngineData>()
+            .map(|d| d.record_batch()),
+    };
     Ok(files
         .into_iter()
         .zip(dvs.found)
-        .map(|(f, (path, dv))| {
+        .map(|(f, (row, path, dv))| {
             debug_assert_eq!(f.path, path);
             debug_assert_eq!(f.dv_info.has_vector(), dv.is_some());
+            let record_count = f.stats.map(|s| s.num_records);
             FileUnit {
                 path: f.path,
                 size: f.size.max(0) as u64,
@@ -192,7 +210,8 @@ pub(crate) fn units(m: &ScanMetadata) -> DeltaResult<Vec<FileUnit>> {
                 transform: f
                     .transform
                     .map(|t| empty_values_as_null(t.as_ref().clone())),
-                record_count: f.stats.map(|s| s.num_records),
+                record_count,
+                stats: batch.map_or_else(Vec::new, |b| file_stats(b, row, stats, record_count)),
             }
         })
         .collect())
@@ -233,11 +252,11 @@ fn empty_values_as_null(e: Expression) -> Expression {
     }
 }
 
-/// Reads each selected scan file's path and deletion vector descriptor (which the kernel's
-/// `ScanFile` keeps private), in the same rows and order as `visit_scan_files`.
+/// Reads each selected scan file's row, path and deletion vector descriptor (which the
+/// kernel's `ScanFile` keeps private), in the same rows and order as `visit_scan_files`.
 #[derive(Default)]
 struct DvVisitor {
-    found: Vec<(String, Option<DvUnit>)>,
+    found: Vec<(usize, String, Option<DvUnit>)>,
 }
 
 impl FilteredRowVisitor for DvVisitor {
@@ -289,7 +308,7 @@ impl FilteredRowVisitor for DvVisitor {
                     cardinality: getters[5].get(row, "deletionVector.cardinality")?,
                 }),
             };
-            self.found.push((path, dv));
+            self.found.push((row, path, dv));
         }
         Ok(())
     }

@@ -7,6 +7,8 @@
 //! [`FileTask`](rayquet::task::FileTask) whose columns are found by field id (or the table's name mapping, for files written without ids),
 //! whose identity-partition columns are constants, whose position deletes are deleted rows
 //! and whose equality deletes are a hash-set row filter. Decoding runs on the rayon pool.
+//! [`TableScan::plan`] gives those tasks as serializable [`TaskUnit`]s, with their columns'
+//! statistics from the manifests when asked ([`TableScan::statistics`], for a query planner).
 //!
 //! ```no_run
 //! # fn main() -> rayquet::Result<()> {
@@ -127,6 +129,7 @@ mod integrity;
 pub mod normalize;
 mod plan;
 pub mod predicate;
+mod stats;
 pub mod storage;
 
 pub use dv::DeletionVector;
@@ -297,6 +300,7 @@ pub struct TableScan {
     reference: Option<String>,
     as_of: Option<i64>,
     case_sensitive: bool,
+    statistics: bool,
     options: ScanOptions,
 }
 
@@ -342,6 +346,7 @@ impl TableScan {
             reference: None,
             as_of: None,
             case_sensitive: true,
+            statistics: false,
             options: ScanOptions::default(),
         }
     }
@@ -395,6 +400,15 @@ impl TableScan {
     /// not. Output columns are named as the table names them.
     pub fn case_sensitive(mut self, yes: bool) -> Self {
         self.case_sensitive = yes;
+        self
+    }
+
+    /// Give each planned [`TaskUnit`] its columns' statistics from the snapshot's manifests
+    /// ([`TaskUnit::stats`]: the entries' lower and upper bounds and null counts), for a
+    /// planner that estimates what a scan returns. Off by default: the data manifests are
+    /// then read once more at planning.
+    pub fn statistics(mut self, on: bool) -> Self {
+        self.statistics = on;
         self
     }
 
@@ -551,6 +565,7 @@ impl TableScan {
         let types = V3Types::of(md.properties(), schema.schema_id());
         let v3 = md.format_version() >= iceberg::spec::FormatVersion::V3;
         let lineage = ids.iter().any(|id| is_lineage(*id));
+        let stats_columns = self.statistics.then(|| stats::stats_columns(&schema, &ids));
         if lineage && !v3 {
             return Err(Error::new(
                 ErrorKind::InvalidArgument,
@@ -622,7 +637,7 @@ impl TableScan {
                 b = b.with_filter(p);
             }
             let scan = b.build().map_err(ice)?;
-            let index = FileIndex::load(&table, snapshot, lineage).await?;
+            let index = FileIndex::load(&table, snapshot, lineage, stats_columns).await?;
             if let Some(r) = register {
                 index.vectors.values().for_each(|v| r.want(v));
             }
@@ -1089,6 +1104,8 @@ pub(crate) type Lineage = (Option<i64>, Option<i64>);
 pub(crate) struct FileIndex {
     /// Partition spec id by data file path (`None`: the table has one spec).
     pub spec_of: Option<HashMap<String, i32>>,
+    /// Column statistics by data file path (when asked for).
+    pub stats: Option<stats::StatsByFile>,
     /// First row id (when known) and data sequence number by data file path.
     pub lineage: Option<HashMap<String, Lineage>>,
     /// Deletion vectors by the data file they apply to.
@@ -1099,8 +1116,14 @@ pub(crate) struct FileIndex {
 
 impl FileIndex {
     /// The index of `snapshot`: data manifests are read when the table has several specs or
-    /// `lineage` is asked for, delete manifests when the table is format v3.
-    async fn load(table: &Table, snapshot: i64, lineage: bool) -> Result<FileIndex> {
+    /// `lineage` or the statistics of `stats` columns (field id, name) are asked for, delete
+    /// manifests when the table is format v3.
+    async fn load(
+        table: &Table,
+        snapshot: i64,
+        lineage: bool,
+        stats: Option<Vec<(i32, String)>>,
+    ) -> Result<FileIndex> {
         use iceberg::spec::{DataContentType, DataFileFormat, ManifestContentType};
         let md = table.metadata();
         let specs = md.partition_specs_iter().len() > 1;
@@ -1108,9 +1131,11 @@ impl FileIndex {
         let mut index = FileIndex {
             spec_of: specs.then(HashMap::new),
             lineage: lineage.then(HashMap::new),
+            stats: stats.is_some().then(HashMap::new),
             ..Default::default()
         };
-        if !specs && !lineage && !v3 {
+        let data_manifests = specs || lineage || stats.is_some();
+        if !data_manifests && !v3 {
             return Ok(index);
         }
         let snap = md
@@ -1119,7 +1144,7 @@ impl FileIndex {
         let list = table.manifest_list_reader(snap).load().await.map_err(ice)?;
         for m in list.entries() {
             let data = m.content == ManifestContentType::Data;
-            if (data && !specs && !lineage) || (!data && !v3) {
+            if (data && !data_manifests) || (!data && !v3) {
                 continue;
             }
             let manifest = m.load_manifest(table.file_io()).await.map_err(ice)?;
@@ -1137,6 +1162,9 @@ impl FileIndex {
                 if data {
                     if let Some(map) = &mut index.spec_of {
                         map.insert(f.file_path().to_string(), m.partition_spec_id);
+                    }
+                    if let (Some(map), Some(columns)) = (&mut index.stats, &stats) {
+                        map.insert(f.file_path().to_string(), stats::file_stats(f, columns));
                     }
                     if let Some(map) = &mut index.lineage {
                         let first = match f.first_row_id() {

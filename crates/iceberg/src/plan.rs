@@ -87,6 +87,11 @@ pub struct TaskUnit {
     /// Its data sequence number (row lineage; set when the scan selects it).
     #[serde(default)]
     pub sequence_number: Option<i64>,
+    /// Its columns' statistics from the manifest, when the scan asked for them
+    /// ([`crate::TableScan::statistics`]; empty otherwise): for planning on the coordinator,
+    /// so not sent with the unit. The data file's, for each of its splits.
+    #[serde(skip)]
+    pub stats: Vec<rayquet::task::ColumnStats>,
 }
 
 impl ScanPlan {
@@ -333,6 +338,12 @@ impl Units {
             }
             None => (None, None),
         };
+        let stats = index
+            .stats
+            .as_ref()
+            .and_then(|m| m.get(&path))
+            .cloned()
+            .unwrap_or_default();
         Ok(TaskUnit {
             positions,
             equality: deletes(DataContentType::EqualityDeletes),
@@ -343,6 +354,7 @@ impl Units {
             constants,
             mapped: t.name_mapping.is_some(),
             record_count: t.record_count,
+            stats,
             deletion_vector,
             first_row_id,
             sequence_number,
