@@ -80,6 +80,21 @@ impl UnitKind {
         (UnitKind::Delta(file), bytes)
     }
 
+    /// The same unit reading only the row groups `run` of its file.
+    pub fn with_row_groups(&self, run: std::ops::Range<usize>) -> Self {
+        match self {
+            UnitKind::Parquet(t) => UnitKind::Parquet(t.clone().row_groups(run)),
+            UnitKind::Iceberg(u) => UnitKind::Iceberg(rayquet_iceberg::TaskUnit {
+                row_groups: Some(run),
+                ..u.clone()
+            }),
+            UnitKind::Delta(u) => UnitKind::Delta(rayquet_delta::FileUnit {
+                row_groups: Some(run),
+                ..u.clone()
+            }),
+        }
+    }
+
     /// The data file it reads.
     pub fn path(&self) -> &str {
         match self {

@@ -52,6 +52,7 @@
 //! | `filter` | DataFusion expressions to rayquet's [`rayquet::Expr`], exact or not |
 //! | `feed` | work units and the coordinator's lazy planner that deals them out |
 //! | `order` | the order of a scan's rows where the files declare it and their row groups follow it |
+//! | `split` | Iceberg and Delta files larger than a unit cut into runs of row groups |
 //! | `stats` | what a scan node reports: the files' statistics narrowed by the pushed filters |
 //! | `table_stats` | Iceberg and Delta scans' statistics from the table's own metadata |
 //! | `exec` | [`RayquetScanExec`]: one rayquet scan per output partition |
@@ -70,6 +71,7 @@ mod filter;
 mod meta;
 mod order;
 mod session;
+mod split;
 mod statements;
 mod stats;
 mod stream;

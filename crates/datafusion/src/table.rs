@@ -312,7 +312,10 @@ impl RayquetTable {
     /// [`DEFAULT_UNIT_BYTES`], 8 MiB). A Parquet file larger than that is cut into runs of
     /// its row groups of about this size, each a unit: spread over the scan's partitions and,
     /// distributed, over the workers. A table is also cut into at least as many units as it
-    /// has partitions (on every worker, distributed), as far as its row groups allow.
+    /// has partitions (on every worker, distributed), as far as its row groups allow. An
+    /// Iceberg or Delta data file is cut the same way, its footer read at planning, weighing
+    /// its bytes by the share of the table's columns read (their metadata has no sizes per
+    /// column).
     pub fn unit_bytes(mut self, bytes: u64) -> Self {
         self.unit_bytes = bytes.max(1);
         self
@@ -415,6 +418,17 @@ impl RayquetTable {
                         })
                     })
                     .collect();
+                // Whole files larger than a unit, cut into runs of row groups.
+                let store_options = planned.options.clone();
+                let locate = move |u: &UnitKind| match u {
+                    UnitKind::Iceberg(t) if t.start == 0 && t.length == t.size => {
+                        rayquet::layer::store_for_literal(&store_options, &t.path).ok()
+                    }
+                    _ => None,
+                };
+                let fraction = self.read_fraction(&read);
+                let units =
+                    crate::split::cut(units, &planned.options, &locate, fraction, sizing).await;
                 Ok(Planned {
                     plan: Plan::Iceberg(planned.plan),
                     units,
@@ -432,10 +446,10 @@ impl RayquetTable {
                     scan = scan.filter(f);
                 }
                 // The kernel reads the log with blocking calls: not on this runtime's workers.
-                let (plan, units) = tokio::task::spawn_blocking(move || {
+                let (plan, units, options) = tokio::task::spawn_blocking(move || {
                     let planned = scan.plan()?;
                     let units = planned.units.collect::<rayquet::Result<Vec<_>>>()?;
-                    Ok::<_, rayquet::Error>((planned.plan, units))
+                    Ok::<_, rayquet::Error>((planned.plan, units, planned.options))
                 })
                 .await
                 .map_err(|e| DataFusionError::External(Box::new(e)))?
@@ -451,6 +465,16 @@ impl RayquetTable {
                         })
                     })
                     .collect();
+                // Files larger than a unit, cut into runs of row groups.
+                let locate = |u: &UnitKind| match u {
+                    UnitKind::Delta(f) if f.row_groups.is_none() => {
+                        let at = plan.location(f).ok()?;
+                        rayquet::layer::store_for(&options, &at).ok()
+                    }
+                    _ => None,
+                };
+                let fraction = self.read_fraction(&read);
+                let units = crate::split::cut(units, &options, &locate, fraction, sizing).await;
                 Ok(Planned {
                     plan: Plan::Delta(Box::new(plan)),
                     units,
@@ -459,6 +483,13 @@ impl RayquetTable {
                 })
             }
         }
+    }
+
+    /// The share of a file's bytes a scan reading columns `read` reads, by their count (an
+    /// Iceberg or Delta table's metadata has no sizes per column).
+    fn read_fraction(&self, read: &[String]) -> f64 {
+        let all = self.schema.fields().len().max(1);
+        (read.len().clamp(1, all) as f64) / all as f64
     }
 
     /// The units of a Parquet dataset at `url` (Hive partition columns `hive`) reading `read`

@@ -52,6 +52,9 @@ pub struct ScanPlan {
 
 /// One data file of a planned Delta scan: serializable (serde), no credentials.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+// A field this version does not know is an error, never ignored (a unit from a newer
+// coordinator could ask for less than the whole file).
+#[serde(deny_unknown_fields)]
 pub struct FileUnit {
     /// The path as the log names it (relative to the table root, URL-encoded), or a URL.
     pub path: String,
@@ -70,6 +73,10 @@ pub struct FileUnit {
     /// planning on the coordinator, so not sent with the unit.
     #[serde(skip)]
     pub stats: Vec<ColumnStats>,
+    /// Only these row groups of the file (a unit below the file; row positions, and so the
+    /// deletion vector's, still count every row of the file). `None`: the whole file.
+    #[serde(default)]
+    pub row_groups: Option<std::ops::Range<usize>>,
 }
 
 /// A deletion vector descriptor (the `deletionVector` of an `add` action).
@@ -108,6 +115,17 @@ impl DvUnit {
 }
 
 impl ScanPlan {
+    /// Where `unit`'s data file is: the table root joined with its path (a URL).
+    pub fn location(&self, unit: &FileUnit) -> Result<String> {
+        self.root.join(&unit.path).map(String::from).map_err(|e| {
+            Error::new(
+                ErrorKind::InvalidArgument,
+                format!("bad file path {:?}: {e}", unit.path),
+            )
+            .with_path(self.root.as_str())
+        })
+    }
+
     /// The Arrow schema of the batches a scan of this plan delivers (the table's logical
     /// columns selected).
     pub fn output_schema(&self) -> Result<ArrowSchemaRef> {
@@ -212,6 +230,7 @@ pub(crate) fn units(m: &ScanMetadata, stats: &[StatsColumn]) -> DeltaResult<Vec<
                     .map(|t| empty_values_as_null(t.as_ref().clone())),
                 record_count,
                 stats: batch.map_or_else(Vec::new, |b| file_stats(b, row, stats, record_count)),
+                row_groups: None,
             }
         })
         .collect())
@@ -344,6 +363,9 @@ impl Context {
             .size(f.size)
             .version(rayquet::FileVersion::immutable())
             .columns(self.sources.clone());
+        if let Some(run) = f.row_groups {
+            task = task.row_groups(run);
+        }
         if let Some(dv) = f.deletion_vector {
             task = task.delete_loader(Arc::new(dv::DvLoader {
                 dv: dv.descriptor(&location)?,

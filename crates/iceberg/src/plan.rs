@@ -57,6 +57,9 @@ pub struct ScanPlan {
 /// One data file (or a split of one) of a planned Iceberg scan, with what reading it needs
 /// beyond the [`ScanPlan`]: serializable (serde), no credentials.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+// A field this version does not know is an error, never ignored (a unit from a newer
+// coordinator could ask for less than the whole file).
+#[serde(deny_unknown_fields)]
 pub struct TaskUnit {
     /// The data file (a URL or path as the table's metadata names it).
     pub path: String,
@@ -92,6 +95,11 @@ pub struct TaskUnit {
     /// so not sent with the unit. The data file's, for each of its splits.
     #[serde(skip)]
     pub stats: Vec<rayquet::task::ColumnStats>,
+    /// Only these row groups of the file (a unit below the file, with the split; row
+    /// positions, and so position deletes, still count every row of the file). `None`: every
+    /// row group of the split.
+    #[serde(default)]
+    pub row_groups: Option<std::ops::Range<usize>>,
 }
 
 impl ScanPlan {
@@ -355,6 +363,7 @@ impl Units {
             mapped: t.name_mapping.is_some(),
             record_count: t.record_count,
             stats,
+            row_groups: None,
             deletion_vector,
             first_row_id,
             sequence_number,
@@ -500,6 +509,9 @@ impl Context {
         }
         if t.start != 0 || t.length != t.size {
             task = task.byte_range(t.start..t.start + t.length);
+        }
+        if let Some(run) = t.row_groups {
+            task = task.row_groups(run);
         }
         let (positions, equality) = (t.positions, t.equality);
         let equality = if equality.is_empty() {

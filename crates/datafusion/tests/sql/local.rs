@@ -517,6 +517,63 @@ fn units_per_partition(plan: &Arc<dyn ExecutionPlan>) -> Vec<usize> {
     found.into_iter().next().unwrap_or_default()
 }
 
+/// Iceberg and Delta files are cut into units below the file too (their footers read at
+/// planning): the deleted rows (Iceberg position and equality deletes, Delta deletion
+/// vectors), counted over the whole file, stay deleted in every run, and the rows equal the
+/// tables' expected ones on 1-3 partitions, each partition with units.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn iceberg_and_delta_files_are_cut_into_units() {
+    use rayquet_testkit::delta_tables as dt;
+    use rayquet_testkit::iceberg_tables as it;
+    let dir = tempfile::tempdir().unwrap();
+    let iceberg = it::deletes(60, 10);
+    let delta = dt::dv_fixture(&dir.path().join("dv"));
+    let sql = "SELECT * FROM t";
+    for partitions in [1, 2, 3] {
+        let tables = [
+            (
+                "iceberg",
+                iceberg_table(&iceberg),
+                vec![iceberg.expected_current()],
+                it::plan_tasks(&iceberg.table, None, None, None, true).len(),
+            ),
+            (
+                "delta",
+                RayquetTable::delta(rayquet_delta::TableScan::open(delta.url.as_str())).unwrap(),
+                delta.expected().batches.clone(),
+                dt::scan_files(&delta.url, &dt::ReadOptions::default())
+                    .unwrap()
+                    .len(),
+            ),
+        ];
+        for (label, table, batches, files) in tables {
+            let expected = reference("t", batches[0].schema(), batches);
+            let ctx = local_session();
+            let table = table.unit_bytes(1).partitions(partitions);
+            ctx.register_table("t", Arc::new(table)).unwrap();
+            let plan = plan_of(&ctx, sql).await;
+            let run = rayquet_datafusion::datafusion::physical_plan::collect(
+                Arc::clone(&plan),
+                ctx.task_ctx(),
+            );
+            let batches = tokio::time::timeout(QUERY_TIMEOUT, run)
+                .await
+                .expect("hung")
+                .unwrap();
+            assert_eq!(
+                sorted_rows(&batches),
+                rows_of(&expected, sql).await,
+                "{label}, {partitions} partitions"
+            );
+            let units = units_per_partition(&plan);
+            assert!(
+                units.iter().all(|&u| u >= 1) && units.iter().sum::<usize>() > files,
+                "{label}, {partitions} partitions: units {units:?} for {files} files"
+            );
+        }
+    }
+}
+
 /// A file cut into units below the file is read by every partition, not by the one that
 /// started first (each partition's scan opens its next units ahead of need, which let the
 /// first take a shared queue whole): a task's units are dealt to its partitions in turn.
