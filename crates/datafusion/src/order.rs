@@ -42,10 +42,19 @@ pub(crate) struct UnitRows<'a> {
 /// The keys the units' rows follow when read in the returned order of units (indices into
 /// `units`), or `None` (see the module's invariants).
 pub(crate) fn order(units: &[UnitRows<'_>]) -> Option<(Vec<SortKey>, Vec<usize>)> {
-    let sortings: Vec<&Sorting> = units.iter().map(|u| u.sorting).collect::<Option<_>>()?;
+    // A unit without row groups (an empty file, which can declare nothing) delivers no rows:
+    // it needs no order.
+    let sortings: Vec<Option<&Sorting>> = units
+        .iter()
+        .map(|u| match u.row_groups.is_empty() {
+            true => Some(None),
+            false => u.sorting.map(Some),
+        })
+        .collect::<Option<_>>()?;
     // The keys every file declares (a prefix of a file's keys is an order its rows follow).
-    let mut keys = sortings.first()?.keys.clone();
-    for s in &sortings {
+    let mut declared = sortings.iter().flatten();
+    let mut keys = declared.next()?.keys.clone();
+    for s in declared {
         let common = keys.iter().zip(&s.keys).take_while(|(a, b)| a == b).count();
         keys.truncate(common);
     }
@@ -55,6 +64,10 @@ pub(crate) fn order(units: &[UnitRows<'_>]) -> Option<(Vec<SortKey>, Vec<usize>)
     let mut spans = Vec::with_capacity(units.len());
     let mut strict = true;
     for (u, s) in units.iter().zip(&sortings) {
+        let Some(s) = s else {
+            spans.push(None);
+            continue;
+        };
         let groups = s.bounds.get(u.row_groups.clone())?;
         let mut span: Option<(&ScalarValue, &ScalarValue)> = None;
         for (min, max) in groups.iter().flatten() {
@@ -218,6 +231,28 @@ mod tests {
             },
         ];
         assert_eq!(order(&u), None);
+        // ... but an empty file (no row groups: it declares nothing) delivers nothing.
+        let empty = UnitRows {
+            sorting: None,
+            row_groups: 0..0,
+        };
+        let u = vec![
+            empty,
+            UnitRows {
+                sorting: Some(&b),
+                row_groups: 0..1,
+            },
+            UnitRows {
+                sorting: Some(&a),
+                row_groups: 0..1,
+            },
+        ];
+        assert_eq!(order(&u), Some((k.to_vec(), vec![0, 2, 1])));
+        let only_empty = [UnitRows {
+            sorting: None,
+            row_groups: 0..0,
+        }];
+        assert_eq!(order(&only_empty), None);
         // Bounds that do not compare.
         let s = Sorting {
             keys: k.to_vec(),

@@ -152,6 +152,22 @@ fn three_files(dir: &Path) {
     }
 }
 
+/// An empty file (no row groups, so no declared order) beside sorted ones delivers nothing,
+/// and the others' order is still claimed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_empty_file_keeps_the_order() {
+    let dir = tempfile::tempdir().unwrap();
+    three_files(dir.path());
+    write(dir.path(), "0-empty.parquet", &[], &[asc(0)]);
+    let expected = reference_of(dir.path());
+    for partitions in [1, 3] {
+        let ctx = session(dir.path(), partitions);
+        let sql = "SELECT k, v FROM t ORDER BY k";
+        let plan = same_in_order(&ctx, &expected, sql).await;
+        assert!(!plan.contains("SortExec: "), "{sql}: sorted again\n{plan}");
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_declared_order_that_holds_drops_the_sort() {
     let dir = tempfile::tempdir().unwrap();
