@@ -68,14 +68,18 @@ impl UnitKind {
         })
     }
 
-    /// An Iceberg task and its bytes (the split's length), as the planner deals it.
-    pub fn iceberg(task: rayquet_iceberg::TaskUnit) -> (Self, u64) {
+    /// An Iceberg task and its bytes (the split's length), as the planner deals it: without
+    /// its column statistics (for planning; they never travel).
+    pub fn iceberg(mut task: rayquet_iceberg::TaskUnit) -> (Self, u64) {
+        task.stats = Vec::new();
         let bytes = task.length;
         (UnitKind::Iceberg(task), bytes)
     }
 
-    /// A Delta scan file and its bytes (the file's size), as the planner deals it.
-    pub fn delta(file: rayquet_delta::FileUnit) -> (Self, u64) {
+    /// A Delta scan file and its bytes (the file's size), as the planner deals it: without
+    /// its column statistics (for planning; they never travel).
+    pub fn delta(mut file: rayquet_delta::FileUnit) -> (Self, u64) {
+        file.stats = Vec::new();
         let bytes = file.size;
         (UnitKind::Delta(file), bytes)
     }

@@ -408,16 +408,7 @@ impl RayquetTable {
                     false => self.rows,
                 };
                 let stats = crate::table_stats::iceberg(&units, rows, &self.schema)?;
-                // The statistics were for planning: units go out without them.
-                let units = units
-                    .into_iter()
-                    .map(|u| {
-                        UnitKind::iceberg(rayquet_iceberg::TaskUnit {
-                            stats: Vec::new(),
-                            ..u
-                        })
-                    })
-                    .collect();
+                let units = units.into_iter().map(UnitKind::iceberg).collect();
                 // Whole files larger than a unit, cut into runs of row groups.
                 let store_options = planned.options.clone();
                 let locate = move |u: &UnitKind| match u {
@@ -455,16 +446,7 @@ impl RayquetTable {
                 .map_err(|e| DataFusionError::External(Box::new(e)))?
                 .map_err(df)?;
                 let stats = crate::table_stats::delta(&units, &self.schema)?;
-                // The statistics were for planning: units go out without them.
-                let units = units
-                    .into_iter()
-                    .map(|u| {
-                        UnitKind::delta(rayquet_delta::FileUnit {
-                            stats: Vec::new(),
-                            ..u
-                        })
-                    })
-                    .collect();
+                let units = units.into_iter().map(UnitKind::delta).collect();
                 // Files larger than a unit, cut into runs of row groups.
                 let locate = |u: &UnitKind| match u {
                     UnitKind::Delta(f) if f.row_groups.is_none() => {

@@ -27,6 +27,31 @@ pub async fn run(ctx: &SessionContext, sql: &str) -> datafusion::error::Result<V
         .unwrap_or_else(|_| panic!("query did not finish in {QUERY_TIMEOUT:?}: {sql}"))
 }
 
+/// The physical plan of `sql`.
+pub async fn plan_of(
+    ctx: &SessionContext,
+    sql: &str,
+) -> Arc<dyn datafusion::physical_plan::ExecutionPlan> {
+    ctx.sql(sql)
+        .await
+        .unwrap()
+        .create_physical_plan()
+        .await
+        .unwrap()
+}
+
+/// Run a physical plan of `ctx` and collect its batches, within [`QUERY_TIMEOUT`].
+pub async fn run_plan(
+    ctx: &SessionContext,
+    plan: &Arc<dyn datafusion::physical_plan::ExecutionPlan>,
+) -> Vec<RecordBatch> {
+    let run = datafusion::physical_plan::collect(Arc::clone(plan), ctx.task_ctx());
+    tokio::time::timeout(QUERY_TIMEOUT, run)
+        .await
+        .expect("hung")
+        .unwrap()
+}
+
 /// [`run`] that must succeed.
 pub async fn rows_of(ctx: &SessionContext, sql: &str) -> Vec<String> {
     let batches = run(ctx, sql).await.unwrap_or_else(|e| panic!("{sql}: {e}"));

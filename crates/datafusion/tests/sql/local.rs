@@ -72,16 +72,6 @@ async fn parquet_queries_match_parquets_reader() {
     );
 }
 
-/// The physical plan of `sql`.
-async fn plan_of(ctx: &SessionContext, sql: &str) -> Arc<dyn ExecutionPlan> {
-    ctx.sql(sql)
-        .await
-        .unwrap()
-        .create_physical_plan()
-        .await
-        .unwrap()
-}
-
 /// The physical plan of `sql`, as text.
 async fn physical(ctx: &SessionContext, sql: &str) -> String {
     let plan = plan_of(ctx, sql).await;
@@ -552,14 +542,7 @@ async fn iceberg_and_delta_files_are_cut_into_units() {
             let table = table.unit_bytes(1).partitions(partitions);
             ctx.register_table("t", Arc::new(table)).unwrap();
             let plan = plan_of(&ctx, sql).await;
-            let run = rayquet_datafusion::datafusion::physical_plan::collect(
-                Arc::clone(&plan),
-                ctx.task_ctx(),
-            );
-            let batches = tokio::time::timeout(QUERY_TIMEOUT, run)
-                .await
-                .expect("hung")
-                .unwrap();
+            let batches = run_plan(&ctx, &plan).await;
             assert_eq!(
                 sorted_rows(&batches),
                 rows_of(&expected, sql).await,
@@ -598,14 +581,7 @@ async fn units_of_one_file_are_dealt_to_every_partition() {
             .partitions(partitions);
         ctx.register_table("t", Arc::new(table)).unwrap();
         let plan = plan_of(&ctx, sql).await;
-        let run = rayquet_datafusion::datafusion::physical_plan::collect(
-            Arc::clone(&plan),
-            ctx.task_ctx(),
-        );
-        let batches = tokio::time::timeout(QUERY_TIMEOUT, run)
-            .await
-            .expect("hung")
-            .unwrap();
+        let batches = run_plan(&ctx, &plan).await;
         assert_eq!(sorted_rows(&batches), rows_of(&expected, sql).await);
         let units = units_per_partition(&plan);
         assert_eq!(units.len(), partitions, "{units:?}");

@@ -116,13 +116,7 @@ async fn ordered_rows(ctx: &SessionContext, sql: &str) -> Vec<String> {
 
 /// The physical plan of `sql` as text.
 async fn plan(ctx: &SessionContext, sql: &str) -> String {
-    let plan = ctx
-        .sql(sql)
-        .await
-        .unwrap()
-        .create_physical_plan()
-        .await
-        .unwrap();
+    let plan = plan_of(ctx, sql).await;
     let text = displayable(plan.as_ref()).indent(true).to_string();
     text
 }

@@ -25,14 +25,7 @@ async fn scan_stats(ctx: &SessionContext, sql: &str) -> Statistics {
         }
         plan.children().into_iter().find_map(find)
     }
-    let plan = ctx
-        .sql(sql)
-        .await
-        .unwrap()
-        .create_physical_plan()
-        .await
-        .unwrap();
-    find(&plan).expect("a scan node")
+    find(&plan_of(ctx, sql).await).expect("a scan node")
 }
 
 /// What the checks of one table found.
