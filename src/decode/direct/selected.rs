@@ -27,6 +27,8 @@ use crate::decode::scratch;
 
 /// Rows [`Selected::of`] writes at a time.
 const LANES: usize = 16;
+/// Rows [`Selected::of`] writes first for each run (at most [`LANES`]).
+const SHORT: usize = 4;
 
 /// The selected rows of a row group, and the current batch's.
 #[derive(Debug, Default)]
@@ -79,7 +81,19 @@ impl Selected {
                 // `len + run <= selected`: the runs so far sum to at most `rows` (checked) and
                 // to at most `selected` (their count).
                 let (base, n) = (at as u32, sel.row_count as u32);
-                let mut k = 0u32;
+                // A run of at most [`SHORT`] rows (a filter keeping about half the rows,
+                // scattered, makes runs of one to three) takes one short write; a longer one
+                // goes on [`LANES`] rows at a time.
+                {
+                    let r = &mut at_rows[len..len + SHORT];
+                    let l = &mut at_left[len..len + SHORT];
+                    for i in 0..SHORT {
+                        r[i] = base.wrapping_add(i as u32);
+                        l[i] = n.wrapping_sub(i as u32);
+                    }
+                }
+                let mut k = n.min(SHORT as u32);
+                len += k as usize;
                 while k < n {
                     let step: [u32; LANES] = std::array::from_fn(|i| k + i as u32);
                     let r = &mut at_rows[len..len + LANES];
