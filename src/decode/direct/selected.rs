@@ -30,6 +30,23 @@ const LANES: usize = 16;
 /// Rows [`Selected::of`] writes first for each run (at most [`LANES`]).
 const SHORT: usize = 4;
 
+/// Writes at `len` the positions and run lengths of rows `k..k + W` of a run of `n` rows
+/// starting at row `base` (past the run's end when it is shorter: later writes overwrite them).
+#[inline(always)]
+fn put<const W: usize>(
+    (rows, left): (&mut [u32], &mut [u32]),
+    len: usize,
+    (base, n): (u32, u32),
+    k: u32,
+) {
+    let step: [u32; W] = std::array::from_fn(|i| k + i as u32);
+    let (r, l) = (&mut rows[len..len + W], &mut left[len..len + W]);
+    for i in 0..W {
+        r[i] = base.wrapping_add(step[i]);
+        l[i] = n.wrapping_sub(step[i]);
+    }
+}
+
 /// The selected rows of a row group, and the current batch's.
 #[derive(Debug, Default)]
 pub(super) struct Selected {
@@ -64,8 +81,8 @@ impl Selected {
             .filter(|s| !s.skip)
             .fold(0usize, |n, s| n.saturating_add(s.row_count))
             .min(rows);
-        // Written [`LANES`] rows at a time, past the end of a shorter run (the next run, or
-        // the final truncation, overwrites or drops them): runs of deleted rows a few rows
+        // Written [`SHORT`], then [`LANES`] rows at a time, past the end of a shorter run (the
+        // next run, or the final truncation, overwrites or drops them): runs of deleted rows a few rows
         // apart made a row-at-a-time loop 5% of the CPU of a Delta scan with deletion
         // vectors. The buffers are zero-filled first, so every write is a safe slice copy.
         let buffer = || {
@@ -84,24 +101,11 @@ impl Selected {
                 // A run of at most [`SHORT`] rows (a filter keeping about half the rows,
                 // scattered, makes runs of one to three) takes one short write; a longer one
                 // goes on [`LANES`] rows at a time.
-                {
-                    let r = &mut at_rows[len..len + SHORT];
-                    let l = &mut at_left[len..len + SHORT];
-                    for i in 0..SHORT {
-                        r[i] = base.wrapping_add(i as u32);
-                        l[i] = n.wrapping_sub(i as u32);
-                    }
-                }
+                put::<SHORT>((&mut at_rows, &mut at_left), len, (base, n), 0);
                 let mut k = n.min(SHORT as u32);
                 len += k as usize;
                 while k < n {
-                    let step: [u32; LANES] = std::array::from_fn(|i| k + i as u32);
-                    let r = &mut at_rows[len..len + LANES];
-                    let l = &mut at_left[len..len + LANES];
-                    for i in 0..LANES {
-                        r[i] = base.wrapping_add(step[i]);
-                        l[i] = n.wrapping_sub(step[i]);
-                    }
+                    put::<LANES>((&mut at_rows, &mut at_left), len, (base, n), k);
                     let w = (n - k).min(LANES as u32);
                     (k, len) = (k + w, len + w as usize);
                 }
