@@ -629,7 +629,7 @@ fn direct_chunk(
             leaves: &[leaf],
             sizes,
         };
-        let sel = (selection.cloned(), false);
+        let sel = (selection.cloned().map(std::sync::Arc::new), false);
         match direct_reader::open(&meta.reader, rg, leaves, chunk, sel, batch) {
             Ok(direct_reader::RowGroupReader::Direct(r)) => {
                 Some(r.collect::<Result<Vec<RecordBatch>, _>>())

@@ -34,7 +34,8 @@ use crate::plan::slots::PartPlan;
 /// pages were fetched).
 #[derive(Debug, Default, Clone)]
 pub(crate) struct PartRows {
-    pub selection: Option<RowSelection>,
+    /// Shared by the slot's parts (read, never changed).
+    pub selection: Option<Arc<RowSelection>>,
     pub page_level: bool,
 }
 

@@ -97,7 +97,7 @@ pub(crate) async fn fetch_slot(
                     rg,
                     first_row,
                     stage,
-                    pre.as_ref(),
+                    pre.as_deref(),
                     page_level,
                     (c, sizes),
                     (batch, &keep),
@@ -159,7 +159,7 @@ pub(crate) async fn fetch_slot(
             };
             let page_level = left_out;
             // Every row matched: decode without a selection (cheaper than one long run).
-            let exact = (exact.skipped_row_count() > 0).then_some(exact);
+            let exact = (exact.skipped_row_count() > 0).then(|| Arc::new(exact));
             (exact, page_level, chunk)
         }
         None => {
@@ -173,7 +173,7 @@ pub(crate) async fn fetch_slot(
     let positions = run
         .mapping
         .has_row_index()
-        .then(|| RowPositions::new(plan.first_row, plan.rows, selection.as_ref()));
+        .then(|| RowPositions::new(plan.first_row, plan.rows, selection.as_deref()));
     let roots: Vec<Vec<usize>> = plan.parts.iter().map(|p| p.roots.clone()).collect();
     let assembler = Arc::new(Assembler::new(
         Arc::clone(&sh.decode),
@@ -209,7 +209,7 @@ fn late_bytes(meta: &FileMeta, plan: &SlotPlan, stage: &FilterStage) -> Result<u
     let mut before = 0;
     let runs = plan
         .selection
-        .as_ref()
+        .as_deref()
         .filter(|_| offsets)
         .map(SelectedRows::new);
     for leaf in plan.parts.iter().flat_map(|p| &p.leaves) {

@@ -292,7 +292,7 @@ pub(crate) fn prepare(
             };
         }
     }
-    prune.selected = selected;
+    prune.selected = selected.into_iter().map(|s| s.map(Arc::new)).collect();
     let blooms: Blooms = match &prune.filter {
         Some(f) => (0..n)
             .filter(|&rg| prune.verdicts[rg] == Verdict::Some)

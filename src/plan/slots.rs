@@ -49,7 +49,7 @@ pub(crate) struct SlotPlan {
     pub first_row: u64,
     /// Rows to read (the caller's selection and the pages the filter may match), `None`:
     /// all. Never empty: a row group with nothing to read is not planned.
-    pub selection: Option<RowSelection>,
+    pub selection: Option<Arc<RowSelection>>,
     /// Pages holding no selected row are left out of the fetch (with an offset index), so
     /// decoders must read by selectors, which never touch them; otherwise every page is
     /// fetched and parquet picks how to apply the selection (a bitmask when it is fragmented).
@@ -97,7 +97,9 @@ pub(crate) struct FilePrune {
     pub pages: Vec<Option<RowSelection>>,
     /// Per row group: rows to read by the caller's selection and the task's deletes, exactly
     /// as long as the row group (`None`: all).
-    pub selected: Vec<Option<RowSelection>>,
+    /// Shared with the slots planned from it (a deletion vector's selection of a row group
+    /// is tens of thousands of selectors: cloned per slot and part, 1-3% of a Delta scan).
+    pub selected: Vec<Option<Arc<RowSelection>>>,
     /// Per row group: outside the task's byte range or row groups (empty: none is).
     pub excluded: Vec<bool>,
     /// The task has a row filter: every row group read runs the filter stage.
@@ -235,8 +237,8 @@ pub(crate) fn plan_file(
             _ => None,
         };
         let selection = match (user, pages) {
-            (Some(a), Some(b)) => Some(a.intersection(&b)),
-            (a, b) => a.or(b),
+            (Some(a), Some(b)) => Some(Arc::new(a.intersection(&b))),
+            (a, b) => a.or(b.map(Arc::new)),
         };
         let empty = selection.as_ref().is_some_and(|s| !s.selects_any());
         if verdict == Verdict::None || empty || (rows == 0 && prune.filter.is_some()) {
@@ -250,7 +252,7 @@ pub(crate) fn plan_file(
         // is actually left out decides how the decoders read (below).
         let offsets = selection.is_some() && has_offset_index(meta, rg_idx);
         let runs = selection
-            .as_ref()
+            .as_deref()
             .filter(|_| offsets)
             .map(SelectedRows::new);
         let mut left_out = false;

@@ -89,7 +89,7 @@ pub(crate) fn open(
     rg: usize,
     leaves: Leaves<'_>,
     chunk: SparseChunk,
-    (selection, page_level): (Option<RowSelection>, bool),
+    (selection, page_level): (Option<Arc<RowSelection>>, bool),
     batch_size: usize,
 ) -> parquet::errors::Result<RowGroupReader> {
     // Scattered selected rows: only those decoded. Every row, or most rows (a filter that
@@ -99,13 +99,13 @@ pub(crate) fn open(
     // (their portable copies did not: BENCHMARKS.md, "Build flags"). Anything else (long runs
     // of selected rows, no x86-64-v3): parquet's reader, whose fused decoding of consecutive
     // rows is faster there.
-    let dense = match selection.as_ref().map(shape) {
+    let dense = match selection.as_deref().map(shape) {
         Some(Shape::Scattered) => Some(false),
         None | Some(Shape::MostlyKept) if dispatch::v3() => Some(true),
         _ => None,
     };
     if let Some(dense) = dense {
-        let rows = (selection.as_ref(), page_level);
+        let rows = (selection.as_deref(), page_level);
         if let Some(d) = DirectReader::try_new(meta, rg, &leaves, &chunk, rows, dense, batch_size) {
             return Ok(RowGroupReader::Direct(Box::new(d)));
         }
@@ -113,13 +113,16 @@ pub(crate) fn open(
         // those read directly, the rest by parquet's reader, their batches joined. Not for
         // every row or most rows: there, splitting a part whose other leaves are strings as
         // offsets measured 4-7% more CPU (BENCHMARKS.md, "Most rows kept").
-        if let Some(sel) = selection.as_ref().filter(|_| !dense) {
+        if let Some(sel) = selection.as_deref().filter(|_| !dense) {
             let rows = (sel, page_level);
             if let Some(s) = Split::try_new(meta, rg, &leaves, &chunk, rows, batch_size)? {
                 return Ok(RowGroupReader::Split(Box::new(s)));
             }
         }
     }
+    // Parquet's reader takes its selection by value: the last part to open takes the shared
+    // one, the others a copy.
+    let selection = selection.map(Arc::unwrap_or_clone);
     let reader = row_group_reader(meta, rg, leaves, chunk, (selection, page_level), batch_size)?;
     Ok(RowGroupReader::Parquet(reader))
 }

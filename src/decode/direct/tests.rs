@@ -719,7 +719,15 @@ fn open_and_compare(
         leaves: pick,
         sizes,
     };
-    let reader = open(&meta, rg, leaves, chunk, (selection.cloned(), false), batch).unwrap();
+    let reader = open(
+        &meta,
+        rg,
+        leaves,
+        chunk,
+        (selection.cloned().map(Arc::new), false),
+        batch,
+    )
+    .unwrap();
     let chose = match reader {
         RowGroupReader::Parquet(_) => Chose::Parquet,
         RowGroupReader::Direct(_) => Chose::Direct,
