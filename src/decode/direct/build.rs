@@ -380,9 +380,14 @@ impl<T: Word> Build for Fixed<T> {
             match page.kind {
                 Kind::Dict if (d.max_index as usize) < self.dict.len() => {
                     let (dict, idx, out) = (&self.dict, &d.values[..], &mut self.out);
-                    match runs(rows, left, first) {
-                        Some(runs) => runs.for_each(|run| dict.gather(&idx[run], out)),
-                        None => dict.gather_rows(idx, rows, first, out),
+                    match (runs(rows, left, first), d.consecutive) {
+                        // A run of rows is a run of the dictionary's values: copied.
+                        (Some(runs), Some(k)) => {
+                            let k = k as usize;
+                            runs.for_each(|run| dict.copy(k + run.start..k + run.end, out))
+                        }
+                        (Some(runs), None) => runs.for_each(|run| dict.gather(&idx[run], out)),
+                        (None, _) => dict.gather_rows(idx, rows, first, out),
                     }
                     all_valid(&mut self.nulls, rows.len());
                     return Ok(());
@@ -475,6 +480,18 @@ impl<T: Word> Dict<T> {
         match self {
             Dict::Page(b) => T::gather_le(b, idx, out),
             Dict::Converted(v) => T::gather(v, idx, out),
+        }
+    }
+
+    /// Append the values at `range` (within [`Dict::len`]).
+    #[inline]
+    fn copy(&self, range: std::ops::Range<usize>, out: &mut Vec<T>) {
+        match self {
+            Dict::Page(b) => {
+                let w = std::mem::size_of::<T>();
+                T::widen(&b[range.start * w..range.end * w], w, out)
+            }
+            Dict::Converted(v) => out.extend_from_slice(&v[range]),
         }
     }
 

@@ -72,6 +72,10 @@ pub(crate) struct Dense {
     pub values: Vec<u32>,
     /// The largest dictionary index (0 when there is none).
     pub max_index: u32,
+    /// The dictionary indices are `k, k + 1, k + 2...`: the values of consecutive rows are
+    /// consecutive in the dictionary (a column of distinct values, as a key's or a
+    /// measurement's, in a row group whose dictionary holds them all).
+    pub consecutive: Option<u32>,
     levels: Vec<u32>,
 }
 
@@ -177,6 +181,7 @@ impl DataPage {
         dense.positions.clear();
         dense.values.clear();
         dense.max_index = 0;
+        dense.consecutive = None;
         let present = match &self.levels {
             None => self.rows,
             // No null in the page (one RLE run of ones, as writers encode it): rows are
@@ -211,7 +216,11 @@ impl DataPage {
                         .split_first()
                         .ok_or(Fallback("an empty index stream"))?;
                     rle::decode(stream, bw, present, &mut dense.values).map_err(Fallback)?;
-                    dense.max_index = max_index(&dense.values, bw);
+                    dense.consecutive = consecutive(&dense.values);
+                    dense.max_index = match (dense.consecutive, dense.values.last()) {
+                        (Some(_), Some(&last)) => last,
+                        _ => max_index(&dense.values, bw),
+                    };
                 }
             }
             Kind::Bytes => {
@@ -346,6 +355,22 @@ impl DataPage {
             }
         })
     }
+}
+
+/// `Some(k)` when `values` are `k, k + 1, k + 2...` (no wrap-around), `None` otherwise or
+/// when empty. One pass without early exit, which the compiler vectorizes.
+#[inline(always)]
+pub(super) fn consecutive(values: &[u32]) -> Option<u32> {
+    let (&first, &last) = (values.first()?, values.last()?);
+    let n = u32::try_from(values.len()).ok()?;
+    if first.checked_add(n - 1) != Some(last) {
+        return None;
+    }
+    let diff = values
+        .iter()
+        .zip(0u32..)
+        .fold(0u32, |acc, (&v, i)| acc | (v ^ first.wrapping_add(i)));
+    (diff == 0).then_some(first)
 }
 
 /// The largest of `values` (0 when empty), of bit width `bw`: as signed numbers below 32 bits,

@@ -571,6 +571,117 @@ fn reads_whole_row_groups_as_parquet_does() {
     }
 }
 
+/// Indices that are `k, k + 1...` and nothing else are found consecutive.
+#[test]
+fn consecutive_indices_are_found_exactly() {
+    use super::page::consecutive;
+    assert_eq!(consecutive(&[]), None);
+    assert_eq!(consecutive(&[7]), Some(7));
+    assert_eq!(consecutive(&[3, 4, 5, 6]), Some(3));
+    assert_eq!(consecutive(&(100..1100).collect::<Vec<u32>>()), Some(100));
+    assert_eq!(consecutive(&[3, 4, 6, 6]), None);
+    // The right ends, different insides.
+    assert_eq!(consecutive(&[0, 2, 1, 3]), None);
+    assert_eq!(consecutive(&[5, 5, 5]), None);
+    assert_eq!(consecutive(&[u32::MAX - 1, u32::MAX]), Some(u32::MAX - 1));
+    assert_eq!(consecutive(&[u32::MAX, 0]), None);
+    let mut v: Vec<u32> = (10..2010).collect();
+    for i in [0, 1, 999, 1998, 1999] {
+        let old = v[i];
+        v[i] ^= 1 << 20;
+        assert_eq!(consecutive(&v), None, "changed at {i}");
+        v[i] = old;
+    }
+    assert_eq!(consecutive(&v), Some(10));
+}
+
+/// Columns of distinct values in row groups whose dictionary holds every value (a key's, a
+/// measurement's: small row groups, or a large dictionary page limit): each data page's
+/// indices are consecutive, so runs of rows are copied from the dictionary rather than
+/// gathered. Read as parquet reads them, with every selection, under each copy of the kernels.
+#[test]
+fn distinct_values_in_whole_dictionaries_are_read_as_parquet_does() {
+    let rows = 6000;
+    let schema = Arc::new(Schema::new(vec![
+        Field::new("id", DataType::Int64, false),
+        Field::new("x", DataType::Float64, true),
+        Field::new("n", DataType::Int32, false),
+        Field::new("d", DataType::Decimal128(9, 2), false),
+        Field::new(
+            "ts",
+            DataType::Timestamp(TimeUnit::Millisecond, None),
+            false,
+        ),
+    ]));
+    let cols: Vec<ArrayRef> = vec![
+        Arc::new(Int64Array::from_iter_values(
+            (0..rows).map(|i| i * 3 - 5000),
+        )),
+        // Nullable without a null.
+        Arc::new(Float64Array::from_iter(
+            (0..rows).map(|i| Some(i as f64 / 7.0)),
+        )),
+        Arc::new(Int32Array::from_iter_values((0..rows as i32).rev())),
+        Arc::new(
+            Decimal128Array::from_iter_values((0..rows).map(|i| i as i128 * 101))
+                .with_precision_and_scale(9, 2)
+                .unwrap(),
+        ),
+        Arc::new(arrow::array::TimestampMillisecondArray::from_iter_values(
+            (0..rows).map(|i| 1_700_000_000_000 + i * 17),
+        )),
+    ];
+    let batch = RecordBatch::try_new(schema.clone(), cols).unwrap();
+    for kernels in every_kernels() {
+        let mut tally = Tally::default();
+        for version in [WriterVersion::PARQUET_1_0, WriterVersion::PARQUET_2_0] {
+            for compression in [Compression::SNAPPY, Compression::UNCOMPRESSED] {
+                let props = WriterProperties::builder()
+                    .set_writer_version(version)
+                    .set_compression(compression)
+                    .set_dictionary_page_size_limit(1 << 20)
+                    .set_data_page_row_count_limit(300)
+                    .set_write_batch_size(100)
+                    .set_max_row_group_row_count(Some(2500))
+                    .build();
+                let mut out = Vec::new();
+                let mut w = ArrowWriter::try_new(&mut out, schema.clone(), Some(props)).unwrap();
+                w.write(&batch).unwrap();
+                w.close().unwrap();
+                let bytes = Bytes::from(out);
+                // Every data page is dictionary-encoded.
+                let meta = ArrowReaderMetadata::load(&bytes, Default::default()).unwrap();
+                for rg in meta.metadata().row_groups() {
+                    for c in rg.columns() {
+                        let plain = c.page_encoding_stats().is_some_and(|s| {
+                            s.iter().any(|p| {
+                                p.page_type != parquet::basic::PageType::DICTIONARY_PAGE
+                                    && p.encoding == parquet::basic::Encoding::PLAIN
+                            })
+                        });
+                        assert!(!plain, "a plain data page in {:?}", c.column_path());
+                    }
+                }
+                let name = format!("distinct {version:?} {compression:?}");
+                dispatch::on_thread(kernels, || {
+                    for (what, sel) in selections() {
+                        for batch in [1, 100, 8192] {
+                            let t = compare(&name, &bytes, None, sel.as_ref(), batch, false, true);
+                            assert_eq!(t.declined + t.fell_back, 0, "{name} {what}: {t:?}");
+                            tally += t;
+                        }
+                    }
+                });
+                let t = compare_whole(&name, &bytes, None, 1000, true, kernels);
+                assert_eq!(t.declined + t.fell_back, 0, "{name} whole: {t:?}");
+                assert!(t.direct > 0, "{name} whole: {t:?}");
+                tally += t;
+            }
+        }
+        eprintln!("distinct values, {kernels:?}: {tally:?}");
+    }
+}
+
 /// Files with bytes flipped at random after the magic (pages, their headers and the footer
 /// alike): the direct reader never panics and gives parquet's batches, or an error where
 /// parquet gives one.
