@@ -866,9 +866,11 @@ impl<O: OffsetSizeTrait> Build for Offsets<O> {
     fn reserve(&mut self, rows: usize) {
         self.offsets.reserve(rows);
         // An eighth more than the estimate: a batch a little longer than the last one still
-        // fits, and one much longer grows as it would have.
+        // fits, and one much longer grows as it would have. At most `RESERVE_CAP`: a batch of
+        // a few large values does not make the next one reserve as much.
         let bytes = rows.saturating_mul(self.per_value);
-        self.data.reserve(bytes.saturating_add(bytes / 8));
+        self.data
+            .reserve(bytes.saturating_add(bytes / 8).min(RESERVE_CAP));
     }
 
     fn append(&mut self, page: &mut DataPage, rows: &[u32], _left: &[u32]) -> Result<(), Fallback> {
@@ -939,9 +941,14 @@ impl<O: OffsetSizeTrait> Build for Offsets<O> {
 
     fn finish(&mut self, dt: &DataType) -> Result<ArrayRef, Fallback> {
         let offsets = std::mem::replace(&mut self.offsets, vec![O::usize_as(0)]);
-        let data = std::mem::take(&mut self.data);
+        let mut data = std::mem::take(&mut self.data);
         if offsets.len() > 1 {
             self.per_value = data.len().div_ceil(offsets.len() - 1);
+        }
+        // A batch much shorter than reserved keeps no more than an eighth spare (the array
+        // holds its buffer's whole capacity).
+        if data.capacity() - data.len() > data.len() / 8 + (64 << 10) {
+            data.shrink_to_fit();
         }
         let nulls = finish_nulls(&mut self.nulls);
         let unchecked = std::mem::take(&mut self.unchecked);
@@ -963,6 +970,9 @@ impl<O: OffsetSizeTrait> Build for Offsets<O> {
         array(array_data)
     }
 }
+
+/// The most bytes [`Offsets`] reserves for a batch before appending to it.
+const RESERVE_CAP: usize = 32 << 20;
 
 /// `GenericStringArray::new_unchecked`, for strings checked where they were copied from:
 /// checked as `try_new` checks (a panic on a violation) when built with `debug_assertions`, as
