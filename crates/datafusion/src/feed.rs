@@ -99,6 +99,22 @@ impl UnitKind {
         }
     }
 
+    /// An Iceberg unit that is a whole file whose row groups' first bytes the table's
+    /// metadata records (the manifest's split offsets): cutting it needs no footer.
+    pub fn with_split_offsets(&self) -> Option<&rayquet_iceberg::TaskUnit> {
+        match self {
+            UnitKind::Iceberg(u)
+                if u.start == 0
+                    && u.length == u.size
+                    && u.row_groups.is_none()
+                    && !u.split_offsets.is_empty() =>
+            {
+                Some(u)
+            }
+            _ => None,
+        }
+    }
+
     /// The data file it reads.
     pub fn path(&self) -> &str {
         match self {

@@ -1106,6 +1106,8 @@ pub(crate) struct FileIndex {
     pub spec_of: Option<HashMap<String, i32>>,
     /// Column statistics by data file path (when asked for).
     pub stats: Option<stats::StatsByFile>,
+    /// Usable split offsets by data file path (with the statistics, for planning).
+    pub splits: Option<HashMap<String, Vec<u64>>>,
     /// First row id (when known) and data sequence number by data file path.
     pub lineage: Option<HashMap<String, Lineage>>,
     /// Deletion vectors by the data file they apply to.
@@ -1132,6 +1134,7 @@ impl FileIndex {
             spec_of: specs.then(HashMap::new),
             lineage: lineage.then(HashMap::new),
             stats: stats.is_some().then(HashMap::new),
+            splits: stats.is_some().then(HashMap::new),
             ..Default::default()
         };
         let data_manifests = specs || lineage || stats.is_some();
@@ -1165,6 +1168,10 @@ impl FileIndex {
                     }
                     if let (Some(map), Some(columns)) = (&mut index.stats, &stats) {
                         map.insert(f.file_path().to_string(), stats::file_stats(f, columns));
+                    }
+                    if let (Some(map), Some(offsets)) = (&mut index.splits, stats::split_offsets(f))
+                    {
+                        map.insert(f.file_path().to_string(), offsets);
                     }
                     if let Some(map) = &mut index.lineage {
                         let first = match f.first_row_id() {

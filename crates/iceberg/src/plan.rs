@@ -95,6 +95,12 @@ pub struct TaskUnit {
     /// so not sent with the unit. The data file's, for each of its splits.
     #[serde(skip)]
     pub stats: Vec<rayquet::task::ColumnStats>,
+    /// The first bytes of its file's row groups, from the manifest's split offsets, when the
+    /// scan asked for statistics and the offsets are usable (empty otherwise): for cutting
+    /// the file into splits on the coordinator without reading its footer, so not sent with
+    /// the unit.
+    #[serde(skip)]
+    pub split_offsets: Vec<u64>,
     /// Only these row groups of the file (a unit below the file, with the split; row
     /// positions, and so position deletes, still count every row of the file). `None`: every
     /// row group of the split.
@@ -352,6 +358,12 @@ impl Units {
             .and_then(|m| m.get(&path))
             .cloned()
             .unwrap_or_default();
+        let split_offsets = index
+            .splits
+            .as_ref()
+            .and_then(|m| m.get(&path))
+            .cloned()
+            .unwrap_or_default();
         Ok(TaskUnit {
             positions,
             equality: deletes(DataContentType::EqualityDeletes),
@@ -363,6 +375,7 @@ impl Units {
             mapped: t.name_mapping.is_some(),
             record_count: t.record_count,
             stats,
+            split_offsets,
             row_groups: None,
             deletion_vector,
             first_row_id,

@@ -50,6 +50,21 @@ pub(crate) fn file_stats(file: &DataFile, columns: &[(i32, String)]) -> Vec<Colu
 /// Statistics by data file path.
 pub(crate) type StatsByFile = HashMap<String, Vec<ColumnStats>>;
 
+/// A data file's split offsets from its manifest entry, when they can stand for the first
+/// bytes of its row groups (as pyiceberg, Java Iceberg and iceberg-rust record them): not
+/// empty, strictly increasing, past the file's leading magic bytes and before its end. Other
+/// values are dropped (the coordinator then reads the file's footer to cut it). Cutting a
+/// file at these offsets never loses or repeats a row group whatever they are, since each
+/// row group is read by the split holding its midpoint; only the balance depends on them.
+pub(crate) fn split_offsets(file: &DataFile) -> Option<Vec<u64>> {
+    let offsets = file.split_offsets()?;
+    let usable = !offsets.is_empty()
+        && offsets[0] >= 4
+        && offsets.windows(2).all(|w| w[0] < w[1])
+        && (*offsets.last()? as u64) < file.file_size_in_bytes();
+    usable.then(|| offsets.iter().map(|&o| o as u64).collect())
+}
+
 /// `datum` as a one-row array of the Arrow type rayquet reads its Iceberg type as.
 fn array(datum: &Datum) -> Option<ArrayRef> {
     use PrimitiveLiteral as L;

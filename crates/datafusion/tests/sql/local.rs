@@ -507,17 +507,35 @@ fn units_per_partition(plan: &Arc<dyn ExecutionPlan>) -> Vec<usize> {
     found.into_iter().next().unwrap_or_default()
 }
 
-/// Iceberg and Delta files are cut into units below the file too (their footers read at
-/// planning): the deleted rows (Iceberg position and equality deletes, Delta deletion
-/// vectors), counted over the whole file, stay deleted in every run, and the rows equal the
-/// tables' expected ones on 1-3 partitions, each partition with units.
+/// Iceberg and Delta files are cut into units below the file too (Iceberg's at the split
+/// offsets its manifests record, Delta's from their footers, read at planning): the deleted
+/// rows (Iceberg position and equality deletes, Delta deletion vectors), counted over the
+/// whole file, stay deleted in every run, and the rows equal the tables' expected ones on 1-3
+/// partitions, each partition with units.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn iceberg_and_delta_files_are_cut_into_units() {
+    use futures::StreamExt;
     use rayquet_testkit::delta_tables as dt;
     use rayquet_testkit::iceberg_tables as it;
     let dir = tempfile::tempdir().unwrap();
     let iceberg = it::deletes(60, 10);
     let delta = dt::dv_fixture(&dir.path().join("dv"));
+    // The Iceberg files' manifests (written by iceberg-rust, as pyiceberg and Java write
+    // theirs) record a split offset per row group: the provider cuts them at those.
+    let planned = rayquet_iceberg::TableScan::from_table(iceberg.table.clone())
+        .statistics(true)
+        .plan()
+        .unwrap();
+    let units: Vec<_> = planned.units.collect().await;
+    for u in units {
+        let u = u.unwrap();
+        assert_eq!(
+            u.split_offsets.len(),
+            6,
+            "{}: 60 rows in row groups of 10",
+            u.path
+        );
+    }
     let sql = "SELECT * FROM t";
     for partitions in [1, 2, 3] {
         let tables = [
