@@ -352,18 +352,15 @@ impl Units {
             }
             None => (None, None),
         };
-        let stats = index
-            .stats
-            .as_ref()
-            .and_then(|m| m.get(&path))
-            .cloned()
-            .unwrap_or_default();
-        let split_offsets = index
-            .splits
-            .as_ref()
-            .and_then(|m| m.get(&path))
-            .cloned()
-            .unwrap_or_default();
+        // What the manifests say of this file for planning (empty when not asked for).
+        fn of<T: Clone + Default>(map: &Option<HashMap<String, T>>, path: &str) -> T {
+            map.as_ref()
+                .and_then(|m| m.get(path))
+                .cloned()
+                .unwrap_or_default()
+        }
+        let stats = of(&index.stats, &path);
+        let split_offsets = of(&index.splits, &path);
         Ok(TaskUnit {
             positions,
             equality: deletes(DataContentType::EqualityDeletes),
