@@ -82,7 +82,8 @@ pub trait ScanBuilder: Sized {
     }
 
     /// Deliver batches in file (task), row group and row order (`true`, the default) or as
-    /// soon as each is ready (`false`).
+    /// soon as each is ready (`false`; the most recently decoded first, while its arrays are
+    /// still in the CPU's caches).
     fn ordered(mut self, ordered: bool) -> Self {
         self.options_mut().ordered = ordered;
         self

@@ -1,9 +1,11 @@
 //! Deliver: the blocking iterator the caller pulls batches from.
 //!
 //! The pipeline sends [`Event`]s on one channel; this side keeps the batches of each slot in
-//! flight and hands them out in slot order, each slot's in batch order (or, unordered, from
-//! whichever slot has its next batch). Delivering a batch releases its memory and resumes the
-//! parked decoders it came from; finishing a slot returns its reservation to the budget.
+//! flight and hands them out in slot order, each slot's in batch order. Unordered, it hands
+//! out the batch that arrived last: the one decoded most recently, whose arrays are the likeliest
+//! to be still in the CPU's caches when the caller reads them (older batches wait for a
+//! moment when nothing newer has arrived). Delivering a batch releases its memory and resumes
+//! the parked decoders it came from; finishing a slot returns its reservation to the budget.
 //!
 //! Invariants: ordered mode yields exactly the rows of parquet's reader (after the tasks'
 //! mappings), task by task and row group by row group; an error is yielded at its position
@@ -43,8 +45,9 @@ struct SlotBuf {
     info: Option<SlotInfo>,
     /// Batches that arrived, by number, with each part's decoded bytes.
     batches: BTreeMap<usize, (RecordBatch, Vec<u64>)>,
-    /// The next batch number to deliver, and how many there are (once known).
-    next: usize,
+    /// How many of its batches were delivered (ordered: the number of the next one), and how
+    /// many there are (once known).
+    delivered: usize,
     total: Option<usize>,
     error: Option<Error>,
     /// Its decoders were told it is the slot being read (ordered mode).
@@ -96,6 +99,9 @@ pub struct ScanReader {
     end: Option<usize>,
     remaining: Option<u64>,
     ordered: bool,
+    /// Unordered: the (slot, batch number) of each batch held, in the order they arrived; the
+    /// last is handed out first.
+    arrived: Vec<(usize, usize)>,
     done: bool,
 }
 
@@ -184,6 +190,7 @@ impl ScanReader {
             next_slot: 0,
             finished_slots: 0,
             end: None,
+            arrived: Vec::new(),
             done: false,
         }
     }
@@ -260,6 +267,9 @@ impl ScanReader {
             } => match self.slots.get_mut(&slot) {
                 Some(s) => {
                     s.batches.insert(seq, (batch, bytes));
+                    if !self.ordered {
+                        self.arrived.push((slot, seq));
+                    }
                 }
                 None => self.flow.metrics.release(bytes.iter().sum()),
             },
@@ -274,32 +284,42 @@ impl ScanReader {
         }
     }
 
-    /// Try to produce the next item of slot `idx` without waiting. `Some(None)` means the slot
-    /// is finished.
+    /// Ordered: try to produce the next item of slot `idx` without waiting. `Some(None)` means
+    /// the slot is finished.
     fn take(&mut self, idx: usize) -> Option<Option<Result<Item>>> {
         let s = self.slots.get_mut(&idx)?;
         if let Some(e) = s.error.take() {
             return Some(Some(Err(e)));
         }
         let info = s.info.as_ref()?;
-        if self.ordered && !s.promoted {
+        if !s.promoted {
             // The head slot decodes to its end without parking (see `PartCtl::promote`).
             s.promoted = true;
             info.parts.iter().for_each(|ctl| ctl.promote());
         }
-        if let Some((batch, bytes)) = s.batches.remove(&s.next) {
-            s.next += 1;
-            for (ctl, b) in info.parts.iter().zip(&bytes) {
-                ctl.consumed(*b);
-            }
-            self.flow.metrics.release(bytes.iter().sum());
-            self.flow.budget.poke();
-            return Some(Some(Ok((Arc::clone(&info.task), batch))));
+        let (seq, total) = (s.delivered, s.total);
+        if let Some(item) = self.hand_out(idx, seq) {
+            return Some(Some(Ok(item)));
         }
-        if s.total.is_some_and(|t| s.next >= t) {
+        if total.is_some_and(|t| seq >= t) {
             return Some(None);
         }
         None
+    }
+
+    /// Batch `seq` of slot `idx`, if it is here and its slot announced: its memory released and
+    /// its decoders resumed.
+    fn hand_out(&mut self, idx: usize, seq: usize) -> Option<Item> {
+        let s = self.slots.get_mut(&idx)?;
+        let info = s.info.as_ref()?;
+        let (batch, bytes) = s.batches.remove(&seq)?;
+        s.delivered += 1;
+        for (ctl, b) in info.parts.iter().zip(&bytes) {
+            ctl.consumed(*b);
+        }
+        self.flow.metrics.release(bytes.iter().sum());
+        self.flow.budget.poke();
+        Some((Arc::clone(&info.task), batch))
     }
 
     /// Release a finished slot's reservation; the decode window moves past it.
@@ -336,33 +356,60 @@ impl ScanReader {
 
     /// The next item if one is ready now; `Some(None)` at the end of the scan.
     fn ready(&mut self) -> Option<Option<Result<Item>>> {
+        if !self.ordered {
+            return self.ready_unordered();
+        }
         loop {
-            if self.end.is_some_and(|n| self.finished_slots >= n) && self.slots.is_empty() {
+            if self.at_last_slot() {
                 return Some(None);
             }
-            let candidates: Vec<usize> = if self.ordered {
-                vec![self.next_slot]
-            } else {
-                self.slots.keys().copied().collect()
-            };
-            let mut progressed = false;
-            for idx in candidates {
-                match self.take(idx) {
-                    Some(Some(item)) => return Some(Some(item)),
-                    Some(None) => {
-                        self.finish_slot(idx);
-                        if self.ordered {
-                            self.next_slot += 1;
-                        }
-                        progressed = true;
-                    }
-                    None => {}
+            match self.take(self.next_slot)? {
+                Some(item) => return Some(Some(item)),
+                None => {
+                    self.finish_slot(self.next_slot);
+                    self.next_slot += 1;
                 }
             }
-            if !progressed {
-                return None;
+        }
+    }
+
+    /// Unordered: an error at once, else the batch that arrived last. What is in the channel
+    /// is taken in first, so that the batch handed out is the one decoded most recently.
+    fn ready_unordered(&mut self) -> Option<Option<Result<Item>>> {
+        while let Ok(ev) = self.rx.try_recv() {
+            self.apply(ev);
+        }
+        if let Some(e) = self.slots.values_mut().find_map(|s| s.error.take()) {
+            return Some(Some(Err(e)));
+        }
+        let complete: Vec<usize> = self
+            .slots
+            .iter()
+            .filter(|(_, s)| s.info.is_some() && s.total.is_some_and(|t| s.delivered >= t))
+            .map(|(&idx, _)| idx)
+            .collect();
+        for idx in complete {
+            self.finish_slot(idx);
+        }
+        if self.at_last_slot() {
+            return Some(None);
+        }
+        while let Some((idx, seq)) = self.arrived.pop() {
+            if let Some(item) = self.hand_out(idx, seq) {
+                return Some(Some(Ok(item)));
+            }
+            if self.slots.get(&idx).is_some_and(|s| s.info.is_none()) {
+                // Its slot is not announced yet (the channel announces slots first): later.
+                self.arrived.push((idx, seq));
+                break;
             }
         }
+        None
+    }
+
+    /// Every slot there will be is finished.
+    fn at_last_slot(&self) -> bool {
+        self.end.is_some_and(|n| self.finished_slots >= n) && self.slots.is_empty()
     }
 
     fn stalled(&self) -> bool {
@@ -540,5 +587,125 @@ impl RecordBatchReader for ScanReader {
 impl Drop for ScanReader {
     fn drop(&mut self) {
         self.cancel();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use arrow::array::{Array, Int64Array, RecordBatch};
+    use arrow::datatypes::{DataType, Field, Schema};
+
+    use super::ScanReader;
+    use crate::flow::budget::Budget;
+    use crate::flow::event::{Event, Outbox, SlotInfo};
+    use crate::flow::held::Decoding;
+    use crate::flow::part::{DecodeWindow, PartCtl};
+    use crate::flow::Flow;
+    use crate::options::ScanOptions;
+    use crate::task::TaskInfo;
+
+    /// A reader fed by hand: the events go to `outbox`; no pipeline runs (its driver is a
+    /// task that never ends).
+    fn reader(ordered: bool, rt: &tokio::runtime::Runtime) -> (ScanReader, Outbox, Arc<Schema>) {
+        let schema = Arc::new(Schema::new(vec![Field::new("v", DataType::Int64, false)]));
+        let flow = Arc::new(Flow {
+            budget: Budget::new(1 << 30, 1 << 20, 1 << 20, None),
+            decoding: Arc::new(Decoding::new(2)),
+            window: DecodeWindow::new(3),
+            expansion: Default::default(),
+            metrics: Default::default(),
+        });
+        let (outbox, rx) = Outbox::new();
+        let opts = ScanOptions {
+            ordered,
+            ..Default::default()
+        };
+        let task = rt.spawn(std::future::pending::<()>());
+        let reader = ScanReader::new(
+            (outbox.clone(), rx),
+            flow,
+            &opts,
+            Arc::clone(&schema),
+            task,
+            rt.handle().clone(),
+        );
+        (reader, outbox, schema)
+    }
+
+    fn slot(outbox: &Outbox, slot: usize) {
+        let info = SlotInfo {
+            parts: vec![Arc::new(PartCtl::new(0, 16, false))],
+            reserve: 0,
+            task: Arc::new(TaskInfo {
+                index: 0,
+                tag: None,
+            }),
+        };
+        outbox.send(Event::Slot { slot, info });
+    }
+
+    /// Batch `seq` of `slot`, holding the one value `slot * 100 + seq`.
+    fn batch(outbox: &Outbox, schema: &Arc<Schema>, slot: usize, seq: usize) {
+        let v = Int64Array::from(vec![(slot * 100 + seq) as i64]);
+        let batch = RecordBatch::try_new(Arc::clone(schema), vec![Arc::new(v)]).unwrap();
+        outbox.send(Event::Batch {
+            slot,
+            seq,
+            batch,
+            bytes: vec![8],
+        });
+    }
+
+    fn value(reader: &mut ScanReader) -> Option<i64> {
+        let batch = reader.next()?.unwrap();
+        let v = batch
+            .column(0)
+            .as_any()
+            .downcast_ref::<Int64Array>()
+            .unwrap();
+        assert_eq!(v.len(), 1);
+        Some(v.value(0))
+    }
+
+    /// The same events, arriving out of order across two slots: ordered, slot by slot and
+    /// batch by batch; unordered, the batch that arrived last first. Both hand out every batch
+    /// once and then end.
+    #[test]
+    fn unordered_hands_out_the_batch_that_arrived_last() {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
+        let mut seen = Vec::new();
+        for ordered in [true, false] {
+            let (mut reader, outbox, schema) = reader(ordered, &rt);
+            slot(&outbox, 0);
+            slot(&outbox, 1);
+            batch(&outbox, &schema, 1, 0);
+            batch(&outbox, &schema, 0, 1);
+            batch(&outbox, &schema, 0, 0);
+            let mut got = vec![value(&mut reader).unwrap()];
+            // More arrive after the first was handed out.
+            batch(&outbox, &schema, 1, 1);
+            outbox.send(Event::SlotDone {
+                slot: 0,
+                batches: 2,
+            });
+            outbox.send(Event::SlotDone {
+                slot: 1,
+                batches: 2,
+            });
+            outbox.send(Event::End { slots: 2 });
+            got.extend(std::iter::from_fn(|| value(&mut reader)));
+            assert!(reader.next().is_none(), "fused after the end");
+            seen.push(got);
+        }
+        assert_eq!(seen[0], [0, 1, 100, 101], "ordered");
+        assert_eq!(
+            seen[1],
+            [0, 101, 1, 100],
+            "unordered: the last arrived first"
+        );
     }
 }

@@ -58,7 +58,7 @@ pub(crate) fn reader_stream(
 /// Whether a partition's scan has been opened: not before the stream's first poll.
 enum Started<F> {
     No(F),
-    Yes(rayquet::ScanStream),
+    Yes(Box<rayquet::ScanStream>),
     Done,
 }
 
@@ -81,7 +81,7 @@ where
                 unreachable!("matched above")
             };
             match open() {
-                Ok(reader) => self.state = Started::Yes(reader.into_stream()),
+                Ok(reader) => self.state = Started::Yes(Box::new(reader.into_stream())),
                 Err(e) => return Poll::Ready(Some(Err(DataFusionError::External(Box::new(e))))),
             }
         }
