@@ -4,29 +4,36 @@
 //!
 //! Invariants: the coordinator plans (listing, Iceberg planning, Delta log replay) and streams
 //! units; the scans themselves run on workers, one task per worker (two on a single worker, so
-//! that a lone worker still scans remotely). A stage holding a rayquet scan sends task `i` to
+//! that a lone worker still scans remotely), even those in a stage that datafusion-distributed
+//! keeps on the coordinator (gathered from the workers into it, [`ScanStages`]). A stage holding a rayquet scan sends task `i` to
 //! worker `i mod n` (in the order the workers were given), which is how [`worker_scans`] tells
 //! what each worker read from the per-task metrics.
 
+use std::collections::HashSet;
 use std::sync::Arc;
 
 use datafusion::arrow::array::RecordBatch;
 use datafusion::common::config::ConfigOptions;
+use datafusion::common::JoinType;
 use datafusion::common::{DataFusionError, Result};
 use datafusion::execution::SessionStateBuilder;
 use datafusion::physical_expr::expressions::Column;
 use datafusion::physical_expr::PhysicalExpr;
 use datafusion::physical_optimizer::PhysicalOptimizerRule;
 use datafusion::physical_plan::coalesce_partitions::CoalescePartitionsExec;
+use datafusion::physical_plan::joins::{
+    CrossJoinExec, HashJoinExec, NestedLoopJoinExec, PartitionMode,
+};
 use datafusion::physical_plan::metrics::MetricValue;
 use datafusion::physical_plan::projection::{ProjectionExec, ProjectionExpr};
 use datafusion::physical_plan::repartition::RepartitionExec;
-use datafusion::physical_plan::{ExecutionPlan, ExecutionPlanProperties};
+use datafusion::physical_plan::sorts::sort_preserving_merge::SortPreservingMergeExec;
+use datafusion::physical_plan::{ExecutionPlan, ExecutionPlanProperties, Partitioning};
 use datafusion::prelude::{SessionConfig, SessionContext};
 use datafusion_distributed::{
     rewrite_distributed_plan_with_metrics, DesiredTaskCountEvent, DesiredTaskCountEventResponse,
-    DistributedExt, DistributedMetricsFormat, NetworkBoundaryExt, RouteTasksEvent,
-    RouteTasksEventResponse, SessionStateBuilderExt, WorkerResolver,
+    DistributedConfig, DistributedExt, DistributedMetricsFormat, NetworkBoundaryExt,
+    RouteTasksEvent, RouteTasksEventResponse, SessionStateBuilderExt, WorkerResolver,
     DISTRIBUTED_DATAFUSION_TASK_ID_LABEL,
 };
 use rayquet::ScanOptions;
@@ -97,13 +104,25 @@ fn route_scans(
 /// projection above each scan that is not already under a repartition, and gathers a
 /// single-partition scan's tasks again above it (so the parent's input keeps one partition):
 /// the projection heads the stage, the scan runs on the workers.
+///
+/// A scan in a stage that datafusion-distributed runs in a single task, on the coordinator
+/// ([`pins_stage`]: a join that collects its build side in every task where that side cannot
+/// be broadcast, as with `distributed.broadcast_joins = false`), is gathered the same way and
+/// then dealt round-robin to its former partition count: its units run on the workers, the
+/// join on the coordinator.
 #[derive(Debug)]
 struct ScanStages;
 
 impl ScanStages {
-    fn rewrite(plan: Arc<dyn ExecutionPlan>) -> Result<Arc<dyn ExecutionPlan>> {
+    /// `gather`: the scans (by address) to gather whatever their partition count.
+    fn rewrite(
+        plan: Arc<dyn ExecutionPlan>,
+        gather: &HashSet<usize>,
+    ) -> Result<Arc<dyn ExecutionPlan>> {
         if plan.downcast_ref::<RayquetScanExec>().is_some() {
-            let single = plan.output_partitioning().partition_count() == 1;
+            let partitions = plan.output_partitioning().partition_count();
+            let pinned = gather.contains(&address(&plan));
+            let single = partitions == 1;
             let schema = plan.schema();
             let identity = schema.fields().iter().enumerate().map(|(i, f)| {
                 let column: Arc<dyn PhysicalExpr> = Arc::new(Column::new(f.name(), i));
@@ -112,6 +131,12 @@ impl ScanStages {
             let head: Arc<dyn ExecutionPlan> = Arc::new(ProjectionExec::try_new(identity, plan)?);
             return Ok(if single {
                 Arc::new(CoalescePartitionsExec::new(head))
+            } else if pinned {
+                let gathered = Arc::new(CoalescePartitionsExec::new(head));
+                Arc::new(RepartitionExec::try_new(
+                    gathered,
+                    Partitioning::RoundRobinBatch(partitions),
+                )?)
             } else {
                 head
             });
@@ -126,10 +151,10 @@ impl ScanStages {
         let mut new = Vec::with_capacity(children.len());
         for child in children {
             let is_scan = child.downcast_ref::<RayquetScanExec>().is_some();
-            let next = if keep_scans && is_scan {
+            let next = if keep_scans && is_scan && !gather.contains(&address(&child)) {
                 Arc::clone(&child)
             } else {
-                Self::rewrite(Arc::clone(&child))?
+                Self::rewrite(Arc::clone(&child), gather)?
             };
             changed |= !Arc::ptr_eq(&next, &child);
             new.push(next);
@@ -146,9 +171,12 @@ impl PhysicalOptimizerRule for ScanStages {
     fn optimize(
         &self,
         plan: Arc<dyn ExecutionPlan>,
-        _config: &ConfigOptions,
+        config: &ConfigOptions,
     ) -> Result<Arc<dyn ExecutionPlan>> {
-        Self::rewrite(plan)
+        let broadcast =
+            DistributedConfig::from_config_options(config).map_or(true, |c| c.broadcast_joins);
+        let gather = pinned_scans(&plan, broadcast);
+        Self::rewrite(plan, &gather)
     }
 
     fn name(&self) -> &str {
@@ -158,6 +186,92 @@ impl PhysicalOptimizerRule for ScanStages {
     fn schema_check(&self) -> bool {
         true
     }
+}
+
+fn address(plan: &Arc<dyn ExecutionPlan>) -> usize {
+    Arc::as_ptr(plan) as *const () as usize
+}
+
+/// Whether datafusion-distributed runs the stage holding `plan` in a single task: a join that
+/// collects one side in every task, where that side cannot be broadcast (`broadcast`: whether
+/// broadcast joins are on). Mirrors datafusion-distributed 3.0's `normalize_collect_joins` and
+/// `inject_network_boundaries`, which this rule runs before.
+fn pins_stage(plan: &Arc<dyn ExecutionPlan>, broadcast: bool) -> bool {
+    // Join types that never emit rows of the collected (left) side: it may be broadcast.
+    let left_safe = |t: &JoinType| {
+        matches!(
+            t,
+            JoinType::Inner
+                | JoinType::Right
+                | JoinType::RightSemi
+                | JoinType::RightAnti
+                | JoinType::RightMark
+        )
+    };
+    let both_single = |l: &Arc<dyn ExecutionPlan>, r: &Arc<dyn ExecutionPlan>| {
+        l.output_partitioning().partition_count() == 1
+            && r.output_partitioning().partition_count() == 1
+    };
+    if let Some(j) = plan.downcast_ref::<HashJoinExec>() {
+        if j.mode != PartitionMode::CollectLeft {
+            return false;
+        }
+        // Other unsafe types are made partitioned joins, unless both sides are single.
+        return j.null_aware
+            || if left_safe(j.join_type()) {
+                !broadcast
+            } else {
+                both_single(j.left(), j.right())
+            };
+    }
+    if let Some(j) = plan.downcast_ref::<NestedLoopJoinExec>() {
+        // With broadcasts, other unsafe types are swapped into safe ones.
+        return !broadcast
+            || *j.join_type() == JoinType::Full
+            || (!left_safe(j.join_type()) && both_single(j.left(), j.right()));
+    }
+    plan.downcast_ref::<CrossJoinExec>().is_some() && !broadcast
+}
+
+/// The rayquet scans (by address) that share a stage with a node that [`pins_stage`]. Stages
+/// are cut as datafusion-distributed cuts them: above a hash repartition, and below a node
+/// that gathers partitions (unless its input is a leaf).
+fn pinned_scans(plan: &Arc<dyn ExecutionPlan>, broadcast: bool) -> HashSet<usize> {
+    fn visit(
+        plan: &Arc<dyn ExecutionPlan>,
+        stage: usize,
+        broadcast: bool,
+        pinned: &mut Vec<bool>,
+        scans: &mut Vec<(usize, usize)>,
+    ) {
+        if pins_stage(plan, broadcast) {
+            pinned[stage] = true;
+        }
+        if plan.downcast_ref::<RayquetScanExec>().is_some() {
+            scans.push((address(plan), stage));
+        }
+        let gathers = plan.downcast_ref::<CoalescePartitionsExec>().is_some()
+            || plan.downcast_ref::<SortPreservingMergeExec>().is_some();
+        for child in plan.children() {
+            let shuffled = child
+                .downcast_ref::<RepartitionExec>()
+                .is_some_and(|r| matches!(r.partitioning(), Partitioning::Hash(..)));
+            let stage = if shuffled || (gathers && !child.children().is_empty()) {
+                pinned.push(false);
+                pinned.len() - 1
+            } else {
+                stage
+            };
+            visit(child, stage, broadcast, pinned, scans);
+        }
+    }
+    let (mut pinned, mut scans) = (vec![false], Vec::new());
+    visit(plan, 0, broadcast, &mut pinned, &mut scans);
+    scans
+        .into_iter()
+        .filter(|&(_, stage)| pinned[stage])
+        .map(|(scan, _)| scan)
+        .collect()
 }
 
 /// A datafusion-distributed coordinator: rayquet scans of its tables run on `workers` (URLs of

@@ -417,3 +417,51 @@ async fn a_single_worker_still_scans_remotely() {
     assert_eq!(scans[0].units, 3);
     assert_eq!(scans[0].rows, opts.total_rows());
 }
+
+/// With datafusion-distributed's broadcast joins off, a stage holding a join that collects its
+/// build side runs in one task, on the coordinator; a rayquet scan on the join's probe side
+/// still runs on the workers (gathered into that stage), and the join's rows are right.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn joins_without_broadcast_still_scan_on_workers() {
+    use rayquet_datafusion::datafusion::physical_plan::displayable;
+    let (big, big_opts) = lineitem_dir(3, 2, 2_000, 5);
+    let (small, _) = lineitem_dir(1, 1, 50, 6);
+    let workers = cluster(3, ScanOptions::new());
+    let ctx = distributed_session(urls(&workers), ScanOptions::new()).unwrap();
+    let reference = rayquet_datafusion::local_session();
+    for (name, dir) in [("t", &big), ("s", &small)] {
+        let path = dir.path().to_str().unwrap();
+        let table = RayquetTable::parquet(path, ScanOptions::new()).unwrap();
+        reference
+            .register_table(name, Arc::new(table.clone()))
+            .unwrap();
+        ctx.register_table(name, Arc::new(table.require_remote(true)))
+            .unwrap();
+    }
+    let sql = "SELECT t.l_returnflag, count(*), sum(t.l_quantity) FROM s JOIN t \
+               ON s.l_orderkey = t.l_orderkey AND s.l_linenumber = t.l_linenumber GROUP BY 1";
+    for broadcast in [true, false] {
+        ctx.sql(&format!("SET distributed.broadcast_joins = {broadcast}"))
+            .await
+            .unwrap()
+            .collect()
+            .await
+            .unwrap();
+        let plan = ctx.sql(sql).await.unwrap().create_physical_plan().await;
+        let text = format!("{}", displayable(plan.unwrap().as_ref()).indent(false));
+        assert!(text.contains("mode=CollectLeft"), "{text}");
+        let (scans, _) = distributed_matches(&ctx, &workers, &reference, sql).await;
+        for scan in &scans {
+            assert!(
+                scan.units >= 1,
+                "broadcast {broadcast}: worker {} scanned nothing",
+                scan.worker
+            );
+        }
+        let rows: u64 = scans.iter().map(|s| s.rows).sum();
+        assert!(
+            rows >= big_opts.total_rows(),
+            "broadcast {broadcast}: {rows} rows scanned"
+        );
+    }
+}
