@@ -5,9 +5,10 @@
 //! Invariants: the coordinator plans (listing, Iceberg planning, Delta log replay) and streams
 //! units; the scans themselves run on workers, one task per worker (two on a single worker, so
 //! that a lone worker still scans remotely), even those in a stage that datafusion-distributed
-//! keeps on the coordinator (gathered from the workers into it, [`ScanStages`]). A stage holding a rayquet scan sends task `i` to
-//! worker `i mod n` (in the order the workers were given), which is how [`worker_scans`] tells
-//! what each worker read from the per-task metrics.
+//! keeps on the coordinator (gathered from the workers into it, [`ScanStages`]). A stage
+//! holding a rayquet scan sends task `i` to worker `i mod n` (in the order the workers were
+//! given), which is how [`worker_scans`] tells what each worker read from the per-task
+//! metrics.
 
 use std::collections::HashSet;
 use std::sync::Arc;
