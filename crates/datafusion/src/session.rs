@@ -33,9 +33,9 @@ use datafusion::physical_plan::{ExecutionPlan, ExecutionPlanProperties, Partitio
 use datafusion::prelude::{SessionConfig, SessionContext};
 use datafusion_distributed::{
     rewrite_distributed_plan_with_metrics, DesiredTaskCountEvent, DesiredTaskCountEventResponse,
-    DistributedConfig, DistributedExt, DistributedMetricsFormat, NetworkBoundaryExt,
-    RouteTasksEvent, RouteTasksEventResponse, SessionStateBuilderExt, WorkerResolver,
-    DISTRIBUTED_DATAFUSION_TASK_ID_LABEL,
+    DistributedConfig, DistributedExec, DistributedExt, DistributedMetricsFormat,
+    NetworkBoundaryExt, RouteTasksEvent, RouteTasksEventResponse, SessionStateBuilderExt,
+    WorkerResolver, DISTRIBUTED_DATAFUSION_TASK_ID_LABEL,
 };
 use rayquet::ScanOptions;
 use url::Url;
@@ -332,7 +332,8 @@ pub struct WorkerScan {
 
 /// What each of `workers` (the list given to [`distributed_session`]) scanned to run `plan`,
 /// once its results have been drained: the per-task metrics of its rayquet scan nodes,
-/// gathered from the workers. Workers that scanned nothing are listed with zeros.
+/// gathered from the workers (also below `EXPLAIN ANALYZE`, whose root is not the distributed
+/// plan). Workers that scanned nothing are listed with zeros.
 pub async fn worker_scans(
     plan: Arc<dyn ExecutionPlan>,
     workers: &[Url],
@@ -341,9 +342,19 @@ pub async fn worker_scans(
     if workers.is_empty() {
         return Ok(out);
     }
-    let plan =
-        rewrite_distributed_plan_with_metrics(plan, DistributedMetricsFormat::PerTask).await?;
-    let mut stack = vec![plan];
+    // The distributed plan may sit below the root (`EXPLAIN ANALYZE`'s `AnalyzeExec`): each
+    // `DistributedExec` found gets its workers' per-task metrics.
+    let mut stack = vec![];
+    let mut above = vec![plan];
+    while let Some(p) = above.pop() {
+        if p.downcast_ref::<DistributedExec>().is_some() {
+            stack.push(
+                rewrite_distributed_plan_with_metrics(p, DistributedMetricsFormat::PerTask).await?,
+            );
+        } else {
+            above.extend(p.children().into_iter().cloned());
+        }
+    }
     while let Some(p) = stack.pop() {
         stack.extend(p.children().into_iter().cloned());
         if p.name() != "RayquetScanExec" {

@@ -465,3 +465,38 @@ async fn joins_without_broadcast_still_scan_on_workers() {
         );
     }
 }
+
+/// `EXPLAIN ANALYZE` runs the query on the workers too: what each worker scanned is counted
+/// for it as for the query itself (the plan's root is then DataFusion's `AnalyzeExec`, with
+/// the distributed plan below it).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn explain_analyze_counts_what_each_worker_scanned() {
+    let (dir, opts) = lineitem_dir(3, 2, 1_000, 7);
+    let workers = cluster(3, ScanOptions::new());
+    let ctx = distributed_session(urls(&workers), ScanOptions::new()).unwrap();
+    let table = RayquetTable::parquet(dir.path().to_str().unwrap(), ScanOptions::new())
+        .unwrap()
+        .require_remote(true);
+    ctx.register_table("t", Arc::new(table)).unwrap();
+    let sql = "SELECT l_returnflag, sum(l_linenumber) FROM t GROUP BY 1";
+    let (_, plain) = collect_distributed(&ctx, sql, &urls(&workers))
+        .await
+        .unwrap();
+    let (batches, analyzed) =
+        collect_distributed(&ctx, &format!("EXPLAIN ANALYZE {sql}"), &urls(&workers))
+            .await
+            .unwrap();
+    let text = format!(
+        "{}",
+        rayquet_datafusion::datafusion::arrow::util::pretty::pretty_format_batches(&batches)
+            .unwrap()
+    );
+    assert!(text.contains("RayquetScanExec"), "{text}");
+    let units = |scans: &[WorkerScan]| scans.iter().map(|s| s.units).sum::<u64>();
+    assert!(units(&plain) >= 3, "{plain:?}");
+    assert_eq!(units(&analyzed), units(&plain), "{analyzed:?}\n{text}");
+    for scans in [&plain, &analyzed] {
+        assert_eq!(scans.iter().map(|s| s.rows).sum::<u64>(), opts.total_rows());
+        assert!(scans.iter().all(|s| s.units >= 1), "{scans:?}");
+    }
+}
