@@ -81,6 +81,8 @@ pub(crate) async fn fetch_slot(
             let keep: Vec<usize> = reused.iter().map(|(_, k)| *k).collect();
             let metrics = Arc::clone(sh.metrics());
             let limit = sh.decode.page_limit;
+            // The second round reads only the pages holding selected rows: their runs.
+            let late_pages = !single && slots::has_offset_index(&meta, rg);
             let work = move || {
                 let t = std::time::Instant::now();
                 let md = (r.meta.reader.metadata().as_ref(), &*r.meta.file.name);
@@ -102,14 +104,22 @@ pub(crate) async fn fetch_slot(
                     (c, sizes),
                     (batch, &keep),
                 );
+                // Counted here, not on the IO runtime: a scattered selection has a run every
+                // few rows, and each count walks them all.
+                let res = res.map(|out| {
+                    let kept = out.exact.row_count() as u64;
+                    let every_row = out.exact.skipped_row_count() == 0;
+                    let runs = late_pages.then(|| SelectedRows::new(&out.exact));
+                    (out, kept, every_row, runs)
+                });
                 Metrics::add_time(&metrics.decode_nanos, t.elapsed());
                 res
             };
-            let out = sh
+            let (out, kept_rows, every_row, runs) = sh
                 .on_pool((&meta.file.name, "filter evaluation"), work)
                 .await?;
             let (exact, read) = (out.exact, out.read);
-            if exact.selects_any() {
+            if kept_rows > 0 {
                 stage_cols = reused
                     .iter()
                     .zip(out.kept)
@@ -121,9 +131,9 @@ pub(crate) async fn fetch_slot(
                     part.leaves.retain(|&l| !taken(root_of(&run, l)));
                 }
             }
-            Metrics::add(&sh.metrics().rows_filtered, read - exact.row_count() as u64);
+            Metrics::add(&sh.metrics().rows_filtered, read - kept_rows);
             Metrics::add(&sh.metrics().dictionary_filtered, out.dictionary as u64);
-            if !exact.selects_any() {
+            if kept_rows == 0 {
                 if !single {
                     // Late materialization saved every other column's bytes.
                     sh.late.record(late_bytes(&meta, &plan, stage)?, 0);
@@ -136,13 +146,11 @@ pub(crate) async fn fetch_slot(
             let chunk = if single {
                 first
             } else {
-                let offsets = slots::has_offset_index(&meta, rg);
                 let mut ranges = Vec::new();
                 let mut after = 0;
-                let runs = offsets.then(|| SelectedRows::new(&exact));
                 for leaf in plan.parts.iter().flat_map(|p| &p.leaves) {
                     let (r, skipped) =
-                        slots::chunk_ranges(&meta, rg, *leaf, runs.as_ref(), offsets)?;
+                        slots::chunk_ranges(&meta, rg, *leaf, runs.as_ref(), late_pages)?;
                     if !stage.leaves.contains(leaf) {
                         Metrics::add(&sh.metrics().pages_pruned, skipped);
                         after += r.iter().map(|r| r.end - r.start).sum::<u64>();
@@ -151,7 +159,7 @@ pub(crate) async fn fetch_slot(
                     ranges.extend(r.into_iter().filter(|r| !first.covers(r)));
                 }
                 sh.late.record(late_bytes(&meta, &plan, stage)?, after);
-                let second = fetch_ranges(sh, &meta, &ranges, offsets, rg).await?;
+                let second = fetch_ranges(sh, &meta, &ranges, late_pages, rg).await?;
                 held.fetched(second.bytes());
                 let mut chunk = first;
                 chunk.merge(&second);
@@ -159,7 +167,7 @@ pub(crate) async fn fetch_slot(
             };
             let page_level = left_out;
             // Every row matched: decode without a selection (cheaper than one long run).
-            let exact = (exact.skipped_row_count() > 0).then(|| Arc::new(exact));
+            let exact = (!every_row).then(|| Arc::new(exact));
             (exact, page_level, chunk)
         }
         None => {
