@@ -186,6 +186,11 @@ fn budget_bounds_buffered_bytes() {
 /// decode. A consumer that takes one batch and pauses finds at most the window's row groups
 /// (decode threads + 1) decoded besides the one it read, not the whole file the budget would
 /// hold; then every row still comes, as parquet's reader gives them, ordered and unordered.
+///
+/// The window opens for good once the decoders are found waiting on IO (object-store latency):
+/// on a loaded machine a local read can be slow enough for that (CI runs this binary's tests in
+/// parallel). So each mode gets three fresh scans, and one must stay within the window; every
+/// scan must deliver every row.
 #[test]
 fn only_the_decode_window_decodes_ahead() {
     let dir = tempfile::tempdir().unwrap();
@@ -200,38 +205,44 @@ fn only_the_decode_window_decodes_ahead() {
             .build()
             .unwrap(),
     );
+    // The row group read, and the window's: 10% slack for capacity differences.
+    let bound = (1 + threads as u64 + 1) * slot * 11 / 10;
     for ordered in [true, false] {
-        let mut reader = Scan::new(paths[0].to_str().unwrap())
-            .unwrap()
-            .batch_size(2000)
-            .ordered(ordered)
-            .memory_budget(256 << 20)
-            .decode_pool(Arc::clone(&pool))
-            .build()
-            .unwrap();
-        let metrics = reader.metrics();
-        let first = reader.next().unwrap().unwrap();
-        std::thread::sleep(Duration::from_millis(500));
-        let decoded = metrics.snapshot().bytes_decoded;
-        // The row group read, and the window's: 10% slack for capacity differences.
-        let bound = (1 + threads as u64 + 1) * slot * 11 / 10;
-        assert!(
-            decoded <= bound,
-            "ordered={ordered}: {decoded} bytes decoded ahead, window allows {bound} \
-             (row group {slot})"
-        );
-        let mut got = vec![first];
-        got.extend(reader.map(|b| b.unwrap()));
-        if ordered {
-            common::assert_same_rows(&schema, &expected, &got, "ordered, windowed");
-        } else {
-            let mut e: Vec<String> = expected.iter().flat_map(common::row_strings).collect();
-            let mut g: Vec<String> = got.iter().flat_map(common::row_strings).collect();
-            e.sort();
-            g.sort();
-            assert_eq!(e, g, "unordered, windowed: the same rows");
+        let mut ahead = Vec::new();
+        for _ in 0..3 {
+            let mut reader = Scan::new(paths[0].to_str().unwrap())
+                .unwrap()
+                .batch_size(2000)
+                .ordered(ordered)
+                .memory_budget(256 << 20)
+                .decode_pool(Arc::clone(&pool))
+                .build()
+                .unwrap();
+            let metrics = reader.metrics();
+            let first = reader.next().unwrap().unwrap();
+            std::thread::sleep(Duration::from_millis(500));
+            ahead.push(metrics.snapshot().bytes_decoded);
+            let mut got = vec![first];
+            got.extend(reader.map(|b| b.unwrap()));
+            if ordered {
+                common::assert_same_rows(&schema, &expected, &got, "ordered, windowed");
+            } else {
+                let mut e: Vec<String> = expected.iter().flat_map(common::row_strings).collect();
+                let mut g: Vec<String> = got.iter().flat_map(common::row_strings).collect();
+                e.sort();
+                g.sort();
+                assert_eq!(e, g, "unordered, windowed: the same rows");
+            }
+            assert_eq!(metrics.snapshot().row_groups, 24);
+            if ahead.last().is_some_and(|&d| d <= bound) {
+                break;
+            }
         }
-        assert_eq!(metrics.snapshot().row_groups, 24);
+        assert!(
+            ahead.iter().any(|&d| d <= bound),
+            "ordered={ordered}: {ahead:?} bytes decoded ahead in three scans, the window \
+             allows {bound} (row group {slot})"
+        );
     }
 }
 
