@@ -21,6 +21,14 @@ fn urls(workers: &[WorkerHandle]) -> Vec<Url> {
     workers.iter().map(|w| w.url.clone()).collect()
 }
 
+/// Register the Parquet dataset in `dir` as table `name` of `ctx`, scanned only on workers.
+fn remote_parquet(ctx: &SessionContext, name: &str, dir: &tempfile::TempDir) {
+    let table = RayquetTable::parquet(dir.path().to_str().unwrap(), ScanOptions::new())
+        .unwrap()
+        .require_remote(true);
+    ctx.register_table(name, Arc::new(table)).unwrap();
+}
+
 /// Run `sql` on the cluster (within the test timeout), check it against `reference`, and
 /// return what each worker scanned and the files each read.
 async fn distributed_matches(
@@ -311,10 +319,7 @@ async fn a_worker_killed_mid_query_ends_it_cleanly() {
     let mut workers = cluster(3, ScanOptions::new());
     let urls = urls(&workers);
     let ctx = distributed_session(urls.clone(), ScanOptions::new()).unwrap();
-    let table = RayquetTable::parquet(dir.path().to_str().unwrap(), ScanOptions::new())
-        .unwrap()
-        .require_remote(true);
-    ctx.register_table("t", Arc::new(table)).unwrap();
+    remote_parquet(&ctx, "t", &dir);
     let sql = "SELECT l_orderkey, l_linenumber, l_comment FROM t";
     let query = async {
         let mut stream = ctx.sql(sql).await?.execute_stream().await?;
@@ -380,10 +385,7 @@ async fn an_unreachable_worker_is_a_clean_error_naming_it() {
     let mut all = urls(&workers);
     all.push(dead.clone());
     let ctx = distributed_session(all.clone(), ScanOptions::new()).unwrap();
-    let table = RayquetTable::parquet(dir.path().to_str().unwrap(), ScanOptions::new())
-        .unwrap()
-        .require_remote(true);
-    ctx.register_table("t", Arc::new(table)).unwrap();
+    remote_parquet(&ctx, "t", &dir);
     let run = collect_distributed(&ctx, "SELECT count(*), sum(l_quantity) FROM t", &all);
     let err = tokio::time::timeout(QUERY_TIMEOUT, run)
         .await
@@ -401,10 +403,7 @@ async fn a_single_worker_still_scans_remotely() {
     let (dir, opts) = lineitem_dir(3, 2, 1_000, 2);
     let workers = cluster(1, ScanOptions::new());
     let ctx = distributed_session(urls(&workers), ScanOptions::new()).unwrap();
-    let table = RayquetTable::parquet(dir.path().to_str().unwrap(), ScanOptions::new())
-        .unwrap()
-        .require_remote(true);
-    ctx.register_table("t", Arc::new(table)).unwrap();
+    remote_parquet(&ctx, "t", &dir);
     // A sum is not in the footers' statistics (a bare count(*) would be): the rows are read.
     let sql = "SELECT count(*), sum(l_linenumber) > 0 FROM t";
     let (batches, scans) = collect_distributed(&ctx, sql, &urls(&workers))
@@ -474,10 +473,7 @@ async fn explain_analyze_counts_what_each_worker_scanned() {
     let (dir, opts) = lineitem_dir(3, 2, 1_000, 7);
     let workers = cluster(3, ScanOptions::new());
     let ctx = distributed_session(urls(&workers), ScanOptions::new()).unwrap();
-    let table = RayquetTable::parquet(dir.path().to_str().unwrap(), ScanOptions::new())
-        .unwrap()
-        .require_remote(true);
-    ctx.register_table("t", Arc::new(table)).unwrap();
+    remote_parquet(&ctx, "t", &dir);
     let sql = "SELECT l_returnflag, sum(l_linenumber) FROM t GROUP BY 1";
     let (_, plain) = collect_distributed(&ctx, sql, &urls(&workers))
         .await
