@@ -63,6 +63,11 @@ struct Args {
     explain: bool,
 }
 
+const USAGE: &str = "usage: tpch --data DIR [--runs 6] [--queries q1,q6,selective,PATH.sql] \
+     [--engines datafusion,rayquet,workers1,workers3,duckdb] [--python PATH] [--threads N] \
+     [--json FILE] [--explain]\n(DIR holds <table>.parquet or <table>/ for the 8 TPC-H tables; \
+     see crates/datafusion/benches/tpch.rs's docs)";
+
 fn args() -> Args {
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     let mut a = Args {
@@ -90,7 +95,11 @@ fn args() -> Args {
             "--json" => a.json = Some(value().into()),
             "--explain" => a.explain = true,
             "--bench" => {}
-            other => panic!("unknown argument {other} (see the file's docs)"),
+            "-h" | "--help" => {
+                println!("{USAGE}");
+                std::process::exit(0);
+            }
+            other => panic!("unknown argument {other}\n{USAGE}"),
         }
     }
     assert!(
