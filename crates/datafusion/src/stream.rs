@@ -174,6 +174,7 @@ fn prefetch(batch: &RecordBatch) {
 /// Call `hint` with the address of each 64-byte line of `data`'s buffers (values, offsets,
 /// views, string data, validity) and its children's (structs, lists, dictionaries), taking
 /// at most `*left` bytes in all and counting them off `*left`.
+#[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))] // only the tests call it there
 fn each_line(data: &ArrayData, left: &mut usize, hint: &mut impl FnMut(*const u8)) {
     let nulls = data.nulls().map(|n| n.buffer());
     for buffer in data.buffers().iter().chain(nulls) {
