@@ -629,7 +629,16 @@ fn direct_chunk(
             leaves: &[leaf],
             sizes,
         };
-        let sel = (selection.cloned().map(std::sync::Arc::new), false);
+        // The selection worked out as a filter stage does for its slot's parts.
+        let prepared = selection.map(|s| {
+            let summary = direct_reader::Summary::of(s);
+            direct_reader::Prepared::new(&meta.reader, rg, &[vec![leaf]], (s, summary))
+        });
+        let sel = (
+            selection.cloned().map(std::sync::Arc::new),
+            false,
+            prepared.as_ref(),
+        );
         match direct_reader::open(&meta.reader, rg, leaves, chunk, sel, batch) {
             Ok(direct_reader::RowGroupReader::Direct(r)) => {
                 Some(r.collect::<Result<Vec<RecordBatch>, _>>())

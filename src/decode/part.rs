@@ -37,6 +37,9 @@ pub(crate) struct PartRows {
     /// Shared by the slot's parts (read, never changed).
     pub selection: Option<Arc<RowSelection>>,
     pub page_level: bool,
+    /// The selection as the direct reader reads it, worked out once for the slot's parts
+    /// (by its filter stage), if it was.
+    pub prepared: Option<Arc<direct::Prepared>>,
 }
 
 /// The decoding state of one part, movable between rayon tasks.
@@ -187,7 +190,12 @@ impl PartDecoder {
                 leaves: &self.leaves,
                 sizes,
             };
-            let rows = (self.rows.selection.take(), self.rows.page_level);
+            let prepared = self.rows.prepared.take();
+            let rows = (
+                self.rows.selection.take(),
+                self.rows.page_level,
+                prepared.as_deref(),
+            );
             let reader = direct::open(&meta.reader, rg, leaves, chunk, rows, batch)
                 .map_err(|e| Error::decoding(e, name, rg))?;
             self.reader = Some(reader);

@@ -16,6 +16,7 @@ use std::sync::atomic::AtomicU64;
 use std::sync::atomic::Ordering::Relaxed;
 
 use crate::decode::assemble::Assembler;
+use crate::decode::direct;
 use crate::decode::part::{PartDecoder, PartRows};
 use crate::decode::positions::RowPositions;
 use crate::decode::stage;
@@ -55,7 +56,7 @@ pub(crate) async fn fetch_slot(
     // Decoded columns the filter stage hands over, by file root.
     let mut stage_cols: Vec<(usize, arrow::array::ArrayRef)> = Vec::new();
     let filter_stage = plan.filter.clone();
-    let (selection, page_level, chunk) = match &filter_stage {
+    let (selection, page_level, chunk, prepared) = match &filter_stage {
         Some(stage) => {
             // Late materialization costs a round trip; it pays only when many pages of the
             // other columns hold no match. Fetch everything at once when the page index (or
@@ -78,6 +79,16 @@ pub(crate) async fn fetch_slot(
             let leaves = stage.leaves.clone();
             // Output columns the stage decodes whole: kept from it, not decoded again.
             let reused = reusable(&run, &stage.leaves);
+            // The leaves each part will read once the stage's columns are kept.
+            let part_leaves: Vec<Vec<usize>> = plan
+                .parts
+                .iter()
+                .map(|p| {
+                    let mut leaves = p.leaves.clone();
+                    leaves.retain(|&l| !reused.iter().any(|(root, _)| *root == root_of(&run, l)));
+                    leaves
+                })
+                .collect();
             let keep: Vec<usize> = reused.iter().map(|(_, k)| *k).collect();
             let metrics = Arc::clone(sh.metrics());
             let limit = sh.decode.page_limit;
@@ -105,17 +116,23 @@ pub(crate) async fn fetch_slot(
                     (batch, &keep),
                 );
                 // Counted here, not on the IO runtime: a scattered selection has a run every
-                // few rows, and each count walks them all.
+                // few rows, and each count walks them all. So is the selection the parts'
+                // direct readers share (`direct::Prepared`), once for all of them.
                 let res = res.map(|out| {
-                    let kept = out.exact.row_count() as u64;
-                    let every_row = out.exact.skipped_row_count() == 0;
+                    let summary = direct::Summary::of(&out.exact);
+                    let kept = summary.selected as u64;
+                    let every_row = summary.selected == summary.total;
                     let runs = late_pages.then(|| SelectedRows::new(&out.exact));
-                    (out, kept, every_row, runs)
+                    let prepared = (kept > 0 && !every_row).then(|| {
+                        let sel = (&out.exact, summary);
+                        Arc::new(direct::Prepared::new(&r.meta.reader, rg, &part_leaves, sel))
+                    });
+                    (out, kept, every_row, runs, prepared)
                 });
                 Metrics::add_time(&metrics.decode_nanos, t.elapsed());
                 res
             };
-            let (out, kept_rows, every_row, runs) = sh
+            let (out, kept_rows, every_row, runs, prepared) = sh
                 .on_pool((&meta.file.name, "filter evaluation"), work)
                 .await?;
             let (exact, read) = (out.exact, out.read);
@@ -168,13 +185,13 @@ pub(crate) async fn fetch_slot(
             let page_level = left_out;
             // Every row matched: decode without a selection (cheaper than one long run).
             let exact = (!every_row).then(|| Arc::new(exact));
-            (exact, page_level, chunk)
+            (exact, page_level, chunk, prepared)
         }
         None => {
             let ranges: Vec<_> = plan.parts.iter().flat_map(|p| p.ranges.clone()).collect();
             let chunk = fetch_ranges(sh, &meta, &ranges, plan.page_level, rg).await?;
             held.fetched(chunk.bytes());
-            (plan.selection.clone(), plan.page_level, chunk)
+            (plan.selection.clone(), plan.page_level, chunk, None)
         }
     };
     let held = Arc::new(held);
@@ -193,6 +210,7 @@ pub(crate) async fn fetch_slot(
     let rows = PartRows {
         selection,
         page_level,
+        prepared,
     };
     for (part, (part_plan, ctl)) in plan.parts.into_iter().zip(ctls).enumerate() {
         PartDecoder::new(

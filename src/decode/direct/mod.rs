@@ -23,7 +23,9 @@
 //! those kernels, which in a generic build are faster than parquet's decoders (which, under a
 //! selection of most rows, decode every row and then filter the batch). Anything else, long
 //! runs of at most half the rows (a clustered filter), is read by parquet's reader, whose
-//! skipping by selectors is as fast there ([`open`] chooses). A part read with a scattered
+//! skipping by selectors is as fast there ([`open`] chooses). What that choice and the
+//! reading need of a filter stage's selection (its [`Shape`], its rows written out) is worked
+//! out once for the slot's parts, by the stage's task ([`Prepared`]). A part read with a scattered
 //! selection of which only some leaves are ones the direct reader reads (others nested, or of
 //! another type) is read by both ([`Split`]): those leaves directly, the others by parquet's
 //! reader with the same selection and batch size, each batch joined from the two (the same
@@ -58,6 +60,7 @@ use crate::validate::pages::PageSizes;
 use build::{builder_for, Build, DictPage};
 use page::{DataPage, Dense};
 use selected::Selected;
+pub(crate) use selected::Written;
 
 /// Why the direct reader stopped and left the rest to parquet's reader.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -83,13 +86,14 @@ impl Iterator for RowGroupReader {
 
 /// A reader of row group `rg` of `meta`'s file over the fetched `chunk`, as
 /// [`row_group_reader`] (the same arguments, the same batches): the direct reader when the
-/// rows are a selection and every leaf is one it reads, parquet's otherwise.
+/// rows are a selection and every leaf is one it reads, parquet's otherwise. `prepared`:
+/// the selection as [`Prepared::new`] worked it out for the slot's parts, if it did.
 pub(crate) fn open(
     meta: &ArrowReaderMetadata,
     rg: usize,
     leaves: Leaves<'_>,
     chunk: SparseChunk,
-    (selection, page_level): (Option<Arc<RowSelection>>, bool),
+    (selection, page_level, prepared): (Option<Arc<RowSelection>>, bool, Option<&Prepared>),
     batch_size: usize,
 ) -> parquet::errors::Result<RowGroupReader> {
     // Scattered selected rows: only those decoded. Every row, or most rows (a filter that
@@ -99,13 +103,13 @@ pub(crate) fn open(
     // (their portable copies did not: BENCHMARKS.md, "Build flags"). Anything else (long runs
     // of selected rows, no x86-64-v3): parquet's reader, whose fused decoding of consecutive
     // rows is faster there.
-    let dense = match selection.as_deref().map(shape) {
-        Some(Shape::Scattered) => Some(false),
-        None | Some(Shape::MostlyKept) if dispatch::v3() => Some(true),
-        _ => None,
+    let dense = match selection.as_deref() {
+        None => dispatch::v3().then_some(true),
+        Some(s) => reads(prepared.map_or_else(|| Summary::of(s).shape(), |p| p.shape)),
     };
+    let written = prepared.and_then(|p| p.written.clone());
     if let Some(dense) = dense {
-        let rows = (selection.as_deref(), page_level);
+        let rows = (selection.as_deref(), page_level, written.clone());
         if let Some(d) = DirectReader::try_new(meta, rg, &leaves, &chunk, rows, dense, batch_size) {
             return Ok(RowGroupReader::Direct(Box::new(d)));
         }
@@ -114,7 +118,7 @@ pub(crate) fn open(
         // every row or most rows: there, splitting a part whose other leaves are strings as
         // offsets measured 4-7% more CPU (BENCHMARKS.md, "Most rows kept").
         if let Some(sel) = selection.as_deref().filter(|_| !dense) {
-            let rows = (sel, page_level);
+            let rows = (sel, page_level, written);
             if let Some(s) = Split::try_new(meta, rg, &leaves, &chunk, rows, batch_size)? {
                 return Ok(RowGroupReader::Split(Box::new(s)));
             }
@@ -147,7 +151,7 @@ impl Split {
         rg: usize,
         leaves: &Leaves<'_>,
         chunk: &SparseChunk,
-        (selection, page_level): (&RowSelection, bool),
+        (selection, page_level, written): (&RowSelection, bool, Option<Arc<Written>>),
         batch_size: usize,
     ) -> parquet::errors::Result<Option<Self>> {
         if leaves.sizes.len() != leaves.leaves.len() {
@@ -177,7 +181,7 @@ impl Split {
             return Ok(None);
         }
         let (l1, s1): (Vec<usize>, Vec<PageSizes>) = mine.into_iter().unzip();
-        let rows = (Some(selection), page_level);
+        let rows = (Some(selection), page_level, written);
         let direct = Leaves {
             leaves: &l1,
             sizes: s1,
@@ -280,15 +284,16 @@ pub(crate) struct DirectReader {
 
 impl DirectReader {
     /// The direct reader of `leaves` of row group `rg`, the rows of `selection` (`None`:
-    /// every row); when `dense` (every row or most rows), only of columns without a null whose
-    /// every page it reads as fast as parquet: see [`whole`]; `None` when a leaf is not one it
-    /// reads (or the footer is odd), so parquet's reader should.
+    /// every row; `written`: its rows as the slot's parts share them, if written already);
+    /// when `dense` (every row or most rows), only of columns without a null whose every page
+    /// it reads as fast as parquet: see [`whole`]; `None` when a leaf is not one it reads (or
+    /// the footer is odd), so parquet's reader should.
     fn try_new(
         meta: &ArrowReaderMetadata,
         rg: usize,
         leaves: &Leaves<'_>,
         chunk: &SparseChunk,
-        (selection, page_level): (Option<&RowSelection>, bool),
+        (selection, page_level, written): (Option<&RowSelection>, bool, Option<Arc<Written>>),
         dense: bool,
         batch_size: usize,
     ) -> Option<Self> {
@@ -332,9 +337,10 @@ impl DirectReader {
                 build,
             });
         }
-        let selected = match selection {
-            Some(selection) => Selected::of(selection, rows)?,
-            None => Selected::every(rows),
+        let selected = match (selection, written) {
+            (Some(_), Some(w)) => Selected::written(w),
+            (Some(selection), None) => Selected::of(selection, rows)?,
+            (None, _) => Selected::every(rows),
         };
         Some(DirectReader {
             meta: meta.clone(),
@@ -536,28 +542,114 @@ enum Shape {
     Other,
 }
 
-/// The [`Shape`] of `selection`.
-fn shape(selection: &RowSelection) -> Shape {
-    let (mut rows, mut runs, mut total) = (0usize, 0usize, 0usize);
-    for s in selection.iter() {
-        total += s.row_count;
-        if !s.skip && s.row_count > 0 {
-            rows += s.row_count;
-            runs += 1;
+/// What one walk of a selection's selectors finds: its rows, selected rows and runs of
+/// selected rows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Summary {
+    /// Rows the selection spans.
+    pub total: usize,
+    /// Rows it selects.
+    pub selected: usize,
+    /// Runs of selected rows (selectors that select a row).
+    runs: usize,
+}
+
+impl Summary {
+    /// The summary of `selection`.
+    pub fn of(selection: &RowSelection) -> Self {
+        let (mut selected, mut runs, mut total) = (0usize, 0usize, 0usize);
+        for s in selection.iter() {
+            total += s.row_count;
+            if !s.skip && s.row_count > 0 {
+                selected += s.row_count;
+                runs += 1;
+            }
+        }
+        Summary {
+            total,
+            selected,
+            runs,
         }
     }
-    if runs == 0 {
-        Shape::Other
-    } else if rows * 2 > total {
-        if rows >= runs.saturating_mul(KEPT_RUNS) {
-            Shape::MostlyKept
+
+    /// How the selected rows lie.
+    fn shape(&self) -> Shape {
+        let (rows, runs, total) = (self.selected, self.runs, self.total);
+        if runs == 0 {
+            Shape::Other
+        } else if rows * 2 > total {
+            if rows >= runs.saturating_mul(KEPT_RUNS) {
+                Shape::MostlyKept
+            } else {
+                Shape::Other
+            }
+        } else if rows < runs.saturating_mul(SHORT_RUNS) {
+            Shape::Scattered
         } else {
             Shape::Other
         }
-    } else if rows < runs.saturating_mul(SHORT_RUNS) {
-        Shape::Scattered
-    } else {
-        Shape::Other
+    }
+}
+
+/// The [`Shape`] of `selection`.
+#[cfg(test)]
+fn shape(selection: &RowSelection) -> Shape {
+    Summary::of(selection).shape()
+}
+
+/// Whether the direct reader reads a selection of this shape, and how: `Some(dense)`
+/// (scattered rows one by one; most rows kept from dense pages, where the CPU runs the
+/// x86-64-v3 kernels), `None` (parquet's reader).
+fn reads(shape: Shape) -> Option<bool> {
+    match shape {
+        Shape::Scattered => Some(false),
+        Shape::MostlyKept if dispatch::v3() => Some(true),
+        _ => None,
+    }
+}
+
+/// A slot's selection as the direct reader reads it, worked out once for all the slot's
+/// parts (by the filter stage that found the rows, on the decode pool) rather than by each
+/// part as it opens: its [`Shape`] and, when some leaf of the slot would be read directly
+/// with it, its rows written out ([`Written`]).
+#[derive(Debug)]
+pub(crate) struct Prepared {
+    shape: Shape,
+    written: Option<Arc<Written>>,
+}
+
+impl Prepared {
+    /// `selection` (of row group `rg`, whose rows it spans; summarized in `summary`) as the
+    /// direct reader would read the slot's `parts` (the leaves of each) with it: its rows
+    /// written out when it would read some part (most rows kept: every leaf of the part;
+    /// scattered rows: some leaf, the others read by parquet's reader, [`Split`]).
+    pub fn new(
+        meta: &ArrowReaderMetadata,
+        rg: usize,
+        parts: &[Vec<usize>],
+        (selection, summary): (&RowSelection, Summary),
+    ) -> Self {
+        let shape = summary.shape();
+        let rows = match reads(shape) {
+            Some(true) => Rows::MostlyKept,
+            Some(false) => Rows::Scattered,
+            None => {
+                return Prepared {
+                    shape,
+                    written: None,
+                }
+            }
+        };
+        let reads_leaf = |leaf: &usize| leaf_reader(meta, rg, *leaf, rows).is_some();
+        let direct = parts.iter().any(|leaves| match rows {
+            Rows::Scattered => leaves.iter().any(reads_leaf),
+            _ => !leaves.is_empty() && leaves.iter().all(reads_leaf),
+        });
+        let group_rows = meta.metadata().row_group(rg).num_rows().max(0) as usize;
+        let written = direct
+            .then(|| Written::of(selection, group_rows).map(Arc::new))
+            .flatten();
+        Prepared { shape, written }
     }
 }
 

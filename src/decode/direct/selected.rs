@@ -8,7 +8,9 @@
 //! row group they were 450 KB per part and row group of TPC-H's lineitem, in fresh pages, for
 //! a full scan. A selection's rows are written out once for the row group: per batch, from the
 //! selection's runs, measured 1-3% more instructions (`callgrind`, filters keeping 25-98% of
-//! lineitem's rows).
+//! lineitem's rows). A slot's parts share them ([`Written`], written by the filter stage when
+//! it found the rows: [`super::Prepared`]): written per part they were 3% of the samples of
+//! TPC-H Q3 through the DataFusion provider, whose lineitem row groups are read in two parts.
 //!
 //! Its buffers are sized for the selected rows (and [`LANES`] more) and come from a few spare ones each decode
 //! thread keeps ([`scratch`]): grown by doubling into fresh memory for every part of every row
@@ -20,6 +22,7 @@
 //! included (empty when every row is selected: one run).
 
 use std::ops::Range;
+use std::sync::Arc;
 
 use parquet::arrow::arrow_reader::RowSelection;
 
@@ -47,32 +50,16 @@ fn put<const W: usize>(
     }
 }
 
-/// The selected rows of a row group, and the current batch's.
-#[derive(Debug, Default)]
-pub(super) struct Selected {
-    total: usize,
-    /// Every row of the row group: `rows` holds the current batch's only, `left` nothing.
-    every: bool,
-    /// The rows (every selected row, or the current batch's when `every`), and per row the
-    /// rows left in its run.
+/// A selection's rows written out for its row group ([`Written::of`]): per selected row, its
+/// position and the selected rows left in its run. Written once per row group and shared by
+/// its parts (`Arc`), each walking it with its own [`Selected`].
+#[derive(Debug)]
+pub(crate) struct Written {
     rows: Vec<u32>,
     left: Vec<u32>,
-    /// The current batch's positions in `rows` and `left`.
-    current: Range<usize>,
 }
 
-impl Selected {
-    /// Every one of `rows` rows (below `u32::MAX`).
-    pub fn every(rows: usize) -> Self {
-        Selected {
-            total: rows,
-            every: true,
-            rows: scratch::take(0),
-            left: Vec::new(),
-            current: 0..0,
-        }
-    }
-
+impl Written {
     /// The rows of a `rows`-row row group (below `u32::MAX`) that `selection` selects; `None`
     /// when the selection spans more rows than the row group has.
     pub fn of(selection: &RowSelection, rows: usize) -> Option<Self> {
@@ -114,13 +101,71 @@ impl Selected {
         }
         at_rows.truncate(len);
         at_left.truncate(len);
-        Some(Selected {
-            total: len,
-            every: false,
+        Some(Written {
             rows: at_rows,
             left: at_left,
-            current: 0..0,
         })
+    }
+
+    /// How many rows are selected.
+    pub fn len(&self) -> usize {
+        self.rows.len()
+    }
+}
+
+impl Drop for Written {
+    fn drop(&mut self) {
+        scratch::give(std::mem::take(&mut self.rows));
+        scratch::give(std::mem::take(&mut self.left));
+    }
+}
+
+/// The selected rows of a row group, and the current batch's.
+#[derive(Debug, Default)]
+pub(super) struct Selected {
+    total: usize,
+    /// A selection's rows; `None`: every row of the row group.
+    written: Option<Arc<Written>>,
+    /// Every row: the current batch's rows.
+    batch_rows: Vec<u32>,
+    /// The current batch's positions in the rows (in `batch_rows` when every row is read).
+    current: Range<usize>,
+}
+
+impl Selected {
+    /// Every one of `rows` rows (below `u32::MAX`).
+    pub fn every(rows: usize) -> Self {
+        Selected {
+            total: rows,
+            written: None,
+            batch_rows: scratch::take(0),
+            current: 0..0,
+        }
+    }
+
+    /// The rows of a `rows`-row row group (below `u32::MAX`) that `selection` selects; `None`
+    /// when the selection spans more rows than the row group has.
+    pub fn of(selection: &RowSelection, rows: usize) -> Option<Self> {
+        Some(Self::written(Arc::new(Written::of(selection, rows)?)))
+    }
+
+    /// The rows `written` (shared with the row group's other parts).
+    pub fn written(written: Arc<Written>) -> Self {
+        Selected {
+            total: written.len(),
+            written: Some(written),
+            batch_rows: Vec::new(),
+            current: 0..0,
+        }
+    }
+
+    /// Every selected row (the current batch's only, when every row is read), and per row the
+    /// rows left in its run (empty when every row is read).
+    fn rows(&self) -> (&[u32], &[u32]) {
+        match &self.written {
+            Some(w) => (&w.rows, &w.left),
+            None => (&self.batch_rows, &[]),
+        }
     }
 
     /// How many rows are selected.
@@ -130,20 +175,20 @@ impl Selected {
 
     /// How many of the rows `rows` are selected.
     pub fn count(&self, rows: Range<usize>) -> usize {
-        if self.every {
+        if self.written.is_none() {
             return rows.end.min(self.total).saturating_sub(rows.start);
         }
-        let below = |r: usize| self.rows.partition_point(|&x| (x as usize) < r);
+        let below = |r: usize| self.rows().0.partition_point(|&x| (x as usize) < r);
         below(rows.end) - below(rows.start)
     }
 
     /// Positions `from..to` of the selected rows (`to` at most [`Selected::len`]): their rows,
     /// and per row the rows left in its run (empty when every row is selected).
     pub fn batch(&mut self, from: usize, to: usize) -> (&[u32], &[u32]) {
-        if self.every {
-            self.rows.clear();
-            self.rows.extend(from as u32..to as u32);
-            self.current = 0..self.rows.len();
+        if self.written.is_none() {
+            self.batch_rows.clear();
+            self.batch_rows.extend(from as u32..to as u32);
+            self.current = 0..self.batch_rows.len();
         } else {
             self.current = from..to;
         }
@@ -153,7 +198,8 @@ impl Selected {
     /// The current batch, as [`Selected::batch`] last made it.
     pub fn current(&self) -> (&[u32], &[u32]) {
         let c = self.current.clone();
-        (&self.rows[c.clone()], self.left.get(c).unwrap_or(&[]))
+        let (rows, left) = self.rows();
+        (&rows[c.clone()], left.get(c).unwrap_or(&[]))
     }
 
     /// The selected rows from position `from` on, as ranges of consecutive rows.
@@ -161,11 +207,11 @@ impl Selected {
         if from >= self.total {
             return Vec::new();
         }
-        if self.every {
+        if self.written.is_none() {
             return std::iter::once(from..self.total).collect();
         }
         let mut ranges: Vec<Range<usize>> = Vec::new();
-        for &r in &self.rows[from..] {
+        for &r in &self.rows().0[from..] {
             let r = r as usize;
             match ranges.last_mut() {
                 Some(last) if last.end == r => last.end = r + 1,
@@ -178,8 +224,7 @@ impl Selected {
 
 impl Drop for Selected {
     fn drop(&mut self) {
-        scratch::give(std::mem::take(&mut self.rows));
-        scratch::give(std::mem::take(&mut self.left));
+        scratch::give(std::mem::take(&mut self.batch_rows));
     }
 }
 
@@ -260,13 +305,14 @@ mod tests {
                 RowSelector::skip(7),
                 RowSelector::select(24),
             ]);
-            let s = Selected::of(&selection, 1034).unwrap();
+            let s = Written::of(&selection, 1034).unwrap();
             assert_eq!((s.rows.capacity(), s.left.capacity()), (1040, 1040));
             let mut used = [s.rows.as_ptr(), s.left.as_ptr()];
             drop(s);
-            // The next selection of the row group (another part) writes into the same memory.
-            let mut s = Selected::of(&selection, 1034).unwrap();
-            let mut again = [s.rows.as_ptr(), s.left.as_ptr()];
+            // The next row group's selection writes into the same memory.
+            let w = Arc::new(Written::of(&selection, 1034).unwrap());
+            let mut again = [w.rows.as_ptr(), w.left.as_ptr()];
+            let mut s = Selected::written(w);
             again.sort();
             used.sort();
             assert_eq!(again, used);

@@ -169,7 +169,7 @@ fn compare_with(
                     rg,
                     &leaves_arg,
                     &chunk,
-                    (sel.as_ref(), page_level),
+                    (sel.as_ref(), page_level, None),
                     dense,
                     batch,
                 )?;
@@ -826,25 +826,42 @@ fn open_and_compare(
     let md = Arc::clone(meta.metadata());
     let (chunk, groups) = checked_row_groups((&md, "open"), bytes, pick, batch);
     let (rg, _, sizes) = groups.into_iter().next().expect("row group 0");
-    let leaves = Leaves {
-        leaves: pick,
-        sizes,
+    let read = |prepared: Option<&Prepared>| {
+        let leaves = Leaves {
+            leaves: pick,
+            sizes: sizes.clone(),
+        };
+        let rows = (selection.cloned().map(Arc::new), false, prepared);
+        let reader = open(&meta, rg, leaves, chunk.clone(), rows, batch).unwrap();
+        let chose = match reader {
+            RowGroupReader::Parquet(_) => Chose::Parquet,
+            RowGroupReader::Direct(_) => Chose::Direct,
+            RowGroupReader::Split(_) => Chose::Split,
+        };
+        (chose, reader.collect::<Result<Vec<_>, _>>().unwrap())
     };
-    let reader = open(
-        &meta,
-        rg,
-        leaves,
-        chunk,
-        (selection.cloned().map(Arc::new), false),
-        batch,
-    )
-    .unwrap();
-    let chose = match reader {
-        RowGroupReader::Parquet(_) => Chose::Parquet,
-        RowGroupReader::Direct(_) => Chose::Direct,
-        RowGroupReader::Split(_) => Chose::Split,
-    };
-    let ours = reader.collect::<Result<Vec<_>, _>>().unwrap();
+    let (chose, ours) = read(None);
+    // The selection worked out once for the slot (as its filter stage does), then read by
+    // two parts sharing it: the same reader chosen, the same batches; its rows written out
+    // exactly when some leaf is read directly.
+    if let Some(sel) = selection {
+        let prepared = Prepared::new(&meta, rg, &[pick.to_vec()], (sel, Summary::of(sel)));
+        assert_eq!(
+            prepared.written.is_some(),
+            chose != Chose::Parquet,
+            "pick {pick:?} {chose:?}"
+        );
+        for _part in 0..2 {
+            assert_eq!(
+                read(Some(&prepared)),
+                (chose, ours.clone()),
+                "pick {pick:?}"
+            );
+        }
+        if let Some(w) = &prepared.written {
+            assert_eq!(w.len(), sel.row_count());
+        }
+    }
     let builder = ParquetRecordBatchReaderBuilder::new_with_metadata(bytes.clone(), meta.clone())
         .with_row_groups(vec![rg])
         .with_projection(ProjectionMask::leaves(
