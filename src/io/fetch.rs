@@ -5,13 +5,20 @@
 //! [`SharedLimits`](crate::SharedLimits)) for one of the connections the scans share: both
 //! semaphores are fair (first come, first served).
 //!
+//! A file of the default local store (`LocalFileSystem::new()`) is opened and read in one
+//! blocking task, at the path that store maps it to ([`local_path`]); any other store's
+//! files go through `get_opts` (a local one with a prefix: its blocking task opens the file,
+//! a second one reads it).
+//!
 //! Nothing here decodes.
 
 use std::ops::Range;
-use std::sync::Arc;
+use std::path::PathBuf;
+use std::sync::{Arc, OnceLock};
 use std::time::Instant;
 
 use bytes::Bytes;
+use object_store::local::LocalFileSystem;
 use object_store::{GetOptions, GetRange, GetResultPayload, ObjectStore};
 use tokio::sync::Semaphore;
 
@@ -63,6 +70,29 @@ impl Fetcher {
     /// GET `range` of `file` (`what` it holds, for errors).
     pub async fn range(&self, file: &FileRef, range: Range<u64>, what: &str) -> Result<Bytes> {
         let store: &Arc<dyn ObjectStore> = &file.store;
+        if let Some(path) = local_path(store.as_ref(), &file.path) {
+            // A file of the default local store: opened and read in one blocking task, where
+            // `get_opts` opens it in one and our read takes a second (two thread hand-offs
+            // each way per request).
+            let map = self.memory_map;
+            let read = async move {
+                tokio::task::spawn_blocking(move || {
+                    let f = std::fs::File::open(&path).map_err(|e| open_error(e, &path))?;
+                    match map {
+                        // SAFETY: as for the store's files below: `memory_map` is on only
+                        // when the caller accepted its contract (`ScanBuilder::memory_map`).
+                        true => unsafe { map_file(f, range, &path) },
+                        false => read_file(f, range, &path),
+                    }
+                })
+                .await
+                .map_err(|e| object_store::Error::Generic {
+                    store: "LocalFileSystem",
+                    source: Box::new(e),
+                })?
+            };
+            return self.timed((file, what), read, |b| b.len()).await;
+        }
         let opts = GetOptions {
             range: Some(range.into()),
             ..Default::default()
@@ -162,6 +192,39 @@ impl Fetcher {
             chunk.insert(r.start, b);
         }
         Ok((chunk, requested))
+    }
+}
+
+/// The file system path of `path` in `store` when `store` is the default local file system
+/// (`LocalFileSystem::new()`, rooted at `/`), as that store maps it; `None` for any other
+/// store (one with a prefix included), read through `get_opts`.
+fn local_path(store: &dyn ObjectStore, path: &object_store::path::Path) -> Option<PathBuf> {
+    static ROOT: OnceLock<(String, LocalFileSystem)> = OnceLock::new();
+    let (name, local) = ROOT.get_or_init(|| {
+        let local = LocalFileSystem::new();
+        (local.to_string(), local)
+    });
+    if store.to_string() != *name {
+        return None;
+    }
+    local.path_to_filesystem(path).ok()
+}
+
+/// A local file that could not be opened, as `LocalFileSystem` reports it.
+fn open_error(e: std::io::Error, path: &std::path::Path) -> object_store::Error {
+    match e.kind() {
+        std::io::ErrorKind::NotFound => object_store::Error::NotFound {
+            path: path.display().to_string(),
+            source: Box::new(e),
+        },
+        std::io::ErrorKind::PermissionDenied => object_store::Error::PermissionDenied {
+            path: path.display().to_string(),
+            source: Box::new(e),
+        },
+        _ => object_store::Error::Generic {
+            store: "LocalFileSystem",
+            source: format!("opening {}: {e}", path.display()).into(),
+        },
     }
 }
 
@@ -351,6 +414,68 @@ mod tests {
             err.to_string().contains(&*dir.path().to_string_lossy()),
             "{err}"
         );
+    }
+
+    #[test]
+    fn local_files_read_in_one_task_as_the_store_maps_their_paths() {
+        let dir = tempfile::tempdir().unwrap();
+        // A name the store percent-encodes in its paths.
+        let sub = dir.path().join("year=2024 %20 é#");
+        std::fs::create_dir(&sub).unwrap();
+        let file = sub.join("part 0%.parquet");
+        let bytes: Vec<u8> = (0..100_000u32).map(|i| (i % 253) as u8).collect();
+        std::fs::write(&file, &bytes).unwrap();
+        let fetcher = Fetcher {
+            permits: Arc::new(Semaphore::new(4)),
+            shared: None,
+            metrics: Arc::new(Metrics::default()),
+            memory_map: false,
+        };
+        let at = |store: Arc<dyn ObjectStore>, path: object_store::path::Path| FileRef {
+            store,
+            path,
+            size: None,
+            name: file.display().to_string().into(),
+            version: None,
+        };
+        let root: Arc<dyn ObjectStore> = Arc::new(LocalFileSystem::new());
+        let full = object_store::path::Path::from_filesystem_path(&file).unwrap();
+        // The default store: read directly, at the path the store itself maps to.
+        let mapped = local_path(root.as_ref(), &full).expect("the default local store");
+        assert_eq!(
+            mapped,
+            LocalFileSystem::new().path_to_filesystem(&full).unwrap()
+        );
+        assert_eq!(mapped.canonicalize().unwrap(), file.canonicalize().unwrap());
+        // A store with a prefix: through `get_opts` (the same bytes, in a plainly named file).
+        let prefixed: Arc<dyn ObjectStore> =
+            Arc::new(LocalFileSystem::new_with_prefix(&sub).unwrap());
+        std::fs::write(sub.join("plain.parquet"), &bytes).unwrap();
+        let rel = object_store::path::Path::from("plain.parquet");
+        assert!(local_path(prefixed.as_ref(), &rel).is_none());
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
+        for (f, what) in [
+            (at(root.clone(), full), "direct"),
+            (at(prefixed, rel), "store"),
+        ] {
+            for r in [0..100_000u64, 17..60_000, 99_999..100_000] {
+                let got = rt.block_on(fetcher.range(&f, r.clone(), "bytes")).unwrap();
+                assert!(
+                    got == bytes[r.start as usize..r.end as usize],
+                    "{what} {r:?}"
+                );
+            }
+        }
+        // A missing file: not found, naming it, as the store reports it.
+        let gone = object_store::path::Path::from_absolute_path(sub.join("gone.parquet"));
+        let gone = at(root, gone.unwrap());
+        let err = rt
+            .block_on(fetcher.range(&gone, 0..10, "bytes"))
+            .unwrap_err();
+        assert_eq!(err.kind(), crate::error::ErrorKind::NotFound, "{err}");
+        assert!(err.to_string().contains("gone.parquet"), "{err}");
     }
 
     #[test]
