@@ -74,23 +74,7 @@ impl Fetcher {
             // A file of the default local store: opened and read in one blocking task, where
             // `get_opts` opens it in one and our read takes a second (two thread hand-offs
             // each way per request).
-            let map = self.memory_map;
-            let read = async move {
-                tokio::task::spawn_blocking(move || {
-                    let f = std::fs::File::open(&path).map_err(|e| open_error(e, &path))?;
-                    match map {
-                        // SAFETY: as for the store's files below: `memory_map` is on only
-                        // when the caller accepted its contract (`ScanBuilder::memory_map`).
-                        true => unsafe { map_file(f, range, &path) },
-                        false => read_file(f, range, &path),
-                    }
-                })
-                .await
-                .map_err(|e| object_store::Error::Generic {
-                    store: "LocalFileSystem",
-                    source: Box::new(e),
-                })?
-            };
+            let read = read_local(None, path, range, self.memory_map);
             return self.timed((file, what), read, |b| b.len()).await;
         }
         let opts = GetOptions {
@@ -103,18 +87,7 @@ impl Fetcher {
                 // A local file: read into a pooled buffer (object_store reads into a fresh,
                 // zero-filled one, a measurable share of a local scan's CPU).
                 GetResultPayload::File(f, path) => {
-                    let (range, map) = (got.range, self.memory_map);
-                    tokio::task::spawn_blocking(move || match map {
-                        // SAFETY: `memory_map` is on only when the caller accepted its contract
-                        // (`ScanBuilder::memory_map`): nobody modifies the file meanwhile.
-                        true => unsafe { map_file(f, range, &path) },
-                        false => read_file(f, range, &path),
-                    })
-                    .await
-                    .map_err(|e| object_store::Error::Generic {
-                        store: "LocalFileSystem",
-                        source: Box::new(e),
-                    })?
+                    read_local(Some(f), path, got.range, self.memory_map).await
                 }
                 GetResultPayload::Stream(_) => got.bytes().await,
             }
@@ -193,6 +166,33 @@ impl Fetcher {
         }
         Ok((chunk, requested))
     }
+}
+
+/// `range` of the local file at `path` (`f`: already open, else opened here) read into a
+/// pooled buffer, or mapped with `map`, in one task on the blocking pool.
+async fn read_local(
+    f: Option<std::fs::File>,
+    path: PathBuf,
+    range: Range<u64>,
+    map: bool,
+) -> object_store::Result<Bytes> {
+    tokio::task::spawn_blocking(move || {
+        let f = match f {
+            Some(f) => f,
+            None => std::fs::File::open(&path).map_err(|e| open_error(e, &path))?,
+        };
+        match map {
+            // SAFETY: `memory_map` is on only when the caller accepted its contract
+            // (`ScanBuilder::memory_map`): nobody modifies the file meanwhile.
+            true => unsafe { map_file(f, range, &path) },
+            false => read_file(f, range, &path),
+        }
+    })
+    .await
+    .map_err(|e| object_store::Error::Generic {
+        store: "LocalFileSystem",
+        source: Box::new(e),
+    })?
 }
 
 /// The file system path of `path` in `store` when `store` is the default local file system
