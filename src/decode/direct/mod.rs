@@ -647,7 +647,7 @@ impl Prepared {
         });
         let group_rows = meta.metadata().row_group(rg).num_rows().max(0) as usize;
         let written = direct
-            .then(|| Written::of(selection, group_rows).map(Arc::new))
+            .then(|| Written::counted(selection, group_rows, summary.selected).map(Arc::new))
             .flatten();
         Prepared { shape, written }
     }
