@@ -8,7 +8,7 @@
 //! tpchgen-cli parquet --scale-factor 1 --output-dir DIR      # one file per table
 //! cargo bench -p rayquet-datafusion --features bench --bench tpch -- --data DIR [--runs 6]
 //!     [--queries q1,q6,selective] [--engines datafusion,rayquet,workers1,workers3,duckdb]
-//!     [--python PATH] [--threads N] [--json FILE]
+//!     [--python PATH] [--threads N] [--json FILE] [--set KEY=VALUE ...]
 //! ```
 //!
 //! `DIR` holds each table as `<table>.parquet` or a directory `<table>/` of Parquet files. The
@@ -25,7 +25,10 @@
 //! `$RAYQUET_PYTHON` or `python3`, with `duckdb` installed: `benches/peers/requirements.txt`
 //! pins it), which times each query itself; `--threads` (default: the cores) is DuckDB's
 //! `threads` and DataFusion's target partitions. Transparent huge pages are off for the process,
-//! as for the `rayquet` binary (`RAYQUET_THP=1` keeps them).
+//! as for the `rayquet` binary (`RAYQUET_THP=1` keeps them). `--set KEY=VALUE` (repeatable) makes
+//! a setting in every DataFusion engine's session alike (the coordinator's, for the workers),
+//! e.g. `datafusion.optimizer.hash_join_single_partition_threshold=4194304` to give the
+//! single-process engines the join plans of the distributed session.
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
@@ -61,11 +64,13 @@ struct Args {
     json: Option<PathBuf>,
     /// Print each in-process engine's physical plans instead of timing.
     explain: bool,
+    /// `KEY=VALUE` settings made in every DataFusion engine's session (`SET KEY = VALUE`).
+    settings: Vec<(String, String)>,
 }
 
 const USAGE: &str = "usage: tpch --data DIR [--runs 6] [--queries q1,q6,selective,PATH.sql] \
      [--engines datafusion,rayquet,workers1,workers3,duckdb] [--python PATH] [--threads N] \
-     [--json FILE] [--explain]\n(DIR holds <table>.parquet or <table>/ for the 8 TPC-H tables; \
+     [--json FILE] [--explain] [--set KEY=VALUE ...]\n(DIR holds <table>.parquet or <table>/ for the 8 TPC-H tables; \
      see crates/datafusion/benches/tpch.rs's docs)";
 
 fn args() -> Args {
@@ -81,6 +86,7 @@ fn args() -> Args {
         threads: cores,
         json: None,
         explain: false,
+        settings: vec![],
     };
     let mut it = std::env::args().skip(1);
     while let Some(arg) = it.next() {
@@ -94,6 +100,11 @@ fn args() -> Args {
             "--threads" => a.threads = value().parse().expect("--threads N"),
             "--json" => a.json = Some(value().into()),
             "--explain" => a.explain = true,
+            "--set" => {
+                let kv = value();
+                let (k, v) = kv.split_once('=').expect("--set KEY=VALUE");
+                a.settings.push((k.trim().into(), v.trim().into()));
+            }
             "--bench" => {}
             "-h" | "--help" => {
                 println!("{USAGE}");
@@ -300,6 +311,14 @@ fn engine(name: &str, args: &Args) -> Engine {
         "duckdb" => Kind::DuckDb(DuckDb::start(&args.python, data, args.threads)),
         other => panic!("unknown engine {other}"),
     };
+    if let Kind::Local(ctx) | Kind::Workers { ctx, .. } = &kind {
+        for (k, v) in &args.settings {
+            futures::executor::block_on(async {
+                ctx.sql(&format!("SET {k} = {v}")).await?.collect().await
+            })
+            .unwrap_or_else(|e| panic!("--set {k}={v}: {e}"));
+        }
+    }
     Engine {
         name: name.into(),
         kind,

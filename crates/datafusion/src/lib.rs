@@ -85,7 +85,7 @@ pub use exec::RayquetScanExec;
 pub use feed::{Planner, Unit};
 pub use session::{
     collect_distributed, distributed_session, local_session, name_failed_workers, scan_nodes,
-    worker_scans, WorkerScan,
+    worker_scans, WorkerScan, BROADCAST_BYTES, BROADCAST_ROWS,
 };
 pub use statements::{collect_sql, parse_statements};
 pub use table::{RayquetTable, DEFAULT_UNIT_BYTES};

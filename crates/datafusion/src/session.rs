@@ -8,7 +8,9 @@
 //! keeps on the coordinator (gathered from the workers into it, [`ScanStages`]). A stage
 //! holding a rayquet scan sends task `i` to worker `i mod n` (in the order the workers were
 //! given), which is how [`worker_scans`] tells what each worker read from the per-task
-//! metrics.
+//! metrics. The coordinator's joins collect (and datafusion-distributed broadcasts) a build
+//! side estimated below [`BROADCAST_BYTES`], where one process would hash-partition both sides
+//! above 1 MiB.
 
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -275,10 +277,29 @@ fn pinned_scans(plan: &Arc<dyn ExecutionPlan>, broadcast: bool) -> HashSet<usize
         .collect()
 }
 
+/// The largest build side, in bytes as DataFusion estimates it, that a distributed session's
+/// joins collect whole and broadcast to every task rather than hash-partition (DataFusion's
+/// `datafusion.optimizer.hash_join_single_partition_threshold`; its default is 1 MiB).
+///
+/// In one process a hash partitioning of the larger side is a cheap hand-off in memory, and
+/// collecting the build side builds its hash table on one thread, which is why DataFusion
+/// keeps the threshold low; across workers the partitioning is a network shuffle of the larger
+/// side, which costs more than sending a few MiB to each worker (Spark's broadcast threshold
+/// is 10 MiB). On TPC-H SF1 (BENCHMARKS.md, "Broadcast joins up to 4 MiB on workers") it spares Q3, Q5
+/// and Q21 their shuffle of `lineitem` or `orders`. A session's `SET` overrides it.
+pub const BROADCAST_BYTES: usize = 4 << 20;
+
+/// [`BROADCAST_BYTES`] counted in rows, for a build side whose size in bytes DataFusion cannot
+/// estimate (one with strings): `datafusion.optimizer.hash_join_single_partition_threshold_rows`,
+/// whose default is 128 Ki rows.
+pub const BROADCAST_ROWS: usize = 512 << 10;
+
 /// A datafusion-distributed coordinator: rayquet scans of its tables run on `workers` (URLs of
 /// rayquet workers, e.g. `http://10.0.0.5:50051`), planned here and fed to them as units.
 /// `options`: this process's (planning reads metadata through its stores). Register tables
-/// made with [`crate::RayquetTable`]`::require_remote(true)` so that no scan runs here.
+/// made with [`crate::RayquetTable`]`::require_remote(true)` so that no scan runs here. Joins
+/// whose build side is estimated below [`BROADCAST_BYTES`] (or [`BROADCAST_ROWS`]) broadcast
+/// it instead of shuffling both sides.
 pub fn distributed_session(workers: Vec<Url>, options: ScanOptions) -> Result<SessionContext> {
     if workers.is_empty() {
         return Err(DataFusionError::Configuration(
@@ -287,7 +308,10 @@ pub fn distributed_session(workers: Vec<Url>, options: ScanOptions) -> Result<Se
     }
     let n = workers.len();
     // Tables cut their files into units enough for every worker's partitions.
-    let config = SessionConfig::new().with_extension(Arc::new(ScanHints { workers: n }));
+    let mut config = SessionConfig::new().with_extension(Arc::new(ScanHints { workers: n }));
+    let optimizer = &mut config.options_mut().optimizer;
+    optimizer.hash_join_single_partition_threshold = BROADCAST_BYTES;
+    optimizer.hash_join_single_partition_threshold_rows = BROADCAST_ROWS;
     let builder = SessionStateBuilder::new()
         .with_config(config)
         .with_default_features()

@@ -29,6 +29,24 @@ fn remote_parquet(ctx: &SessionContext, name: &str, dir: &tempfile::TempDir) {
     ctx.register_table(name, Arc::new(table)).unwrap();
 }
 
+/// Register each Parquet dataset as its table in `reference` (read here) and in `ctx` (read
+/// only on workers).
+fn register_both(
+    reference: &SessionContext,
+    ctx: &SessionContext,
+    tables: &[(&str, &tempfile::TempDir)],
+) {
+    for (name, dir) in tables {
+        let path = dir.path().to_str().unwrap();
+        let table = RayquetTable::parquet(path, ScanOptions::new()).unwrap();
+        reference
+            .register_table(*name, Arc::new(table.clone()))
+            .unwrap();
+        ctx.register_table(*name, Arc::new(table.require_remote(true)))
+            .unwrap();
+    }
+}
+
 /// Run `sql` on the cluster (within the test timeout), check it against `reference`, and
 /// return what each worker scanned and the files each read.
 async fn distributed_matches(
@@ -428,15 +446,7 @@ async fn joins_without_broadcast_still_scan_on_workers() {
     let workers = cluster(3, ScanOptions::new());
     let ctx = distributed_session(urls(&workers), ScanOptions::new()).unwrap();
     let reference = rayquet_datafusion::local_session();
-    for (name, dir) in [("t", &big), ("s", &small)] {
-        let path = dir.path().to_str().unwrap();
-        let table = RayquetTable::parquet(path, ScanOptions::new()).unwrap();
-        reference
-            .register_table(name, Arc::new(table.clone()))
-            .unwrap();
-        ctx.register_table(name, Arc::new(table.require_remote(true)))
-            .unwrap();
-    }
+    register_both(&reference, &ctx, &[("t", &big), ("s", &small)]);
     let sql = "SELECT t.l_returnflag, count(*), sum(t.l_quantity) FROM s JOIN t \
                ON s.l_orderkey = t.l_orderkey AND s.l_linenumber = t.l_linenumber GROUP BY 1";
     for broadcast in [true, false] {
@@ -463,6 +473,54 @@ async fn joins_without_broadcast_still_scan_on_workers() {
             "broadcast {broadcast}: {rows} rows scanned"
         );
     }
+}
+
+/// A distributed session broadcasts a join's build side that DataFusion's single-process
+/// default (1 MiB, 128 Ki rows) would hash-partition, up to [`BROADCAST_BYTES`]: the larger
+/// side is not shuffled, the rows are the single-process answer's, and a session's `SET` of
+/// DataFusion's default brings the partitioned join back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn joins_broadcast_a_build_side_below_the_threshold() {
+    use rayquet_datafusion::datafusion::physical_plan::displayable;
+    use rayquet_datafusion::datafusion::prelude::SessionConfig;
+    use rayquet_datafusion::{BROADCAST_BYTES, BROADCAST_ROWS};
+    // The build side: 150 Ki rows of two keys (12 bytes a row: 1.7 MiB as DataFusion
+    // estimates it), above DataFusion's default and below the distributed session's.
+    let (big, _) = lineitem_dir(2, 2, 76_800, 11);
+    let (small, _) = lineitem_dir(1, 2, 76_800, 12);
+    let build_bytes = 2 * 76_800 * 12;
+    assert!(build_bytes > 1 << 20 && build_bytes < BROADCAST_BYTES && 2 * 76_800 < BROADCAST_ROWS);
+    let workers = cluster(3, ScanOptions::new());
+    let ctx = distributed_session(urls(&workers), ScanOptions::new()).unwrap();
+    let reference = SessionContext::new_with_config(SessionConfig::new().with_target_partitions(2));
+    register_both(&reference, &ctx, &[("t", &big), ("s", &small)]);
+    let set = |sql: &'static str| {
+        let ctx = ctx.clone();
+        async move { ctx.sql(sql).await.unwrap().collect().await.unwrap() }
+    };
+    set("SET datafusion.execution.target_partitions = 2").await;
+    let sql = "SELECT t.l_returnflag, count(*), sum(t.l_quantity) FROM s JOIN t \
+               ON s.l_orderkey = t.l_orderkey AND s.l_linenumber = t.l_linenumber GROUP BY 1";
+    let mode = |ctx: SessionContext| async move {
+        let plan = ctx.sql(sql).await.unwrap().create_physical_plan().await;
+        let text = format!("{}", displayable(plan.unwrap().as_ref()).indent(false));
+        match (
+            text.contains("mode=CollectLeft"),
+            text.contains("mode=Partitioned"),
+        ) {
+            (true, false) => "CollectLeft",
+            (false, true) => "Partitioned",
+            _ => panic!("one join expected:\n{text}"),
+        }
+    };
+    assert_eq!(mode(reference.clone()).await, "Partitioned");
+    assert_eq!(mode(ctx.clone()).await, "CollectLeft");
+    assert!(!rows_of(&reference, sql).await.is_empty());
+    distributed_matches(&ctx, &workers, &reference, sql).await;
+    set("SET datafusion.optimizer.hash_join_single_partition_threshold = 1048576").await;
+    set("SET datafusion.optimizer.hash_join_single_partition_threshold_rows = 131072").await;
+    assert_eq!(mode(ctx.clone()).await, "Partitioned");
+    distributed_matches(&ctx, &workers, &reference, sql).await;
 }
 
 /// `EXPLAIN ANALYZE` runs the query on the workers too: what each worker scanned is counted
