@@ -2,12 +2,14 @@
 //! scan, through the rayquet provider in the same process with the same threads, on 1 and 3
 //! rayquet workers on loopback (datafusion-distributed over gRPC, each worker on a runtime of
 //! its own in this process), and DuckDB on the same files with the same threads as the outside
-//! reference.
+//! reference. `dfworkersN` (not in the default set) runs the same coordinator and `N` workers
+//! over DataFusion's own Parquet tables (`register_parquet`), datafusion-distributed's own way
+//! to spread a scan: what distributing costs whatever the scan.
 //!
 //! ```sh
 //! tpchgen-cli parquet --scale-factor 1 --output-dir DIR      # one file per table
 //! cargo bench -p rayquet-datafusion --features bench --bench tpch -- --data DIR [--runs 6]
-//!     [--queries q1,q6,selective] [--engines datafusion,rayquet,workers1,workers3,duckdb]
+//!     [--queries q1,q6,selective] [--engines datafusion,rayquet,workers1,workers3,duckdb,dfworkers3]
 //!     [--python PATH] [--threads N] [--json FILE] [--set KEY=VALUE ...]
 //! ```
 //!
@@ -62,15 +64,16 @@ struct Args {
     python: String,
     threads: usize,
     json: Option<PathBuf>,
-    /// Print each in-process engine's physical plans instead of timing.
+    /// Print each DataFusion engine's physical plans (the workers': the coordinator's
+    /// distributed plan) instead of timing.
     explain: bool,
     /// `KEY=VALUE` settings made in every DataFusion engine's session (`SET KEY = VALUE`).
     settings: Vec<(String, String)>,
 }
 
 const USAGE: &str = "usage: tpch --data DIR [--runs 6] [--queries q1,q6,selective,PATH.sql] \
-     [--engines datafusion,rayquet,workers1,workers3,duckdb] [--python PATH] [--threads N] \
-     [--json FILE] [--explain] [--set KEY=VALUE ...]\n(DIR holds <table>.parquet or <table>/ for the 8 TPC-H tables; \
+     [--engines datafusion,rayquet,workers1,workers3,duckdb,dfworkers3] [--python PATH] \
+     [--threads N] [--json FILE] [--explain] [--set KEY=VALUE ...]\n(DIR holds <table>.parquet or <table>/ for the 8 TPC-H tables; \
      see crates/datafusion/benches/tpch.rs's docs)";
 
 fn args() -> Args {
@@ -291,13 +294,26 @@ fn engine(name: &str, args: &Args) -> Engine {
             }
             Kind::Local(ctx)
         }
-        w if w.starts_with("workers") => {
-            let n: usize = w["workers".len()..].parse().expect("workersN");
+        w if w.starts_with("workers") || w.starts_with("dfworkers") => {
+            let own_scan = w.starts_with("df");
+            let n: usize = w.trim_start_matches("df")["workers".len()..]
+                .parse()
+                .expect("workersN or dfworkersN");
             let workers: Vec<Worker> = (0..n).map(|_| start_worker()).collect();
             let urls: Vec<Url> = workers.iter().map(|w| w.url.clone()).collect();
             let ctx = distributed_session(urls.clone(), ScanOptions::new()).unwrap();
             for t in TABLES {
-                let table = RayquetTable::parquet(&table_path(data, t), ScanOptions::new())
+                let path = table_path(data, t);
+                if own_scan {
+                    futures::executor::block_on(ctx.register_parquet(
+                        t,
+                        &path,
+                        ParquetReadOptions::default(),
+                    ))
+                    .expect("register_parquet");
+                    continue;
+                }
+                let table = RayquetTable::parquet(&path, ScanOptions::new())
                     .unwrap_or_else(|e| panic!("{t}: {e}"))
                     .require_remote(true);
                 ctx.register_table(t, Arc::new(table)).unwrap();
@@ -478,7 +494,7 @@ fn main() {
         for q in &args.queries {
             let sql = query_text(q);
             for e in &engines {
-                if let Kind::Local(ctx) = &e.kind {
+                if let Kind::Local(ctx) | Kind::Workers { ctx, .. } = &e.kind {
                     println!("== {q} on {}", e.name);
                     rt.block_on(explain(ctx, &sql));
                 }
