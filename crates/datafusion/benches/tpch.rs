@@ -269,20 +269,19 @@ fn config(threads: usize) -> SessionConfig {
     SessionConfig::new().with_target_partitions(threads)
 }
 
+/// Table `t` of `data` as DataFusion's own Parquet table.
+fn register_parquet(ctx: &SessionContext, data: &Path, t: &str) {
+    let path = table_path(data, t);
+    futures::executor::block_on(ctx.register_parquet(t, &path, ParquetReadOptions::default()))
+        .expect("register_parquet");
+}
+
 fn engine(name: &str, args: &Args) -> Engine {
     let data = &args.data;
     let kind = match name {
         "datafusion" => {
             let ctx = SessionContext::new_with_config(config(args.threads));
-            for t in TABLES {
-                let path = table_path(data, t);
-                futures::executor::block_on(ctx.register_parquet(
-                    t,
-                    &path,
-                    ParquetReadOptions::default(),
-                ))
-                .expect("register_parquet");
-            }
+            TABLES.iter().for_each(|t| register_parquet(&ctx, data, t));
             Kind::Local(ctx)
         }
         "rayquet" => {
@@ -303,17 +302,11 @@ fn engine(name: &str, args: &Args) -> Engine {
             let urls: Vec<Url> = workers.iter().map(|w| w.url.clone()).collect();
             let ctx = distributed_session(urls.clone(), ScanOptions::new()).unwrap();
             for t in TABLES {
-                let path = table_path(data, t);
                 if own_scan {
-                    futures::executor::block_on(ctx.register_parquet(
-                        t,
-                        &path,
-                        ParquetReadOptions::default(),
-                    ))
-                    .expect("register_parquet");
+                    register_parquet(&ctx, data, t);
                     continue;
                 }
-                let table = RayquetTable::parquet(&path, ScanOptions::new())
+                let table = RayquetTable::parquet(&table_path(data, t), ScanOptions::new())
                     .unwrap_or_else(|e| panic!("{t}: {e}"))
                     .require_remote(true);
                 ctx.register_table(t, Arc::new(table)).unwrap();
