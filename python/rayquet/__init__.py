@@ -160,7 +160,8 @@ def scan(
         columns: the columns to read, in this order (``"a.b"`` selects a nested field).
             Default: all.
         filter: only rows where this SQL expression is true (rayquet's parser: ``= != < <= >
-            >=``, ``IN``, ``IS [NOT] NULL``, ``BETWEEN``, ``AND``/``OR``/``NOT``), e.g.
+            >=``, ``IN``, ``IS [NOT] NULL``, ``BETWEEN``, ``[NOT] LIKE``/``ILIKE``,
+            ``AND``/``OR``/``NOT``), e.g.
             ``"l_quantity < 5 AND l_shipmode = 'AIR'"``; or a ``pyarrow.compute.Expression``
             of the same forms (``(pc.field("l_quantity") < 5) & pc.field("l_shipmode").isin(
             ["AIR"])``), which keeps exactly the rows ``pyarrow.dataset`` keeps for it (an

@@ -143,6 +143,23 @@ def test_filters_match_pyarrow(dataset, sql, expr, given):
     assert got.equals(expected.select(["id"]))
 
 
+LIKE_FILTERS = [
+    ("s LIKE 'b%'", pc.match_like(pc.field("s"), "b%")),
+    ("s NOT LIKE '%c_' AND i32 < 70", ~pc.match_like(pc.field("s"), "%c_") & (pc.field("i32") < 70)),
+    ("s ILIKE 'A%' OR s LIKE '_'",
+     pc.match_like(pc.field("s"), "A%", ignore_case=True) | pc.match_like(pc.field("s"), "_")),
+]
+
+
+@pytest.mark.parametrize("sql,expr", LIKE_FILTERS, ids=[f for f, _ in LIKE_FILTERS])
+def test_like_filters_match_pyarrow(dataset, sql, expr):
+    root, _, _ = dataset
+    expected = ds.dataset(root, format="parquet").to_table(filter=expr)
+    assert expected.num_rows > 0
+    got = rayquet.scan(root, filter=sql).read_all()
+    assert got.equals(expected), (got.num_rows, expected.num_rows)
+
+
 def test_filter_prunes_and_metrics(dataset):
     root, _, _ = dataset
     reader = rayquet.scan(root, filter="id < 1000")

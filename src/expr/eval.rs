@@ -6,6 +6,7 @@ use std::sync::Arc;
 use arrow::array::{Array, ArrayRef, BooleanArray, StructArray};
 use arrow::compute::kernels::boolean::{and_kleene, not, or_kleene};
 use arrow::compute::kernels::cmp;
+use arrow::datatypes::DataType;
 use arrow::record_batch::RecordBatch;
 
 use crate::error::{Error, ErrorKind, Result};
@@ -85,12 +86,46 @@ impl Expr {
                 let inside = and_kleene(&cmp::gt_eq(&a, &lo)?, &cmp::lt_eq(&a, &hi)?)?;
                 Ok(if *negated { not(&inside)? } else { inside })
             }
+            Expr::Like {
+                column,
+                pattern,
+                negated,
+                case_insensitive,
+            } => {
+                use arrow::compute::kernels::comparison::{ilike, like, nilike, nlike};
+                let a = column_of(batch, column)?;
+                let p = arrow::array::Scalar::new(like_pattern(a.data_type(), pattern, column)?);
+                Ok(match (*negated, *case_insensitive) {
+                    (false, false) => like(&a, &p),
+                    (true, false) => nlike(&a, &p),
+                    (false, true) => ilike(&a, &p),
+                    (true, true) => nilike(&a, &p),
+                }?)
+            }
             Expr::And(a, b) => Ok(and_kleene(&a.evaluate(batch)?, &b.evaluate(batch)?)?),
             Expr::Or(a, b) => Ok(or_kleene(&a.evaluate(batch)?, &b.evaluate(batch)?)?),
             Expr::Not(a) => Ok(not(&a.evaluate(batch)?)?),
             Expr::Literal(b) => Ok(BooleanArray::from(vec![*b; batch.num_rows()])),
         }
     }
+}
+
+/// `pattern` as a one-row array of the string type of `ty`, which arrow's `like` kernels take
+/// alongside a column of type `ty`; an error naming `column` unless `ty` holds strings.
+pub(crate) fn like_pattern(ty: &DataType, pattern: &str, column: &str) -> Result<ArrayRef> {
+    use arrow::array::{LargeStringArray, StringArray, StringViewArray};
+    Ok(match ty {
+        DataType::Utf8 => Arc::new(StringArray::from(vec![pattern])),
+        DataType::LargeUtf8 => Arc::new(LargeStringArray::from(vec![pattern])),
+        DataType::Utf8View => Arc::new(StringViewArray::from(vec![pattern])),
+        DataType::Dictionary(_, values) => return like_pattern(values, pattern, column),
+        other => {
+            return Err(Error::new(
+                ErrorKind::InvalidArgument,
+                format!("LIKE needs a string column; filter column {column:?} is {other}"),
+            ))
+        }
+    })
 }
 
 fn v_scalar(v: &Value, a: &ArrayRef, column: &str) -> Result<arrow::array::Scalar<ArrayRef>> {

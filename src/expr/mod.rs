@@ -32,6 +32,8 @@ use crate::error::Result;
 
 pub use value::Value;
 
+pub(crate) use eval::like_pattern;
+
 /// A comparison operator.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
@@ -144,6 +146,19 @@ pub enum Expr {
         /// `NOT BETWEEN`.
         negated: bool,
     },
+    /// `column [NOT] LIKE pattern`, or `ILIKE` (case-insensitive): SQL's pattern match on a
+    /// string column. `%` matches any run of characters, `_` one character, and `\` makes the
+    /// next character literal. Evaluated with arrow's `like` kernels, as DataFusion does.
+    Like {
+        /// Column name or dotted path (a string column).
+        column: String,
+        /// The pattern.
+        pattern: String,
+        /// `NOT LIKE`.
+        negated: bool,
+        /// `ILIKE`: letters match in either case.
+        case_insensitive: bool,
+    },
     /// Both are true.
     And(Box<Expr>, Box<Expr>),
     /// Either is true.
@@ -212,6 +227,28 @@ impl Column {
             negated: false,
         }
     }
+    /// `column LIKE pattern` (`%` any run of characters, `_` one character, `\` escapes).
+    ///
+    /// ```
+    /// use rayquet::expr::col;
+    /// let e = col("p_type").like("%BRASS").and(col("p_name").ilike("forest%").negate());
+    /// assert_eq!(e.to_string(), "(p_type LIKE '%BRASS' AND NOT p_name ILIKE 'forest%')");
+    /// ```
+    pub fn like(self, pattern: impl Into<String>) -> Expr {
+        self.pattern(pattern.into(), false)
+    }
+    /// `column ILIKE pattern`: [`Column::like`] with letters matching in either case.
+    pub fn ilike(self, pattern: impl Into<String>) -> Expr {
+        self.pattern(pattern.into(), true)
+    }
+    fn pattern(self, pattern: String, case_insensitive: bool) -> Expr {
+        Expr::Like {
+            column: self.0,
+            pattern,
+            negated: false,
+            case_insensitive,
+        }
+    }
     /// `column IS NULL`
     pub fn is_null(self) -> Expr {
         Expr::IsNull {
@@ -243,39 +280,16 @@ impl Expr {
         f: &mut impl FnMut(String) -> std::result::Result<String, E>,
     ) -> std::result::Result<Expr, E> {
         Ok(match self {
-            Expr::Compare { column, op, value } => Expr::Compare {
-                column: f(column)?,
-                op,
-                value,
-            },
-            Expr::InList {
-                column,
-                values,
-                negated,
-            } => Expr::InList {
-                column: f(column)?,
-                values,
-                negated,
-            },
-            Expr::IsNull { column, negated } => Expr::IsNull {
-                column: f(column)?,
-                negated,
-            },
-            Expr::Between {
-                column,
-                low,
-                high,
-                negated,
-            } => Expr::Between {
-                column: f(column)?,
-                low,
-                high,
-                negated,
-            },
             Expr::And(a, b) => a.try_map_columns(f)?.and(b.try_map_columns(f)?),
             Expr::Or(a, b) => a.try_map_columns(f)?.or(b.try_map_columns(f)?),
             Expr::Not(a) => a.try_map_columns(f)?.negate(),
             Expr::Literal(b) => Expr::Literal(b),
+            mut leaf => {
+                if let Some(c) = leaf.leaf_column_mut() {
+                    *c = f(std::mem::take(c))?;
+                }
+                leaf
+            }
         })
     }
 
@@ -292,13 +306,26 @@ impl Expr {
         Expr::Not(Box::new(self))
     }
 
-    /// The column of a leaf (a comparison, `IN`, `IS NULL`, `BETWEEN`); `None` otherwise.
+    /// The column of a leaf (a comparison, `IN`, `IS NULL`, `BETWEEN`, `LIKE`); `None`
+    /// otherwise.
     pub(crate) fn leaf_column(&self) -> Option<&str> {
         match self {
             Expr::Compare { column, .. }
             | Expr::InList { column, .. }
             | Expr::IsNull { column, .. }
-            | Expr::Between { column, .. } => Some(column),
+            | Expr::Between { column, .. }
+            | Expr::Like { column, .. } => Some(column),
+            _ => None,
+        }
+    }
+
+    fn leaf_column_mut(&mut self) -> Option<&mut String> {
+        match self {
+            Expr::Compare { column, .. }
+            | Expr::InList { column, .. }
+            | Expr::IsNull { column, .. }
+            | Expr::Between { column, .. }
+            | Expr::Like { column, .. } => Some(column),
             _ => None,
         }
     }
@@ -319,7 +346,8 @@ impl Expr {
             Expr::Compare { column, .. }
             | Expr::InList { column, .. }
             | Expr::IsNull { column, .. }
-            | Expr::Between { column, .. } => f(column),
+            | Expr::Between { column, .. }
+            | Expr::Like { column, .. } => f(column),
             Expr::And(a, b) | Expr::Or(a, b) => {
                 a.visit(f);
                 b.visit(f);
@@ -347,30 +375,19 @@ impl Expr {
                 op: if neg { op.negate() } else { op },
                 value,
             },
-            Expr::InList {
-                column,
-                values,
-                negated,
-            } => Expr::InList {
-                column,
-                values,
-                negated: negated ^ neg,
-            },
-            Expr::IsNull { column, negated } => Expr::IsNull {
-                column,
-                negated: negated ^ neg,
-            },
-            Expr::Between {
-                column,
-                low,
-                high,
-                negated,
-            } => Expr::Between {
-                column,
-                low,
-                high,
-                negated: negated ^ neg,
-            },
+            mut e @ (Expr::InList { .. }
+            | Expr::IsNull { .. }
+            | Expr::Between { .. }
+            | Expr::Like { .. }) => {
+                if let Expr::InList { negated, .. }
+                | Expr::IsNull { negated, .. }
+                | Expr::Between { negated, .. }
+                | Expr::Like { negated, .. } = &mut e
+                {
+                    *negated ^= neg;
+                }
+                e
+            }
             Expr::And(a, b) if neg => Expr::Or(Box::new(a.nnf(true)), Box::new(b.nnf(true))),
             Expr::Or(a, b) if neg => Expr::And(Box::new(a.nnf(true)), Box::new(b.nnf(true))),
             Expr::And(a, b) => Expr::And(Box::new(a.nnf(false)), Box::new(b.nnf(false))),
@@ -387,8 +404,8 @@ struct Ident<'a>(&'a str);
 
 impl fmt::Display for Ident<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        const WORDS: [&str; 9] = [
-            "AND", "OR", "NOT", "IN", "IS", "NULL", "BETWEEN", "TRUE", "FALSE",
+        const WORDS: [&str; 11] = [
+            "AND", "OR", "NOT", "IN", "IS", "NULL", "BETWEEN", "TRUE", "FALSE", "LIKE", "ILIKE",
         ];
         for (i, seg) in self.0.split('.').enumerate() {
             if i > 0 {
@@ -447,6 +464,19 @@ impl fmt::Display for Expr {
                 "{} {}BETWEEN {low} AND {high}",
                 Ident(column),
                 not(*negated)
+            ),
+            Expr::Like {
+                column,
+                pattern,
+                negated,
+                case_insensitive,
+            } => write!(
+                f,
+                "{} {}{} {}",
+                Ident(column),
+                not(*negated),
+                if *case_insensitive { "ILIKE" } else { "LIKE" },
+                Value::Str(pattern.clone())
             ),
             Expr::And(a, b) => write!(f, "({a} AND {b})"),
             Expr::Or(a, b) => write!(f, "({a} OR {b})"),

@@ -8,10 +8,11 @@
 //! ```
 //!
 //! Accepted: comparisons of a column with a literal (either side), `IN`, `IS [NOT] NULL`,
-//! `BETWEEN`, `AND`, `OR`, `NOT`, parentheses, `DATE '…'` / `TIMESTAMP '…'` literals, and
-//! dotted column paths (`s.a`, `"a b".c`). Anything else is an error that quotes the
-//! unsupported part. SQL has no NaN or infinity literal: write `f = 'NaN'` or `f < 'inf'`
-//! (a string converts to them on a float column; that is also how [`Expr`] displays them).
+//! `BETWEEN`, `[NOT] LIKE` and `[NOT] ILIKE` with a string pattern (escaped with `\`, the
+//! default; no other `ESCAPE` character), `AND`, `OR`, `NOT`, parentheses, `DATE '…'` /
+//! `TIMESTAMP '…'` literals, and dotted column paths (`s.a`, `"a b".c`). Anything else is an
+//! error that quotes the unsupported part. SQL has no NaN or infinity literal: write
+//! `f = 'NaN'` or `f < 'inf'` (a string converts to them on a float column; that is also how [`Expr`] displays them).
 
 use sqlparser::ast::{self, BinaryOperator, UnaryOperator};
 use sqlparser::dialect::GenericDialect;
@@ -49,7 +50,7 @@ fn bad(msg: String) -> Error {
 fn unsupported(e: &ast::Expr) -> Error {
     bad(format!(
         "unsupported in a filter: `{e}` (use column <op> literal, IN, IS [NOT] NULL, BETWEEN, \
-         AND, OR, NOT)"
+         LIKE, ILIKE, AND, OR, NOT)"
     ))
 }
 
@@ -113,6 +114,37 @@ fn translate(e: &ast::Expr) -> Result<Expr> {
             high: literal(high)?,
             negated: *negated,
         }),
+        S::Like {
+            negated,
+            any: false,
+            expr,
+            pattern,
+            escape_char,
+        }
+        | S::ILike {
+            negated,
+            any: false,
+            expr,
+            pattern,
+            escape_char,
+        } => {
+            if let Some(c) = escape_char {
+                if !matches!(&c.value, ast::Value::SingleQuotedString(s) if s == "\\") {
+                    return Err(bad(format!(
+                        "unsupported in a filter: `{e}` (LIKE escapes with a backslash only)"
+                    )));
+                }
+            }
+            let Value::Str(pattern) = literal(pattern)? else {
+                return Err(unsupported(e));
+            };
+            Ok(Expr::Like {
+                column: column(expr).ok_or_else(|| unsupported(e))?,
+                pattern,
+                negated: *negated,
+                case_insensitive: matches!(e, S::ILike { .. }),
+            })
+        }
         S::Value(v) => match &v.value {
             ast::Value::Boolean(b) => Ok(Expr::Literal(*b)),
             _ => Err(unsupported(e)),
@@ -227,6 +259,16 @@ mod tests {
             "(d BETWEEN '2020-01-01' AND '2020-12-31' OR s IS NOT NULL)"
         );
         assert_eq!(p("flag = true"), col("flag").eq(true));
+        assert_eq!(p("s LIKE 'a%'"), col("s").like("a%"));
+        assert_eq!(
+            p("s NOT ILIKE '%b_'"),
+            col("s").ilike("%b_").negate().push_not()
+        );
+        assert_eq!(p(r"s LIKE 'x\%%' ESCAPE '\'"), col("s").like(r"x\%%"));
+        // Display parses back to the same filter.
+        for s in ["s NOT LIKE 'it''s%'", "\"like\" ILIKE '_'"] {
+            assert_eq!(p(&p(s).to_string()), p(s), "{s}");
+        }
     }
 
     #[test]
@@ -238,6 +280,10 @@ mod tests {
             "f(a) = 1",
             "a < 5 garbage",
             "a <",
+            "s LIKE t",
+            "s LIKE 5",
+            "s LIKE 'a!%' ESCAPE '!'",
+            "s LIKE ANY ('a%', 'b%')",
         ] {
             let e = Expr::parse_sql(s).unwrap_err();
             assert_eq!(e.kind(), ErrorKind::InvalidArgument, "{s}: {e}");

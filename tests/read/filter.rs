@@ -369,6 +369,7 @@ impl Table {
                 values.iter().all(|v| lit(k, v).is_some())
             }
             Expr::IsNull { .. } => true,
+            Expr::Like { column, .. } => self.col(column).kind == Kind::Str,
             Expr::Between {
                 column, low, high, ..
             } => {
@@ -423,6 +424,16 @@ impl Table {
                 Some(hit != *negated)
             }
             Expr::IsNull { column, negated } => Some((*value(column).0 == Sc::Null) != *negated),
+            Expr::Like {
+                column,
+                pattern,
+                negated,
+                case_insensitive,
+            } => match value(column).0 {
+                Sc::Null => None,
+                Sc::Str(x) => Some(like_matches(x, pattern, *case_insensitive) != *negated),
+                other => panic!("reference: LIKE on {other:?}"),
+            },
             Expr::Between {
                 column,
                 low,
@@ -728,9 +739,101 @@ impl From<f64> for Sc {
     }
 }
 
+/// SQL's `LIKE` on one string, written from the standard: `%` any run of characters, `_` one
+/// character, `\` makes the next character literal; `ILIKE` compares ASCII letters in either
+/// case (the tests give it ASCII strings only).
+fn like_matches(s: &str, pattern: &str, case_insensitive: bool) -> bool {
+    enum Tok {
+        Any,
+        One,
+        Lit(char),
+    }
+    let mut toks = Vec::new();
+    let mut it = pattern.chars();
+    while let Some(c) = it.next() {
+        toks.push(match c {
+            '%' => Tok::Any,
+            '_' => Tok::One,
+            '\\' => Tok::Lit(it.next().unwrap_or('\\')),
+            c => Tok::Lit(c),
+        });
+    }
+    let s: Vec<char> = s.chars().collect();
+    let same = |a: char, b: char| a == b || (case_insensitive && a.eq_ignore_ascii_case(&b));
+    // m[j]: the pattern's tokens so far match the first j characters.
+    let mut m = vec![false; s.len() + 1];
+    m[0] = true;
+    for t in &toks {
+        let mut next = vec![false; s.len() + 1];
+        for j in 0..=s.len() {
+            next[j] = match t {
+                Tok::Any => m[j] || (j > 0 && next[j - 1]),
+                Tok::One => j > 0 && m[j - 1],
+                Tok::Lit(c) => j > 0 && m[j - 1] && same(s[j - 1], *c),
+            };
+        }
+        m = next;
+    }
+    m[s.len()]
+}
+
+/// A `LIKE` pattern near `v`: pieces of it with some characters `_`, some runs `%`, a letter
+/// in the other case, a character that misses; wildcard characters of `v` escaped.
+fn sample_pattern(rng: &mut Rng, v: &str) -> String {
+    let chars: Vec<char> = v.chars().collect();
+    let (mut from, mut to) = (0, chars.len());
+    let mut p = String::new();
+    if rng.chance(40) {
+        p.push('%');
+        from = rng.below(chars.len() as u64 / 2 + 1) as usize;
+    }
+    if rng.chance(40) {
+        to -= rng.below((to - from) as u64 / 2 + 1) as usize;
+    }
+    let mut i = from;
+    while i < to {
+        let c = chars[i];
+        match rng.below(20) {
+            0..=1 => p.push('_'),
+            2 => {
+                p.push('%');
+                i += rng.below(3) as usize;
+            }
+            3 => p.extend(c.to_uppercase()),
+            4 => p.push('#'),
+            _ if matches!(c, '%' | '_' | '\\') => {
+                p.push('\\');
+                p.push(c);
+            }
+            _ => p.push(c),
+        }
+        i += 1;
+    }
+    if to < chars.len() || rng.chance(10) {
+        p.push('%');
+    }
+    p
+}
+
 fn random_leaf(rng: &mut Rng, cols: &[&ColData]) -> Expr {
     let c = cols[rng.below(cols.len() as u64) as usize];
     let name = c.name.clone();
+    if c.kind == Kind::Str && rng.chance(30) {
+        let base = match sample_literal(rng, c) {
+            Value::Str(s) => s,
+            other => panic!("a string column's literal {other:?}"),
+        };
+        let ascii = c
+            .distinct
+            .iter()
+            .all(|v| matches!(v, Sc::Str(s) if s.is_ascii()));
+        return Expr::Like {
+            column: name,
+            pattern: sample_pattern(rng, &base),
+            negated: rng.chance(30),
+            case_insensitive: ascii && rng.chance(30),
+        };
+    }
     match rng.below(10) {
         0..=4 => {
             let op = [
@@ -797,7 +900,7 @@ fn has_non_finite(e: &Expr) -> bool {
     match e {
         Expr::Compare { value, .. } => bad(value),
         Expr::InList { values, .. } => values.iter().any(bad),
-        Expr::IsNull { .. } => false,
+        Expr::IsNull { .. } | Expr::Like { .. } => false,
         Expr::Between { low, high, .. } => bad(low) || bad(high),
         Expr::And(a, b) | Expr::Or(a, b) => has_non_finite(a) || has_non_finite(b),
         Expr::Not(a) => has_non_finite(a),
@@ -1931,6 +2034,9 @@ fn invalid_filters_fail_build() {
         col("st").is_null(),
         col("id").gt(1).and(col("ts").lt("yesterday")),
         col("f").in_list([Value::Float(1.0), Value::Str("x".into())]),
+        // LIKE matches strings only.
+        col("id").like("1%"),
+        col("d").ilike("2024%").negate(),
     ] {
         let err = build_error(&p, e.clone());
         assert_eq!(err.kind(), ErrorKind::InvalidArgument, "{e}: {err}");
@@ -1956,7 +2062,8 @@ fn invalid_filters_fail_build() {
         "a < ",
         "a = b",
         "a = NULL",
-        "a LIKE 'x%'",
+        "a LIKE b",
+        "a LIKE 'x' ESCAPE '!'",
         "(a < 1",
         "a < 1)",
         "a IN (b)",

@@ -36,9 +36,9 @@ pub struct ScanArgs {
     #[arg(long, value_name = "N")]
     limit: Option<usize>,
     /// Deliver only rows matching this SQL expression, e.g. "l_quantity < 5 AND l_shipmode =
-    /// 'AIR'" (comparisons, IN, BETWEEN, IS [NOT] NULL, AND, OR, NOT), with SQL's NULL logic
-    /// (a row whose filter is NULL is dropped). Floats compare as in DuckDB and Spark: -0.0 =
-    /// 0.0, NaN = NaN and NaN is above every number. Row groups and pages that cannot match
+    /// 'AIR'" (comparisons, IN, BETWEEN, IS [NOT] NULL, [NOT] LIKE, ILIKE, AND, OR, NOT), with
+    /// SQL's NULL logic (a row whose filter is NULL is dropped). Floats compare as in DuckDB and
+    /// Spark: -0.0 = 0.0, NaN = NaN and NaN is above every number. Row groups and pages that cannot match
     /// are not fetched; nor are files whose Hive partition values cannot match.
     #[arg(long, value_name = "SQL", value_parser = parse_filter)]
     filter: Option<rayquet::Expr>,

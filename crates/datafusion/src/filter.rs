@@ -2,20 +2,21 @@
 //! `supports_filters_pushdown`.
 //!
 //! A conjunct is **Exact** when it translates (comparisons, `IN`, `IS [NOT] NULL`,
-//! `BETWEEN`, `AND`/`OR`/`NOT` of a column with literals) and rayquet can evaluate it on the
-//! table's schema as it stands: the columns exist and every literal converts to its column's
-//! type without loss. rayquet then evaluates it exactly with arrow's kernels in SQL's
-//! three-valued logic, which is DataFusion's semantics, so no `FilterExec` is kept above the
-//! scan. Anything else is **Inexact** (DataFusion filters it above the scan, and the scan only
-//! sees it to estimate the rows it keeps, as DataFusion's own scan does): functions, casts that
-//! type coercion left on a column, `LIKE`, literals that would lose precision (`int_col =
-//! 5.5`, which SQL answers with false where rayquet would refuse the literal), timestamps.
+//! `BETWEEN`, `[NOT] LIKE`/`ILIKE` with the default escape, `AND`/`OR`/`NOT` of a column with
+//! literals) and rayquet can evaluate it on the table's schema as it stands: the columns exist
+//! (a string column for `LIKE`) and every literal converts to its column's type without loss.
+//! rayquet then evaluates it exactly with arrow's kernels in SQL's three-valued logic, which is
+//! DataFusion's semantics, so no `FilterExec` is kept above the scan. Anything else is
+//! **Inexact** (DataFusion filters it above the scan, and the scan only sees it to estimate the
+//! rows it keeps, as DataFusion's own scan does): functions, casts that type coercion left on a
+//! column, `LIKE` with another escape character, literals that would lose precision (`int_col
+//! = 5.5`, which SQL answers with false where rayquet would refuse the literal), timestamps.
 //!
 //! Invariant: a filter reported Exact is evaluated by rayquet on every row it delivers.
 
 use datafusion::arrow::datatypes::{Decimal128Type, DecimalType, Schema};
 use datafusion::common::ScalarValue;
-use datafusion::logical_expr::expr::{Between, InList};
+use datafusion::logical_expr::expr::{Between, InList, Like};
 use datafusion::logical_expr::{BinaryExpr, Expr as DfExpr, Operator, TableProviderFilterPushDown};
 use rayquet::expr::{CmpOp, Expr, Value};
 
@@ -120,6 +121,24 @@ pub(crate) fn translate(e: &DfExpr) -> Option<Expr> {
             high: value(high)?,
             negated: *negated,
         },
+        // DataFusion evaluates `LIKE` with arrow's kernels, escaping with `\` only.
+        DfExpr::Like(Like {
+            negated,
+            expr,
+            pattern,
+            escape_char: None | Some('\\'),
+            case_insensitive,
+        }) => {
+            let Some(Value::Str(pattern)) = value(pattern) else {
+                return None;
+            };
+            Expr::Like {
+                column: column(expr)?,
+                pattern,
+                negated: *negated,
+                case_insensitive: *case_insensitive,
+            }
+        }
         DfExpr::Literal(ScalarValue::Boolean(Some(b)), _) => Expr::Literal(*b),
         _ => return None,
     })
@@ -194,9 +213,32 @@ mod tests {
             DataType::Int64,
         ));
         assert_eq!(exact(&cast.eq(lit(1i64)), &s), None);
+        // `LIKE` on a string column is rayquet's; with another escape character, or on a
+        // number, it is not.
         assert_eq!(
-            pushdown(&[&col("s").like(lit("A%"))], &s),
-            vec![TableProviderFilterPushDown::Inexact]
+            exact(&col("s").not_like(lit("A%")), &s),
+            Some(rayquet::col("s").like("A%").negate().negation_normal_form())
+        );
+        assert_eq!(
+            exact(&col("s").ilike(lit("%b_")), &s),
+            Some(rayquet::col("s").ilike("%b_"))
+        );
+        let escaped = |c: char| {
+            DfExpr::Like(Like::new(
+                false,
+                Box::new(col("s")),
+                Box::new(lit("a!%")),
+                Some(c),
+                false,
+            ))
+        };
+        assert_eq!(
+            exact(&escaped('\\'), &s),
+            Some(rayquet::col("s").like("a!%"))
+        );
+        assert_eq!(
+            pushdown(&[&escaped('!'), &col("i").like(lit("1%"))], &s),
+            vec![TableProviderFilterPushDown::Inexact; 2]
         );
         assert_eq!(
             exact(&col("i").in_list(vec![lit(1i32), lit(2i32)], true), &s),

@@ -366,6 +366,17 @@ fn physical_filter(e: &Expr, table: &StructType, physical: &StructType) -> Optio
             Expr::IsNull { column, negated } => {
                 leaf(&column, &|c| Expr::IsNull { column: c, negated })
             }
+            Expr::Like {
+                column,
+                pattern,
+                negated,
+                case_insensitive,
+            } => leaf(&column, &|c| Expr::Like {
+                column: c,
+                pattern: pattern.clone(),
+                negated,
+                case_insensitive,
+            }),
             Expr::Between {
                 column,
                 low,

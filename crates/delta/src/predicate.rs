@@ -79,6 +79,8 @@ fn kernel(e: &Expr, schema: &StructType) -> Predicate {
         Expr::And(a, b) => Predicate::and(kernel(a, schema), kernel(b, schema)),
         Expr::Or(a, b) => Predicate::or(kernel(a, schema), kernel(b, schema)),
         Expr::Not(_) => lit_true(),
+        // The kernel's data skipping has no pattern match: skip nothing on a pattern.
+        Expr::Like { .. } => lit_true(),
         Expr::IsNull { column: c, negated } => match column(c) {
             Some((col, _)) if *negated => Predicate::is_not_null(col),
             Some((col, _)) => Predicate::is_null(col),

@@ -7,9 +7,10 @@
 //! `c = 'NaN'` (rayquet compares floats in total order, where NaN equals NaN).
 //!
 //! [`to_predicate`] turns a rayquet filter (the CLI's `--filter`) into a predicate for
-//! iceberg's planner, which only uses it to skip manifests and data files: a leaf it cannot
-//! express becomes `AlwaysTrue` (after `NOT` is pushed to the leaves), so planning never
-//! skips a file that holds a match, and rayquet's exact filter does the rest.
+//! iceberg's planner, which only uses it to skip manifests and data files: `LIKE 'p%'` (a
+//! plain prefix) becomes `starts_with(c, 'p')`, and a leaf it cannot express becomes
+//! `AlwaysTrue` (after `NOT` is pushed to the leaves), so planning never skips a file that
+//! holds a match, and rayquet's exact filter does the rest.
 
 use std::collections::HashSet;
 
@@ -268,6 +269,22 @@ fn predicate(e: &Expr, schema: &Schema, skip: &HashSet<i32>) -> Predicate {
                 r.is_in(ds)
             }
         }
+        // `LIKE 'abc%'` is iceberg's `STARTS WITH 'abc'`; other patterns skip nothing.
+        Expr::Like {
+            column,
+            pattern,
+            negated: false,
+            case_insensitive: false,
+        } => {
+            let prefix = pattern
+                .strip_suffix('%')
+                .filter(|p| !p.contains(['%', '_', '\\']));
+            match prefix.and_then(|p| datum(column, &Value::Str(p.to_string()))) {
+                Some(d) => Reference::new(column.as_str()).starts_with(d),
+                None => Predicate::AlwaysTrue,
+            }
+        }
+        Expr::Like { .. } => Predicate::AlwaysTrue,
         Expr::Between {
             column,
             low,
@@ -328,6 +345,40 @@ mod tests {
         assert_eq!(prefix_end("a\u{10FFFF}").as_deref(), Some("b"));
         assert_eq!(prefix_end(""), None);
         assert_eq!(prefix_end("\u{D7FF}").as_deref(), Some("\u{E000}"));
+    }
+
+    #[test]
+    fn a_prefix_pattern_is_starts_with() {
+        use iceberg::spec::NestedField;
+        let schema = Schema::builder()
+            .with_fields(vec![
+                NestedField::optional(1, "s", Type::Primitive(PrimitiveType::String)).into(),
+                NestedField::optional(2, "i", Type::Primitive(PrimitiveType::Int)).into(),
+            ])
+            .build()
+            .unwrap();
+        let p = |e: Expr| to_predicate(&e, &schema, &HashSet::new());
+        assert_eq!(
+            p(rayquet::col("s").like("ab%")),
+            Reference::new("s").starts_with(Datum::string("ab"))
+        );
+        // Wildcards or escapes inside, no trailing `%`, NOT, ILIKE, a skipped or non-string
+        // column: nothing to skip on.
+        for e in [
+            rayquet::col("s").like("a_b%"),
+            rayquet::col("s").like("a\\%b%"),
+            rayquet::col("s").like("ab"),
+            rayquet::col("s").like("ab%").negate(),
+            rayquet::col("s").ilike("ab%"),
+            rayquet::col("i").like("1%"),
+        ] {
+            assert_eq!(p(e.clone()), Predicate::AlwaysTrue, "{e}");
+        }
+        let skip = HashSet::from([1]);
+        assert_eq!(
+            to_predicate(&rayquet::col("s").like("ab%"), &schema, &skip),
+            Predicate::AlwaysTrue
+        );
     }
 
     #[test]

@@ -233,6 +233,9 @@ fn check_literals(e: &Expr, cols: &[(String, DataType)]) -> Result<()> {
             .iter()
             .try_for_each(|v| v.to_typed(ty(column), column).map(drop)),
         Expr::IsNull { .. } | Expr::Literal(_) => Ok(()),
+        Expr::Like {
+            column, pattern, ..
+        } => crate::expr::like_pattern(ty(column), pattern, column).map(drop),
         Expr::Between {
             column, low, high, ..
         } => {

@@ -206,6 +206,16 @@ fn leaf_verdicts(e: &Expr, col: &FilterColumn, stats: &Stats) -> Result<Vec<Verd
             Ok(fold(parts, *negated, Verdict::Some))
         }
         Expr::IsNull { negated, .. } => Ok(null_verdicts(n, *negated, &all_null, &no_null)),
+        // Statistics say nothing about patterns; a null never matches, `NOT LIKE` included.
+        Expr::Like { .. } => Ok((0..n)
+            .map(|i| {
+                if all_null(i) {
+                    Verdict::None
+                } else {
+                    Verdict::Some
+                }
+            })
+            .collect()),
         Expr::Between {
             low, high, negated, ..
         } => Ok(if *negated {
