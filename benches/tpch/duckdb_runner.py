@@ -1,7 +1,7 @@
 """DuckDB as the outside reference of the TPC-H benchmark (crates/datafusion/benches/tpch.rs).
 
 The benchmark starts this once and sends one line per run: `query qN` (the file
-QUERIES/qN.sql) or `sql TEXT`. Each is timed here, around DuckDB's execution and fetching
+QUERIES/qN.sql), `file PATH` (a query file of the user's) or `sql TEXT`. Each is timed here, around DuckDB's execution and fetching
 the result as Arrow, and answered with one JSON line: {"seconds": s, "rows": n}, or
 {"error": message}. The tables are views over the same Parquet files the other engines read
 (DIR/<table>.parquet or DIR/<table>/*.parquet), with DuckDB's `threads` set to --threads.
@@ -39,8 +39,9 @@ def main():
     for line in sys.stdin:
         kind, _, rest = line.rstrip("\n").partition(" ")
         try:
-            if kind == "query":
-                with open(os.path.join(args.queries, f"{rest}.sql")) as f:
+            if kind in ("query", "file"):
+                path = os.path.join(args.queries, f"{rest}.sql") if kind == "query" else rest
+                with open(path) as f:
                     text = f.read()
             else:
                 text = rest

@@ -164,7 +164,9 @@ def scan(
             ``AND``/``OR``/``NOT``), e.g.
             ``"l_quantity < 5 AND l_shipmode = 'AIR'"``; or a ``pyarrow.compute.Expression``
             of the same forms (``(pc.field("l_quantity") < 5) & pc.field("l_shipmode").isin(
-            ["AIR"])``), which keeps exactly the rows ``pyarrow.dataset`` keeps for it (an
+            ["AIR"])``; ``pc.starts_with``, ``pc.ends_with`` and ``pc.match_substring`` of a
+            string column as ``LIKE`` patterns), which keeps exactly the rows
+            ``pyarrow.dataset`` keeps for it (an
             expression that cannot be translated exactly, such as arithmetic or a cast, is an
             :class:`InvalidArgumentError`). Exact, and used to skip row groups and pages that
             cannot match.

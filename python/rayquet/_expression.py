@@ -16,6 +16,9 @@ evaluators differ, the SQL is written to agree with pyarrow:
 - ``is_in`` (``null_matching_behavior=MATCH``, ``Expression.isin``'s default): a null value is
   false, not null, unless the value set holds a null. ``x.isin([1, 2])`` becomes
   ``(x IS NOT NULL AND x IN (1, 2))`` so that its negation keeps the nulls, as pyarrow's does.
+- ``starts_with``, ``ends_with`` and ``match_substring`` of a string column (pyarrow cannot
+  serialize ``match_like``) become ``LIKE 'v%'``, ``'%v'`` and ``'%v%'`` with ``%``, ``_`` and
+  ``\\`` of the literal escaped, ``ILIKE`` with ``ignore_case=True``.
 - casts are refused (pyarrow refuses to serialize the implicit ones too), as are comparisons of
   two columns, arithmetic and functions rayquet's filters do not have.
 
@@ -109,6 +112,8 @@ _COMPARISONS = {
     "gt": ">",
     "gte": ">=",
 }
+# pyarrow's string predicates (as Substrait names them) as LIKE patterns around the literal.
+_PATTERNS = {"starts_with": "{}%", "ends_with": "%{}", "contains": "%{}%"}
 _FLIPPED = {"=": "=", "!=": "!=", "<": ">", "<=": ">=", ">": "<", ">=": "<="}
 _NULL = object()
 
@@ -116,7 +121,8 @@ _NULL = object()
 def _unsupported(what: str) -> InvalidArgumentError:
     return InvalidArgumentError(
         f"cannot use this pyarrow expression as a rayquet filter: {what} (filters compare a "
-        "column with a literal: ==, !=, <, <=, >, >=, isin, is_null, is_valid, &, |, ~; or "
+        "column with a literal: ==, !=, <, <=, >, >=, isin, is_null, is_valid, starts_with, "
+        "ends_with, match_substring, &, |, ~; or "
         "pass the filter as a SQL string)",
         kind="InvalidArgument",
     )
@@ -246,6 +252,8 @@ class _Translator:
             return f"{col} IS {'NOT ' if name == 'is_not_null' else ''}NULL"
         if name in _COMPARISONS:
             return self.compare(_COMPARISONS[name], args)
+        if name in _PATTERNS:
+            return self.pattern(name, body, args)
         if name in ("not", "is_null", "is_not_null"):
             raise _unsupported(f"{name} of {len(args)} operands")
         raise _unsupported(f"the function {name!r}")
@@ -273,6 +281,31 @@ class _Translator:
             # pyarrow: NaN > v is false; rayquet orders NaN above every number.
             return f"({sql} AND {col} < 'NaN')"
         return sql
+
+    def pattern(self, name: str, body: bytes, args: List[Tuple[int, bytes]]) -> str:
+        """``starts_with``, ``ends_with`` and ``match_substring`` (Substrait's ``contains``)
+        of a string column as ``[I]LIKE`` with the literal's ``%``, ``_`` and ``\\`` escaped."""
+        if len(args) != 2 or args[0][0] != _SELECTION or args[1][0] != _LITERAL:
+            raise _unsupported(f"{name} of something other than a column and a string")
+        col, ty = self.column(args[0][1])
+        if not (pa.types.is_string(ty) or pa.types.is_large_string(ty)
+                or ty == getattr(pa, "string_view", lambda: None)()):
+            raise _unsupported(f"{name} of column {col} of type {ty}")
+        text = None
+        for number, _, v in _fields(args[1][1]):
+            if number in (12, 21):
+                text = bytes(v).decode("utf-8")
+            elif number == 22:
+                text = bytes(_one(v, 1, b"")).decode("utf-8")
+        if text is None:
+            raise _unsupported(f"{name} of a literal that is not a string")
+        escaped = "".join("\\" + c if c in "%_\\" else c for c in text)
+        op = "LIKE"
+        for option in _all(body, 5):  # FunctionOption {name = 1, preference = 2}
+            if bytes(_one(option, 1, b"")) == b"case_sensitivity":
+                if b"CASE_INSENSITIVE" in [bytes(p) for p in _all(option, 2)]:
+                    op = "ILIKE"
+        return f"{col} {op} {_string(_PATTERNS[name].format(escaped))}"
 
     def is_in(self, body: bytes) -> str:
         kind, value = _kind(_one(body, 1, b""))

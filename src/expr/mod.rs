@@ -18,6 +18,7 @@
 //! top-level name that contains a dot wins over a path. Lists and maps cannot be filtered.
 
 mod eval;
+mod like;
 #[cfg(feature = "sql")]
 mod sql;
 mod value;
@@ -30,6 +31,7 @@ use arrow::compute::kernels::cmp;
 
 use crate::error::Result;
 
+pub use like::{prefix_upper_bound, LikePrefix, LikeRest};
 pub use value::Value;
 
 pub(crate) use eval::like_pattern;

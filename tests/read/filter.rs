@@ -1399,7 +1399,8 @@ fn parse(sql: &str) -> Expr {
 
 #[test]
 fn edge_filters_never_prune_wrongly() {
-    let exprs = vec![
+    let exprs =
+        vec![
         // NaN is the largest float: the NaN rows match, though statistics maxima ignore NaN.
         col("f").gt(1e300),
         col("f").gt_eq(f64::INFINITY),
@@ -1430,6 +1431,22 @@ fn edge_filters_never_prune_wrongly() {
         col("ls").lt_eq("L".repeat(64)),
         col("ls").gt("L".repeat(LONG_PREFIX + 1)),
         col("ls").not_eq("L".repeat(LONG_PREFIX)),
+        // Patterns judged by their literal prefix, also over truncated statistics.
+        col("ls").like(format!("{}004%", "L".repeat(LONG_PREFIX))),
+        col("ls").like(format!("{}%", "L".repeat(64))),
+        col("ls").like(format!("{}%", "L".repeat(LONG_PREFIX))).negate(),
+        col("ls").like(format!("{}0_1%", "L".repeat(LONG_PREFIX))),
+        col("ls").like(format!("{}01%", "L".repeat(LONG_PREFIX))).negate(),
+        col("s").like("0%").negate(),
+        col("s").like("0%x").negate(),
+        col("s").like("050-%").negate(),
+        col("s").like("007-it's"),
+        col("s").like("007-it's").negate(),
+        col("s").like("01_-%s"),
+        col("s").like("099-%").or(col("s").like("000-%")),
+        col("s").like("1%"),
+        col("s").ilike("050-%"),
+        col("st.y").like("be%"),
         // Structs: a null parent makes its children null.
         col("st.x").is_null(),
         col("st.x").is_not_null(),
@@ -1625,6 +1642,111 @@ fn sorted_column_prunes_row_groups_pages_and_bytes() {
     let (_, m) = measured(t, &few, "id < 40, no statistics");
     assert_eq!(m.row_groups_pruned, 0, "{m:?}");
     assert_eq!(m.pages_pruned, 0, "{m:?}");
+}
+
+#[test]
+fn like_prefixes_prune_sorted_strings() {
+    // `s` is sorted by its first four characters ("012-" on rows 480..520): row groups of 500
+    // rows, pages of 50.
+    let t = table(Layout::PagesBloom);
+    let cols = Some(vec!["id".to_string(), "s".into()]);
+    let spec = |e: Expr| Spec {
+        filter: Some(e),
+        columns: cols.clone(),
+        ..Default::default()
+    };
+    for (e, groups_kept) in [
+        (col("s").like("012-%"), 2),
+        (col("s").like("012-%s"), 2),
+        (col("s").like("01_-%"), 2),
+        (col("s").like("012-it's"), 2),
+        (col("s").like("1%"), 0),
+        (col("s").like("0%").negate(), 0),
+    ] {
+        let what = e.to_string();
+        let s = spec(e);
+        check(t, &s, &what);
+        let (_, m) = measured(t, &s, &what);
+        assert_eq!(
+            m.row_groups_pruned as usize,
+            t.row_groups - groups_kept,
+            "{what}: {m:?}"
+        );
+        if groups_kept > 0 {
+            assert!(
+                m.pages_pruned > 0,
+                "{what}: pages of the row groups kept: {m:?}"
+            );
+        }
+    }
+    // What a prefix cannot decide: a leading wildcard, ILIKE, NOT LIKE of a pattern that
+    // some rows of each row group start with.
+    for e in [
+        col("s").like("%012-%"),
+        col("s").ilike("012-%"),
+        col("s").like("012-%").negate(),
+    ] {
+        let what = e.to_string();
+        let s = spec(e);
+        check(t, &s, &what);
+        let (_, m) = measured(t, &s, &what);
+        assert_eq!(m.row_groups_pruned, 0, "{what}: {m:?}");
+    }
+}
+
+#[test]
+fn like_prefixes_prove_whole_row_groups() {
+    // No nulls, one word per row group of 500: a row group inside the prefix's range matches
+    // `LIKE 'p%'` whole (read without filtering), and `NOT LIKE 'p%'` not at all.
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("words.parquet");
+    let words = ["apple", "apricot", "banana", "cherry"];
+    let name: StringArray = (0..2000)
+        .map(|i| Some(format!("{}-{i:04}", words[i / 500])))
+        .collect();
+    let batch = RecordBatch::try_from_iter(vec![
+        (
+            "id",
+            Arc::new(Int64Array::from_iter_values(0..2000)) as ArrayRef,
+        ),
+        ("name", Arc::new(name)),
+    ])
+    .unwrap();
+    let props = WriterProperties::builder()
+        .set_max_row_group_row_count(Some(500))
+        .set_data_page_row_count_limit(50)
+        .set_write_batch_size(50)
+        .build();
+    write_file(&path, &batch, props);
+    let t: &'static Table = Box::leak(Box::new(Table::load("words", &path)));
+    // (filter, row groups pruned, row groups evaluated, rows the filter removed). `name` is
+    // dictionary-encoded, so each row group the filter stage evaluates counts in
+    // `dictionary_filtered`; one proved to match whole is not evaluated at all.
+    for (e, pruned, evaluated, removed) in [
+        (col("name").like("ap%"), 2, 0, 0),
+        (col("name").like("apr%"), 3, 0, 0),
+        (col("name").like("ap%").negate(), 2, 0, 0),
+        (col("name").like("b%").negate(), 1, 0, 0),
+        // Not every string with the prefix matches: read and filter.
+        (col("name").like("ap%e%"), 2, 2, 500),
+        (col("name").like("ap%e%").negate(), 0, 2, 500),
+        // No wildcard: `=`, which the page index narrows to one 50-row page (read with a
+        // selection, not on dictionary indices).
+        (col("name").like("apple-0007"), 3, 0, 49),
+    ] {
+        let what = e.to_string();
+        let spec = Spec {
+            filter: Some(e),
+            ..Default::default()
+        };
+        check(t, &spec, &what);
+        let (_, m) = measured(t, &spec, &what);
+        assert_eq!(
+            (m.row_groups_pruned, m.dictionary_filtered, m.rows_filtered),
+            (pruned, evaluated, removed),
+            "{what}: {m:?}"
+        );
+    }
 }
 
 #[test]

@@ -219,10 +219,12 @@ impl DuckDb {
         }
     }
 
-    /// Seconds and rows of one run of `query` (by name, or SQL text for `selective`).
+    /// Seconds and rows of one run of `query` (by name, by path for a `.sql` file of the
+    /// user's, or SQL text for `selective`).
     fn run(&mut self, name: &str) -> (f64, usize) {
         let line = match name {
             "selective" => format!("sql {}\n", SELECTIVE),
+            q if q.ends_with(".sql") => format!("file {q}\n"),
             q => format!("query {q}\n"),
         };
         self.input.write_all(line.as_bytes()).unwrap();

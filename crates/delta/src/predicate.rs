@@ -15,7 +15,7 @@ use delta_kernel::expressions::{
 };
 use delta_kernel::schema::{DataType, PrimitiveType, StructType};
 
-use rayquet::expr::{CmpOp, Expr, Value};
+use rayquet::expr::{CmpOp, Expr, LikePrefix, LikeRest, Value};
 
 fn lit_true() -> Predicate {
     Predicate::BooleanExpression(Expression::Literal(Scalar::Boolean(true)))
@@ -79,7 +79,33 @@ fn kernel(e: &Expr, schema: &StructType) -> Predicate {
         Expr::And(a, b) => Predicate::and(kernel(a, schema), kernel(b, schema)),
         Expr::Or(a, b) => Predicate::or(kernel(a, schema), kernel(b, schema)),
         Expr::Not(_) => lit_true(),
-        // The kernel's data skipping has no pattern match: skip nothing on a pattern.
+        // The kernel's data skipping has no pattern match, but every match of a
+        // case-sensitive `LIKE 'abc%...'` lies in ['abc', 'abd'), and a pattern without
+        // wildcards is `=` (`<>` when negated). Other patterns skip nothing.
+        Expr::Like {
+            column: c,
+            pattern,
+            negated,
+            case_insensitive: false,
+        } => {
+            let Some((col, DataType::Primitive(PrimitiveType::String))) = column(c) else {
+                return lit_true();
+            };
+            let like = LikePrefix::of(pattern);
+            let p = Scalar::String(like.prefix.clone());
+            match (like.rest, *negated) {
+                (LikeRest::Nothing, false) => Predicate::eq(col, p),
+                (LikeRest::Nothing, true) => Predicate::ne(col, p),
+                (_, false) if !like.prefix.is_empty() => match like.upper_bound() {
+                    Some(u) => Predicate::and(
+                        Predicate::ge(col.clone(), p),
+                        Predicate::lt(col, Scalar::String(u)),
+                    ),
+                    None => Predicate::ge(col, p),
+                },
+                _ => lit_true(),
+            }
+        }
         Expr::Like { .. } => lit_true(),
         Expr::IsNull { column: c, negated } => match column(c) {
             Some((col, _)) if *negated => Predicate::is_not_null(col),

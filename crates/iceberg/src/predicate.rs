@@ -7,8 +7,8 @@
 //! `c = 'NaN'` (rayquet compares floats in total order, where NaN equals NaN).
 //!
 //! [`to_predicate`] turns a rayquet filter (the CLI's `--filter`) into a predicate for
-//! iceberg's planner, which only uses it to skip manifests and data files: `LIKE 'p%'` (a
-//! plain prefix) becomes `starts_with(c, 'p')`, and a leaf it cannot express becomes
+//! iceberg's planner, which only uses it to skip manifests and data files: `LIKE 'p%...'`
+//! becomes `starts_with(c, 'p')` (its literal start), and a leaf it cannot express becomes
 //! `AlwaysTrue` (after `NOT` is pushed to the leaves), so planning never skips a file that
 //! holds a match, and rayquet's exact filter does the rest.
 
@@ -17,7 +17,7 @@ use std::collections::HashSet;
 use iceberg::expr::{BoundPredicate, BoundReference, Predicate, PredicateOperator, Reference};
 use iceberg::spec::{Datum, NestedFieldRef, PrimitiveLiteral, PrimitiveType, Schema, Type};
 
-use rayquet::expr::{CmpOp, Expr, Value};
+use rayquet::expr::{prefix_upper_bound, CmpOp, Expr, LikePrefix, LikeRest, Value};
 use rayquet::{Error, ErrorKind, Result};
 
 /// A datum as a rayquet literal, when it has one (uuid, fixed and binary values do not).
@@ -63,23 +63,6 @@ fn decimal_text(unscaled: i128, scale: u32) -> String {
     } else {
         text
     }
-}
-
-/// The smallest string greater than every string that starts with `prefix` (UTF-8 byte order
-/// is code point order), or `None` when there is none.
-fn prefix_end(prefix: &str) -> Option<String> {
-    let mut chars: Vec<char> = prefix.chars().collect();
-    while let Some(last) = chars.pop() {
-        let mut next = last as u32 + 1;
-        while next <= char::MAX as u32 {
-            if let Some(c) = char::from_u32(next) {
-                chars.push(c);
-                return Some(chars.into_iter().collect());
-            }
-            next += 1;
-        }
-    }
-    None
 }
 
 fn unsupported(what: impl std::fmt::Display) -> Error {
@@ -173,7 +156,7 @@ fn binary(
             let Value::Str(prefix) = &v else {
                 return Err(unsupported(p));
             };
-            let inside = match prefix_end(prefix) {
+            let inside = match prefix_upper_bound(prefix) {
                 Some(end) => c().gt_eq(v.clone()).and(c().lt(end)),
                 None => c().gt_eq(v.clone()),
             };
@@ -269,17 +252,29 @@ fn predicate(e: &Expr, schema: &Schema, skip: &HashSet<i32>) -> Predicate {
                 r.is_in(ds)
             }
         }
-        // `LIKE 'abc%'` is iceberg's `STARTS WITH 'abc'`; other patterns skip nothing.
+        // Every match of `LIKE 'abc%...'` starts with `abc`: iceberg's `STARTS WITH 'abc'`
+        // (exact for `'abc%'`, a necessary condition for longer patterns); a pattern without
+        // wildcards is `=`. A pattern with no literal start skips nothing.
         Expr::Like {
             column,
             pattern,
             negated: false,
             case_insensitive: false,
         } => {
-            let prefix = pattern
-                .strip_suffix('%')
-                .filter(|p| !p.contains(['%', '_', '\\']));
-            match prefix.and_then(|p| datum(column, &Value::Str(p.to_string()))) {
+            let like = LikePrefix::of(pattern);
+            let string = usable(column).is_some_and(|f| {
+                matches!(
+                    f.field_type.as_ref(),
+                    Type::Primitive(PrimitiveType::String)
+                )
+            });
+            if !string || (like.prefix.is_empty() && like.rest != LikeRest::Nothing) {
+                return Predicate::AlwaysTrue;
+            }
+            match datum(column, &Value::Str(like.prefix)) {
+                Some(d) if like.rest == LikeRest::Nothing => {
+                    Reference::new(column.as_str()).equal_to(d)
+                }
                 Some(d) => Reference::new(column.as_str()).starts_with(d),
                 None => Predicate::AlwaysTrue,
             }
@@ -340,14 +335,6 @@ mod tests {
     use super::*;
 
     #[test]
-    fn prefix_end_is_the_next_string() {
-        assert_eq!(prefix_end("ab").as_deref(), Some("ac"));
-        assert_eq!(prefix_end("a\u{10FFFF}").as_deref(), Some("b"));
-        assert_eq!(prefix_end(""), None);
-        assert_eq!(prefix_end("\u{D7FF}").as_deref(), Some("\u{E000}"));
-    }
-
-    #[test]
     fn a_prefix_pattern_is_starts_with() {
         use iceberg::spec::NestedField;
         let schema = Schema::builder()
@@ -358,16 +345,18 @@ mod tests {
             .build()
             .unwrap();
         let p = |e: Expr| to_predicate(&e, &schema, &HashSet::new());
+        let starts = |p: &str| Reference::new("s").starts_with(Datum::string(p));
+        assert_eq!(p(rayquet::col("s").like("ab%")), starts("ab"));
+        // Longer patterns: their literal start, escapes resolved; no wildcard: equality.
+        assert_eq!(p(rayquet::col("s").like("a_b%")), starts("a"));
+        assert_eq!(p(rayquet::col("s").like("a\\%b%c")), starts("a%b"));
         assert_eq!(
-            p(rayquet::col("s").like("ab%")),
-            Reference::new("s").starts_with(Datum::string("ab"))
+            p(rayquet::col("s").like("ab")),
+            Reference::new("s").equal_to(Datum::string("ab"))
         );
-        // Wildcards or escapes inside, no trailing `%`, NOT, ILIKE, a skipped or non-string
-        // column: nothing to skip on.
+        // No literal start, NOT, ILIKE, a non-string column: nothing to skip on.
         for e in [
-            rayquet::col("s").like("a_b%"),
-            rayquet::col("s").like("a\\%b%"),
-            rayquet::col("s").like("ab"),
+            rayquet::col("s").like("%ab"),
             rayquet::col("s").like("ab%").negate(),
             rayquet::col("s").ilike("ab%"),
             rayquet::col("i").like("1%"),

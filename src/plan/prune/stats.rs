@@ -10,7 +10,8 @@ use parquet::arrow::arrow_reader::RowSelection;
 use parquet::file::metadata::ParquetMetaData;
 
 use crate::error::{Error, ErrorKind, Result};
-use crate::expr::{CmpOp, Expr, Value};
+use crate::expr::LikeRest::{AnyTail, Nothing};
+use crate::expr::{CmpOp, Expr, LikePrefix, Value};
 use crate::footer::FileMeta;
 use crate::plan::prune::filter::{FileFilter, FilterColumn};
 use crate::plan::prune::Verdict;
@@ -206,16 +207,68 @@ fn leaf_verdicts(e: &Expr, col: &FilterColumn, stats: &Stats) -> Result<Vec<Verd
             Ok(fold(parts, *negated, Verdict::Some))
         }
         Expr::IsNull { negated, .. } => Ok(null_verdicts(n, *negated, &all_null, &no_null)),
-        // Statistics say nothing about patterns; a null never matches, `NOT LIKE` included.
-        Expr::Like { .. } => Ok((0..n)
-            .map(|i| {
-                if all_null(i) {
-                    Verdict::None
-                } else {
-                    Verdict::Some
-                }
-            })
-            .collect()),
+        // A case-sensitive pattern's matches start with its literal prefix, so lie in
+        // [prefix, upper bound): judged as that range (docs/design/filters.md). A null never
+        // matches, `NOT LIKE` included.
+        Expr::Like {
+            pattern,
+            negated,
+            case_insensitive,
+            ..
+        } => {
+            let like = LikePrefix::of(pattern);
+            let unknown = *case_insensitive || (like.prefix.is_empty() && like.rest != Nothing);
+            if unknown {
+                return Ok((0..n)
+                    .map(|i| {
+                        if all_null(i) {
+                            Verdict::None
+                        } else {
+                            Verdict::Some
+                        }
+                    })
+                    .collect());
+            }
+            let p = Value::Str(like.prefix.clone());
+            if like.rest == Nothing {
+                // No wildcard: `=` or `<>` the prefix.
+                return compare(if *negated { CmpOp::NotEq } else { CmpOp::Eq }, &p);
+            }
+            // Per unit: no value can start with the prefix (`miss`), or every non-null value
+            // does (`within`).
+            let (min, max) = (&stats.mins, &stats.maxes);
+            let below = cmp(max, CmpOp::Lt, &p)?;
+            let from = cmp(min, CmpOp::GtEq, &p)?;
+            let upper = like.upper_bound().map(Value::Str);
+            let (above, under) = match &upper {
+                Some(u) => (
+                    Some(cmp(min, CmpOp::GtEq, u)?),
+                    Some(cmp(max, CmpOp::Lt, u)?),
+                ),
+                None => (None, None),
+            };
+            let prefix_only = like.rest == AnyTail;
+            Ok((0..n)
+                .map(|i| {
+                    let miss = truthy(&below, i) || above.as_ref().is_some_and(|a| truthy(a, i));
+                    let within = truthy(&from, i) && under.as_ref().is_none_or(|u| truthy(u, i));
+                    // `'abc%'` matches exactly the strings that start with `abc`; another
+                    // pattern only some of them.
+                    let (none, all) = if *negated {
+                        (prefix_only && within, miss)
+                    } else {
+                        (miss, prefix_only && within)
+                    };
+                    if all_null(i) || none {
+                        Verdict::None
+                    } else if all && no_null(i) {
+                        Verdict::All
+                    } else {
+                        Verdict::Some
+                    }
+                })
+                .collect())
+        }
         Expr::Between {
             low, high, negated, ..
         } => Ok(if *negated {

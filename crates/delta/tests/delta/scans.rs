@@ -510,6 +510,28 @@ fn filters_skip_files_and_row_groups() {
     assert_eq!(read.metrics.files, 1, "{:?}", read.metrics);
     assert!(read.num_rows() > 0);
 
+    // A pattern's literal start: its matches lie in ['name-41', 'name-42'), which only file 0
+    // (names "name-0" to "name-9" in string order) and file 4 ("name-400" to "name-419") reach.
+    let string = |s: &str| Expression::literal(s);
+    let read = check_filter(
+        &dv,
+        "name LIKE 'name-41%'",
+        &Predicate::and(
+            Predicate::ge(col("name"), string("name-41")),
+            Predicate::lt(col("name"), string("name-42")),
+        ),
+    );
+    assert_eq!(read.metrics.files, 2, "{:?}", read.metrics);
+    assert!(read.num_rows() > 0);
+    // No wildcard: equality, the same two files by their bounds.
+    let read = check_filter(
+        &dv,
+        "name LIKE 'name-405'",
+        &Predicate::eq(col("name"), string("name-405")),
+    );
+    assert_eq!(read.metrics.files, 2, "{:?}", read.metrics);
+    assert_eq!(read.num_rows(), 1);
+
     // Row groups by their statistics: 143 row groups of 7 ids in file 0.
     let rg = row_groups_fixture(&dir.path().join("rg"));
     let read = check_filter(

@@ -636,6 +636,21 @@ fn predicates_are_exact_and_prune_row_groups() {
             }),
         ),
         (col("id").lt(10).negate(), Box::new(|x| ids.value(x) >= 10)),
+        // Patterns: iceberg's planner gets their literal start (`starts_with`, `=`).
+        (
+            col("s").like("s001%"),
+            Box::new(|x| s.is_valid(x) && s.value(x).starts_with("s001")),
+        ),
+        (
+            col("s").like("s00_3%"),
+            Box::new(|x| {
+                s.is_valid(x) && s.value(x).starts_with("s00") && &s.value(x)[4..5] == "3"
+            }),
+        ),
+        (
+            col("s").like(some_s.as_str()),
+            Box::new(|x| s.is_valid(x) && s.value(x) == some_s),
+        ),
     ];
     for (f, keep) in filters {
         let want = filter_rows(&exp, &keep);
