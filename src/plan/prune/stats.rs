@@ -116,6 +116,16 @@ fn leaf_verdicts(e: &Expr, col: &FilterColumn, stats: &Stats) -> Result<Vec<Verd
     let all_null = |i: usize| matches!((nulls(i), rows(i)), (Some(a), Some(b)) if a == b);
     let no_null = |i: usize| nulls(i) == Some(0);
     let exact = |i: usize| stats.exact.as_ref().is_some_and(|e| truthy(e, i));
+    // A unit's verdict from whether no row can match and whether every non-null row does.
+    let verdict = |i: usize, none: bool, all: bool| {
+        if all_null(i) || none {
+            Verdict::None
+        } else if all && no_null(i) {
+            Verdict::All
+        } else {
+            Verdict::Some
+        }
+    };
     let lit = |v: &Value| -> Result<arrow::array::Scalar<ArrayRef>> {
         Ok(arrow::array::Scalar::new(
             v.to_typed(&col.data_type, &col.name)?,
@@ -166,13 +176,7 @@ fn leaf_verdicts(e: &Expr, col: &FilterColumn, stats: &Stats) -> Result<Vec<Verd
                     ),
                     _ => (truthy(&none_a, i), truthy(&all_a, i)),
                 };
-                if all_null(i) || none {
-                    Verdict::None
-                } else if all && no_null(i) {
-                    Verdict::All
-                } else {
-                    Verdict::Some
-                }
+                verdict(i, none, all)
             })
             .collect())
     };
@@ -219,15 +223,7 @@ fn leaf_verdicts(e: &Expr, col: &FilterColumn, stats: &Stats) -> Result<Vec<Verd
             let like = LikePrefix::of(pattern);
             let unknown = *case_insensitive || (like.prefix.is_empty() && like.rest != Nothing);
             if unknown {
-                return Ok((0..n)
-                    .map(|i| {
-                        if all_null(i) {
-                            Verdict::None
-                        } else {
-                            Verdict::Some
-                        }
-                    })
-                    .collect());
+                return Ok((0..n).map(|i| verdict(i, false, false)).collect());
             }
             let p = Value::Str(like.prefix.clone());
             if like.rest == Nothing {
@@ -259,13 +255,7 @@ fn leaf_verdicts(e: &Expr, col: &FilterColumn, stats: &Stats) -> Result<Vec<Verd
                     } else {
                         (miss, prefix_only && within)
                     };
-                    if all_null(i) || none {
-                        Verdict::None
-                    } else if all && no_null(i) {
-                        Verdict::All
-                    } else {
-                        Verdict::Some
-                    }
+                    verdict(i, none, all)
                 })
                 .collect())
         }
