@@ -29,7 +29,14 @@ def main():
     ap.add_argument("--queries", required=True)
     ap.add_argument("--threads", type=int, required=True)
     args = ap.parse_args()
-    import duckdb
+    try:
+        import duckdb
+        import pyarrow  # noqa: F401 - DuckDB's results are fetched as Arrow
+    except ImportError as e:
+        sys.exit(
+            f"the TPC-H benchmark's DuckDB runner needs duckdb and pyarrow in {sys.executable}"
+            f" (benches/peers/requirements.txt pins both): {e}"
+        )
 
     con = duckdb.connect(config={"threads": args.threads})
     for t in TABLES:

@@ -1659,7 +1659,8 @@ fn like_prefixes_prune_sorted_strings() {
         (col("s").like("012-%"), 2),
         (col("s").like("012-%s"), 2),
         (col("s").like("01_-%"), 2),
-        (col("s").like("012-it's"), 2),
+        // No wildcard: `=`, so the bloom filter rules out the row group without it.
+        (col("s").like("012-it's"), 1),
         (col("s").like("1%"), 0),
         (col("s").like("0%").negate(), 0),
     ] {
@@ -1764,6 +1765,9 @@ fn bloom_filters_prune_absent_values() {
             (col("k").in_list([1, 3, -5]), "k"),
             (col("s").eq("001-zzzzz").or(col("k").eq(7)), "s"),
             (col("st.y").eq("zeta"), "st.y"),
+            // A `LIKE` without wildcards is an `=` (escapes resolved).
+            (col("s").like("001-zzzzz"), "s"),
+            (col("s").like("001\\_zzzz\\%"), "s"),
         ] {
             let spec = Spec {
                 filter: Some(e.clone()),
@@ -1786,6 +1790,20 @@ fn bloom_filters_prune_absent_values() {
                     t.label
                 );
             }
+        }
+        // Neither `NOT LIKE`, `ILIKE` nor a pattern is an equality: no bloom filter judges
+        // them (the rows are still checked against the reference).
+        for e in [
+            col("s").like("001-zzzzz").negate(),
+            col("s").ilike("001-ZZZZZ"),
+            col("s").like("001-zzzz_"),
+        ] {
+            let spec = Spec {
+                filter: Some(e.clone()),
+                ..Default::default()
+            };
+            let m = check(t, &spec, "not an equality");
+            assert_eq!(m.bloom_pruned, 0, "{}: {e}: {m:?}", t.label);
         }
         // Present values are never pruned by a bloom filter.
         let k = t.col("k").distinct[3].clone();

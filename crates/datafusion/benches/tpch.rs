@@ -24,8 +24,8 @@
 //! Every run of a DataFusion engine (its own scan, the provider, the workers) must return the
 //! same rows as DataFusion's own scan, or the bench fails; DuckDB's rows are checked by count
 //! (its decimals print otherwise). DuckDB runs in a Python child (`--python`, default
-//! `$RAYQUET_PYTHON` or `python3`, with `duckdb` installed: `benches/peers/requirements.txt`
-//! pins it), which times each query itself; `--threads` (default: the cores) is DuckDB's
+//! `$RAYQUET_PYTHON` or `python3`, with `duckdb` and `pyarrow` installed:
+//! `benches/peers/requirements.txt` pins both), which times each query itself; `--threads` (default: the cores) is DuckDB's
 //! `threads` and DataFusion's target partitions. Transparent huge pages are off for the process,
 //! as for the `rayquet` binary (`RAYQUET_THP=1` keeps them). `--set KEY=VALUE` (repeatable) makes
 //! a setting in every DataFusion engine's session alike (the coordinator's, for the workers),
@@ -231,6 +231,9 @@ impl DuckDb {
         self.input.flush().unwrap();
         let mut reply = String::new();
         self.output.read_line(&mut reply).unwrap();
+        if reply.is_empty() {
+            panic!("the DuckDB runner exited (its message is above): --python must name a Python with duckdb and pyarrow");
+        }
         let v: serde_json::Value = serde_json::from_str(reply.trim())
             .unwrap_or_else(|e| panic!("duckdb runner said {reply:?}: {e}"));
         if let Some(err) = v.get("error") {

@@ -81,7 +81,8 @@ fn kernel(e: &Expr, schema: &StructType) -> Predicate {
         Expr::Not(_) => lit_true(),
         // The kernel's data skipping has no pattern match, but every match of a
         // case-sensitive `LIKE 'abc%...'` lies in ['abc', 'abd'), and a pattern without
-        // wildcards is `=` (`<>` when negated). Other patterns skip nothing.
+        // wildcards is `=` (`<>` when negated). `NOT LIKE 'abc%'` is exactly the strings
+        // outside that range. Other patterns skip nothing.
         Expr::Like {
             column: c,
             pattern,
@@ -102,6 +103,13 @@ fn kernel(e: &Expr, schema: &StructType) -> Predicate {
                         Predicate::lt(col, Scalar::String(u)),
                     ),
                     None => Predicate::ge(col, p),
+                },
+                (LikeRest::AnyTail, true) if !like.prefix.is_empty() => match like.upper_bound() {
+                    Some(u) => Predicate::or(
+                        Predicate::lt(col.clone(), p),
+                        Predicate::ge(col, Scalar::String(u)),
+                    ),
+                    None => Predicate::lt(col, p),
                 },
                 _ => lit_true(),
             }

@@ -8,7 +8,8 @@
 //!
 //! [`to_predicate`] turns a rayquet filter (the CLI's `--filter`) into a predicate for
 //! iceberg's planner, which only uses it to skip manifests and data files: `LIKE 'p%...'`
-//! becomes `starts_with(c, 'p')` (its literal start), and a leaf it cannot express becomes
+//! becomes `starts_with(c, 'p')` (its literal start), `NOT LIKE 'p%'` `not_starts_with(c,
+//! 'p')`, and a leaf it cannot express becomes
 //! `AlwaysTrue` (after `NOT` is pushed to the leaves), so planning never skips a file that
 //! holds a match, and rayquet's exact filter does the rest.
 
@@ -254,11 +255,14 @@ fn predicate(e: &Expr, schema: &Schema, skip: &HashSet<i32>) -> Predicate {
         }
         // Every match of `LIKE 'abc%...'` starts with `abc`: iceberg's `STARTS WITH 'abc'`
         // (exact for `'abc%'`, a necessary condition for longer patterns); a pattern without
-        // wildcards is `=`. A pattern with no literal start skips nothing.
+        // wildcards is `=`. Under `NOT`, only the exact ones carry over: `NOT LIKE 'abc%'` is
+        // `NOT STARTS WITH 'abc'` (a file is skipped only when its bounds both start with
+        // `abc` and it holds no null), `NOT LIKE 'abc'` is `<>`. A pattern with no literal
+        // start skips nothing.
         Expr::Like {
             column,
             pattern,
-            negated: false,
+            negated,
             case_insensitive: false,
         } => {
             let like = LikePrefix::of(pattern);
@@ -271,12 +275,16 @@ fn predicate(e: &Expr, schema: &Schema, skip: &HashSet<i32>) -> Predicate {
             if !string || (like.prefix.is_empty() && like.rest != LikeRest::Nothing) {
                 return Predicate::AlwaysTrue;
             }
-            match datum(column, &Value::Str(like.prefix)) {
-                Some(d) if like.rest == LikeRest::Nothing => {
-                    Reference::new(column.as_str()).equal_to(d)
-                }
-                Some(d) => Reference::new(column.as_str()).starts_with(d),
-                None => Predicate::AlwaysTrue,
+            let Some(d) = datum(column, &Value::Str(like.prefix)) else {
+                return Predicate::AlwaysTrue;
+            };
+            let r = Reference::new(column.as_str());
+            match (like.rest, *negated) {
+                (LikeRest::Nothing, false) => r.equal_to(d),
+                (LikeRest::Nothing, true) => r.not_equal_to(d),
+                (_, false) => r.starts_with(d),
+                (LikeRest::AnyTail, true) => r.not_starts_with(d),
+                (LikeRest::Pattern, true) => Predicate::AlwaysTrue,
             }
         }
         Expr::Like { .. } => Predicate::AlwaysTrue,
@@ -354,10 +362,21 @@ mod tests {
             p(rayquet::col("s").like("ab")),
             Reference::new("s").equal_to(Datum::string("ab"))
         );
-        // No literal start, NOT, ILIKE, a non-string column: nothing to skip on.
+        // Under NOT, the exact ones: `'ab%'` and no wildcard.
+        assert_eq!(
+            p(rayquet::col("s").like("ab%").negate()),
+            Reference::new("s").not_starts_with(Datum::string("ab"))
+        );
+        assert_eq!(
+            p(rayquet::col("s").like("ab").negate()),
+            Reference::new("s").not_equal_to(Datum::string("ab"))
+        );
+        // No literal start, NOT of a longer pattern, ILIKE, a non-string column: nothing
+        // to skip on.
         for e in [
             rayquet::col("s").like("%ab"),
-            rayquet::col("s").like("ab%").negate(),
+            rayquet::col("s").like("a_b%").negate(),
+            rayquet::col("s").like("ab%c").negate(),
             rayquet::col("s").ilike("ab%"),
             rayquet::col("i").like("1%"),
         ] {

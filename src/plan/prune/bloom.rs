@@ -1,5 +1,6 @@
 //! Bloom filters: which bytes to fetch for the `=` and `IN` leaves of a filter
 //! ([`bloom_ranges`]), and whether the fetched filters rule a row group out ([`bloom_verdict`]).
+//! A `LIKE` without wildcards (`s LIKE 'abc'`, escapes resolved) is an `=` leaf here too.
 
 use std::ops::Range;
 
@@ -7,7 +8,7 @@ use arrow::array::AsArray;
 use arrow::datatypes::DataType;
 use parquet::bloom_filter::Sbbf;
 
-use crate::expr::{CmpOp, Expr, Value};
+use crate::expr::{CmpOp, Expr, LikePrefix, LikeRest, Value};
 use crate::footer::FileMeta;
 use crate::plan::prune::filter::{BloomKind, FileFilter, FilterColumn};
 use crate::plan::prune::stats::judge;
@@ -33,6 +34,7 @@ pub(crate) fn bloom_ranges(filter: &FileFilter, meta: &FileMeta, rg: usize) -> B
                 negated: false,
                 ..
             } => column,
+            like @ Expr::Like { column, .. } if like_equals(like).is_some() => column,
             _ => return,
         };
         let col = filter.column(column);
@@ -50,6 +52,23 @@ pub(crate) fn bloom_ranges(filter: &FileFilter, meta: &FileMeta, rg: usize) -> B
     out
 }
 
+/// The string a `LIKE` leaf equals: its pattern without wildcards, escapes resolved
+/// (`NOT LIKE` and `ILIKE` are not equalities).
+fn like_equals(e: &Expr) -> Option<Value> {
+    match e {
+        Expr::Like {
+            pattern,
+            negated: false,
+            case_insensitive: false,
+            ..
+        } => {
+            let p = LikePrefix::of(pattern);
+            (p.rest == LikeRest::Nothing).then_some(Value::Str(p.prefix))
+        }
+        _ => None,
+    }
+}
+
 fn walk_leaves<'a>(e: &'a Expr, f: &mut impl FnMut(&'a Expr)) {
     match e {
         Expr::And(a, b) | Expr::Or(a, b) => {
@@ -63,7 +82,8 @@ fn walk_leaves<'a>(e: &'a Expr, f: &mut impl FnMut(&'a Expr)) {
 }
 
 /// Judge a row group from its bloom filters (`blooms`: column name and filter bytes):
-/// `None` when an `=`/`IN` that the filter needs finds none of its values.
+/// `None` when an `=`/`IN` (or a `LIKE` without wildcards) that the filter needs finds none
+/// of its values.
 pub(crate) fn bloom_verdict(filter: &FileFilter, blooms: &[(String, bytes::Bytes)]) -> Verdict {
     let sbbfs: Vec<(&str, Sbbf)> = blooms
         .iter()
@@ -121,6 +141,10 @@ pub(crate) fn bloom_verdict(filter: &FileFilter, blooms: &[(String, bytes::Bytes
                     Verdict::Some
                 }
             }
+            Expr::Like { column, .. } => match like_equals(e) {
+                Some(v) if absent(filter.column(column), &v) => Verdict::None,
+                _ => Verdict::Some,
+            },
             _ => Verdict::Some,
         };
         vec![v]

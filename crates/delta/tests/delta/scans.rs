@@ -531,6 +531,29 @@ fn filters_skip_files_and_row_groups() {
     );
     assert_eq!(read.metrics.files, 2, "{:?}", read.metrics);
     assert_eq!(read.num_rows(), 1);
+    // `NOT LIKE 'name-4%'`: the strings outside ['name-4', 'name-5'). File 4's names all
+    // start with "name-4" (its nulls are not matches either), so it is skipped.
+    let every = check_filter(
+        &dv,
+        "id >= 0",
+        &Predicate::ge(col("id"), Expression::literal(0i64)),
+    );
+    let read = check_filter(
+        &dv,
+        "name NOT LIKE 'name-4%'",
+        &Predicate::or(
+            Predicate::lt(col("name"), string("name-4")),
+            Predicate::ge(col("name"), string("name-5")),
+        ),
+    );
+    assert_eq!(
+        read.metrics.files,
+        every.metrics.files - 1,
+        "{:?} against {:?}",
+        read.metrics,
+        every.metrics
+    );
+    assert!(read.num_rows() > 0);
 
     // Row groups by their statistics: 143 row groups of 7 ids in file 0.
     let rg = row_groups_fixture(&dir.path().join("rg"));

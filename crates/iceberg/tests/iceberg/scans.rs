@@ -651,6 +651,15 @@ fn predicates_are_exact_and_prune_row_groups() {
             col("s").like(some_s.as_str()),
             Box::new(|x| s.is_valid(x) && s.value(x) == some_s),
         ),
+        // Under NOT: `not_starts_with` and `<>` for the planner.
+        (
+            col("s").like("s001%").negate(),
+            Box::new(|x| s.is_valid(x) && !s.value(x).starts_with("s001")),
+        ),
+        (
+            col("s").like(some_s.as_str()).negate(),
+            Box::new(|x| s.is_valid(x) && s.value(x) != some_s),
+        ),
     ];
     for (f, keep) in filters {
         let want = filter_rows(&exp, &keep);
@@ -679,6 +688,36 @@ fn predicates_are_exact_and_prune_row_groups() {
     )
     .unwrap_err();
     assert!(err.to_string().contains("nope"), "{err}");
+}
+
+/// `NOT LIKE 'eu%'` reaches iceberg's planner as `not_starts_with(region, 'eu')`: the file of
+/// partition `region = 'eu'` is never opened, and the rows are the brute-force filter's.
+#[test]
+fn not_like_prefixes_skip_files() {
+    let fx = partitioned_identity(5);
+    let every = rq(TableScan::from_table(fx.table.clone()));
+    let exp = fx.expected_current();
+    let region = exp.column_by_name("region").unwrap().as_string::<i32>();
+    for (f, keep) in [
+        (
+            col("region").like("eu%").negate(),
+            Box::new(|x| region.is_valid(x) && !region.value(x).starts_with("eu")) as Keep,
+        ),
+        (
+            col("region").like("eu").negate(),
+            Box::new(|x| region.is_valid(x) && region.value(x) != "eu"),
+        ),
+    ] {
+        let got = rq(TableScan::from_table(fx.table.clone()).filter(f.clone()));
+        assert_eq!(got.sorted(), rows(&filter_rows(&exp, &keep)), "{f}");
+        assert_eq!(
+            got.metrics.files,
+            every.metrics.files - 1,
+            "{f}: {:?} against {:?}",
+            got.metrics,
+            every.metrics
+        );
+    }
 }
 
 #[test]
