@@ -167,11 +167,13 @@ impl Iterator for Runs<'_> {
 pub(crate) trait Word: ArrowNativeType + Default {
     fn from_plain(bytes: &[u8], i: usize, width: usize) -> Self;
     fn from_i64(v: i64) -> Self;
-    /// Append `dict[k]` for each index `k` of `idx` (each below `dict.len()`); dispatched.
-    fn gather(dict: &[Self], idx: &[u32], out: &mut Vec<Self>);
-    /// [`Word::gather`] from a dictionary of plain values as wide as `Self` (unaligned,
-    /// little-endian: a page's own bytes); dispatched where `Self` is 4 or 8 bytes wide.
+    /// Append value `k` of a dictionary of plain values as wide as `Self` (unaligned,
+    /// little-endian: a page's own bytes) for each index `k` of `idx` (each below the
+    /// dictionary's length); dispatched where `Self` is 4 or 8 bytes wide.
     fn gather_le(dict: &[u8], idx: &[u32], out: &mut Vec<Self>);
+    /// [`Word::gather_le`] from plain values of `width` 4 or 8 bytes, narrower than `Self`,
+    /// converted as [`Word::widen`] converts them; dispatched.
+    fn gather_widen(dict: &[u8], width: usize, idx: &[u32], out: &mut Vec<Self>);
     /// Append the plain values of `bytes` (`width` 4 or 8, a whole number of them), converted;
     /// dispatched.
     fn widen(bytes: &[u8], width: usize, out: &mut Vec<Self>);
@@ -188,6 +190,27 @@ mod kernels {
     #[inline(always)]
     pub(super) fn gather<T: Copy>(dict: &[T], idx: &[u32], out: &mut Vec<T>) {
         out.extend(idx.iter().map(|&k| dict[k as usize]));
+    }
+
+    /// `out` += plain value `k` of `dict` (`width` 4: `i32`, else `i64`), converted to `T`,
+    /// for each `k` of `idx`: a dictionary gathered from its page's bytes and widened as it
+    /// goes, rather than widened into a copy twice its size first. An index past `dict`
+    /// panics.
+    #[inline(always)]
+    pub(super) fn gather_widen<T: Word>(dict: &[u8], width: usize, idx: &[u32], out: &mut Vec<T>) {
+        if width == 4 {
+            let words = words::<4>(dict);
+            out.extend(
+                idx.iter()
+                    .map(|&k| T::from_i64(i32::from_le_bytes(words[k as usize]) as i64)),
+            );
+        } else {
+            let words = words::<8>(dict);
+            out.extend(
+                idx.iter()
+                    .map(|&k| T::from_i64(i64::from_le_bytes(words[k as usize]))),
+            );
+        }
     }
 
     /// `out` += the plain values of `bytes` (`width` 4: `i32`, else `i64`), converted to `T`.
@@ -232,14 +255,16 @@ mod kernels {
             => gather_views_body;
     }
     dispatched! {
-        pub(super) fn gather_i32(dict: &[i32], idx: &[u32], out: &mut Vec<i32>) => gather::<i32>;
+        pub(super) fn gather_widen_i64(dict: &[u8], width: usize, idx: &[u32], out: &mut Vec<i64>)
+            => gather_widen::<i64>;
     }
     dispatched! {
-        pub(super) fn gather_i64(dict: &[i64], idx: &[u32], out: &mut Vec<i64>) => gather::<i64>;
-    }
-    dispatched! {
-        pub(super) fn gather_i128(dict: &[i128], idx: &[u32], out: &mut Vec<i128>)
-            => gather::<i128>;
+        pub(super) fn gather_widen_i128(
+            dict: &[u8],
+            width: usize,
+            idx: &[u32],
+            out: &mut Vec<i128>
+        ) => gather_widen::<i128>;
     }
     /// `dict` as values of `N` bytes (a trailing part dropped), for reading unaligned.
     #[inline(always)]
@@ -292,7 +317,7 @@ fn plain(bytes: &[u8], i: usize, width: usize) -> i64 {
 }
 
 macro_rules! word {
-    ($($t:ty: $gather:ident, $gather_le:ident, $widen:ident);*) => {$(
+    ($($t:ty: $gather_widen:path, $gather_le:ident, $widen:ident);*) => {$(
         impl Word for $t {
             #[inline(always)]
             fn from_i64(v: i64) -> Self {
@@ -303,8 +328,8 @@ macro_rules! word {
                 plain(bytes, i, width) as $t
             }
             #[inline]
-            fn gather(dict: &[Self], idx: &[u32], out: &mut Vec<Self>) {
-                kernels::$gather(dict, idx, out)
+            fn gather_widen(dict: &[u8], width: usize, idx: &[u32], out: &mut Vec<Self>) {
+                $gather_widen(dict, width, idx, out)
             }
             #[inline]
             fn gather_le(dict: &[u8], idx: &[u32], out: &mut Vec<Self>) {
@@ -317,17 +342,18 @@ macro_rules! word {
         }
     )*};
 }
+// No `i32` is narrower than 4 bytes: its `gather_widen` is never called (the plain loop).
 word!(
-    i32: gather_i32, gather_le_i32, widen_i32;
-    i64: gather_i64, gather_le_i64, widen_i64;
-    i128: gather_i128, gather_le_i128, widen_i128
+    i32: kernels::gather_widen::<i32>, gather_le_i32, widen_i32;
+    i64: kernels::gather_widen_i64, gather_le_i64, widen_i64;
+    i128: kernels::gather_widen_i128, gather_le_i128, widen_i128
 );
 
 /// Fixed-width values, held as the native type of their Arrow width.
 pub(crate) struct Fixed<T: Word> {
     /// The width of the physical values in a plain page: 4 or 8.
     width: usize,
-    dict: Dict<T>,
+    dict: Dict,
     out: Vec<T>,
     nulls: Option<BooleanBufferBuilder>,
 }
@@ -336,7 +362,10 @@ impl<T: Word> Fixed<T> {
     fn new(width: usize, nullable: bool) -> Self {
         Fixed {
             width,
-            dict: Dict::Converted(Vec::new()),
+            dict: Dict {
+                bytes: Bytes::new(),
+                width,
+            },
             out: Vec::new(),
             nulls: nulls(nullable),
         }
@@ -348,21 +377,14 @@ impl<T: Word> Build for Fixed<T> {
         if dict.buf.len() / self.width < dict.n {
             return Err(Fallback("a dictionary page shorter than its values"));
         }
+        // Gathered from the page itself, widened as it goes where the values are narrower
+        // than `T` (a dictionary of distinct values, as a unique key's or a price's, is as
+        // large as its row group's values: a widened copy would be twice that).
         let w = self.width;
-        let page = dict.buf.slice(..dict.n * w);
-        if w == std::mem::size_of::<T>() {
-            // The values are already `T`'s bits: gathered from the page itself (a dictionary
-            // of distinct values, as a unique key's, is as large as its row group's values).
-            self.dict = Dict::Page(page);
-            return Ok(());
-        }
-        let mut values = match std::mem::replace(&mut self.dict, Dict::Page(Bytes::new())) {
-            Dict::Converted(v) => v,
-            Dict::Page(_) => Vec::new(),
+        self.dict = Dict {
+            bytes: dict.buf.slice(..dict.n * w),
+            width: w,
         };
-        values.clear();
-        T::widen(&page, w, &mut values);
-        self.dict = Dict::Converted(values);
         Ok(())
     }
 
@@ -445,68 +467,49 @@ impl<T: Word> Build for Fixed<T> {
     }
 }
 
-/// A [`Fixed`] column chunk's dictionary.
-enum Dict<T> {
-    /// The dictionary page's plain values, when they are `T`'s own width, 4 or 8 bytes (read
-    /// in place).
-    Page(Bytes),
-    /// The values converted to `T` (sign-extended from a narrower physical type).
-    Converted(Vec<T>),
+/// A [`Fixed`] column chunk's dictionary: its page's plain values, `width` (4 or 8) bytes
+/// each, at most `T`'s width, read in place (sign-extended where narrower).
+struct Dict {
+    bytes: Bytes,
+    width: usize,
 }
 
-impl<T: Word> Dict<T> {
+impl Dict {
     fn len(&self) -> usize {
-        match self {
-            Dict::Page(b) => b.len() / std::mem::size_of::<T>(),
-            Dict::Converted(v) => v.len(),
-        }
+        self.bytes.len() / self.width
     }
 
     #[inline]
-    fn get(&self, k: usize) -> Option<T> {
-        match self {
-            Dict::Page(b) => {
-                let w = std::mem::size_of::<T>();
-                let bytes = b.get(k.checked_mul(w)?..)?.get(..w)?;
-                Some(T::from_plain(bytes, 0, w))
-            }
-            Dict::Converted(v) => v.get(k).copied(),
-        }
+    fn get<T: Word>(&self, k: usize) -> Option<T> {
+        let w = self.width;
+        let bytes = self.bytes.get(k.checked_mul(w)?..)?.get(..w)?;
+        Some(T::from_plain(bytes, 0, w))
     }
 
     /// Append the values of `idx` (each below [`Dict::len`]).
     #[inline]
-    fn gather(&self, idx: &[u32], out: &mut Vec<T>) {
-        match self {
-            Dict::Page(b) => T::gather_le(b, idx, out),
-            Dict::Converted(v) => T::gather(v, idx, out),
+    fn gather<T: Word>(&self, idx: &[u32], out: &mut Vec<T>) {
+        if self.width == std::mem::size_of::<T>() {
+            T::gather_le(&self.bytes, idx, out)
+        } else {
+            T::gather_widen(&self.bytes, self.width, idx, out)
         }
     }
 
     /// Append the values at `range` (within [`Dict::len`]).
     #[inline]
-    fn copy(&self, range: std::ops::Range<usize>, out: &mut Vec<T>) {
-        match self {
-            Dict::Page(b) => {
-                let w = std::mem::size_of::<T>();
-                T::widen(&b[range.start * w..range.end * w], w, out)
-            }
-            Dict::Converted(v) => out.extend_from_slice(&v[range]),
-        }
+    fn copy<T: Word>(&self, range: std::ops::Range<usize>, out: &mut Vec<T>) {
+        let w = self.width;
+        T::widen(&self.bytes[range.start * w..range.end * w], w, out)
     }
 
     /// Append the values of the indices of `rows` (positions in a page starting at row
     /// `first`; `idx`: the page's indices, each below [`Dict::len`]), a row at a time.
     #[inline]
-    fn gather_rows(&self, idx: &[u32], rows: &[u32], first: usize, out: &mut Vec<T>) {
+    fn gather_rows<T: Word>(&self, idx: &[u32], rows: &[u32], first: usize, out: &mut Vec<T>) {
         let at = |r: &u32| idx[*r as usize - first] as usize;
-        match self {
-            Dict::Page(b) => {
-                let w = std::mem::size_of::<T>();
-                out.extend(rows.iter().map(|r| T::from_plain(b, at(r), w)))
-            }
-            Dict::Converted(v) => out.extend(rows.iter().map(|r| v[at(r)])),
-        }
+        let (b, w) = (&self.bytes, self.width);
+        out.extend(rows.iter().map(|r| T::from_plain(b, at(r), w)))
     }
 }
 
