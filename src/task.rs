@@ -435,6 +435,17 @@ impl FileTask {
         self
     }
 
+    /// How each output column is produced, when [`FileTask::columns`] set it (`None`: every
+    /// column is the file's own, by field id or name).
+    pub fn column_sources(&self) -> Option<&[ColumnSource]> {
+        self.columns.as_deref()
+    }
+
+    /// Whether [`FileTask::row_filter`] set a predicate.
+    pub fn has_row_filter(&self) -> bool {
+        self.row_filter.is_some()
+    }
+
     /// The object location as given.
     pub fn location(&self) -> &str {
         &self.location

@@ -14,18 +14,24 @@
 //! a node that claims an order ([`crate::order`]) delivers each partition's units in the
 //! order dealt, and their rows in row-group order (`ordered(true)`); others as decoded;
 //! the memory budget of the process's options is shared by the node's partitions; no
-//! DataFusion worker thread waits on a batch.
+//! DataFusion worker thread waits on a batch; every filter DataFusion offers the node is
+//! answered "not pushed down" (the dynamic ones it keeps only save work: [`crate::dynamic`]).
 
 use std::fmt;
 use std::sync::Arc;
 
 use datafusion::arrow::compute::SortOptions;
 use datafusion::arrow::datatypes::{Schema, SchemaRef};
+use datafusion::common::config::ConfigOptions;
 use datafusion::common::{exec_err, DataFusionError, Result, Statistics};
 use datafusion::execution::{SendableRecordBatchStream, TaskContext};
 use datafusion::physical_expr::expressions::Column;
+use datafusion::physical_expr::PhysicalExpr;
 use datafusion::physical_expr::{EquivalenceProperties, PhysicalSortExpr};
 use datafusion::physical_plan::execution_plan::{Boundedness, EmissionType};
+use datafusion::physical_plan::filter_pushdown::{
+    ChildPushdownResult, FilterPushdownPhase, FilterPushdownPropagation, PushedDown,
+};
 use datafusion::physical_plan::metrics::{ExecutionPlanMetricsSet, MetricBuilder, MetricsSet};
 use datafusion::physical_plan::{
     DisplayAs, DisplayFormatType, ExecutionPlan, Partitioning, PlanProperties,
@@ -35,6 +41,7 @@ use futures::StreamExt;
 use rayquet::{Expr, Scan, ScanBuilder, ScanOptions};
 use serde::{Deserialize, Serialize};
 
+use crate::dynamic::Dynamic;
 use crate::feed::{Planner, UnitKind};
 use crate::order::SortKey;
 use crate::stream::{reader_stream, Shape};
@@ -89,6 +96,8 @@ pub struct RayquetScanExec {
     props: Arc<PlanProperties>,
     /// Units planned (on the coordinator; 0 where the node was decoded).
     units: usize,
+    /// DataFusion's dynamic filters offered to this node ([`crate::dynamic`]).
+    dynamic: Vec<Arc<dyn PhysicalExpr>>,
 }
 
 impl RayquetScanExec {
@@ -133,6 +142,7 @@ impl RayquetScanExec {
             metrics: ExecutionPlanMetricsSet::new(),
             props,
             units,
+            dynamic: Vec::new(),
         }
     }
 
@@ -152,6 +162,8 @@ impl RayquetScanExec {
         units: futures::stream::BoxStream<'static, rayquet::Result<UnitKind>>,
         options: ScanOptions,
     ) -> rayquet::Result<Scan> {
+        let dynamic =
+            (!self.dynamic.is_empty()).then(|| Dynamic::new(self.dynamic.clone(), self.schema()));
         let wrong = |kind: &str| {
             rayquet::Error::new(
                 rayquet::ErrorKind::InvalidArgument,
@@ -171,14 +183,22 @@ impl RayquetScanExec {
                     (out, (0..n).collect::<Vec<usize>>())
                 });
                 let project = keep.clone();
+                let columns = Arc::clone(&read);
                 let tasks = units.map(move |u| match u? {
-                    UnitKind::Parquet(task) => Ok(match &project {
-                        Some((_, cols)) => {
-                            let cols = cols.clone();
-                            task.transform(Arc::new(move |b| Ok(b.project(&cols)?)))
-                        }
-                        None => task,
-                    }),
+                    UnitKind::Parquet(task) => {
+                        // The dynamic filters as they stand when the unit is taken up.
+                        let task = match &dynamic {
+                            Some(d) => d.attach(task, &columns),
+                            None => task,
+                        };
+                        Ok(match &project {
+                            Some((_, cols)) => {
+                                let cols = cols.clone();
+                                task.transform(Arc::new(move |b| Ok(b.project(&cols)?)))
+                            }
+                            None => task,
+                        })
+                    }
                     _ => Err(wrong("Iceberg or Delta")),
                 });
                 // The table's schema has strings as views: decode straight to them.
@@ -238,6 +258,9 @@ impl DisplayAs for RayquetScanExec {
         }
         if let Some(l) = self.spec.limit {
             write!(f, ", limit={l}")?;
+        }
+        for d in &self.dynamic {
+            write!(f, ", dynamic_filter={d}")?;
         }
         if !self.spec.ordering.is_empty() {
             let keys: Vec<String> = self
@@ -342,6 +365,36 @@ impl ExecutionPlan for RayquetScanExec {
                 }
             },
         )
+    }
+
+    /// Keeps the dynamic filters offered to a Parquet scan (evaluated per unit, see
+    /// [`crate::dynamic`]) and answers "not pushed down" for every filter.
+    fn handle_child_pushdown_result(
+        &self,
+        _phase: FilterPushdownPhase,
+        child_pushdown_result: ChildPushdownResult,
+        _config: &ConfigOptions,
+    ) -> Result<FilterPushdownPropagation<Arc<dyn ExecutionPlan>>> {
+        let offered: Vec<Arc<dyn PhysicalExpr>> = child_pushdown_result
+            .parent_filters
+            .into_iter()
+            .map(|f| f.filter)
+            .collect();
+        let answer = FilterPushdownPropagation::with_parent_pushdown_result(vec![
+            PushedDown::No;
+            offered.len()
+        ]);
+        // A scan with a filter of its own evaluates it first, often on dictionaries alone
+        // (where a row filter would have every row decoded): dynamic filters go to scans
+        // without one.
+        let parquet = matches!(self.spec.plan, Plan::Parquet { filter: None, .. });
+        let dynamic = crate::dynamic::dynamic_only(&offered);
+        if !parquet || self.spec.rows_only || dynamic.is_empty() {
+            return Ok(answer);
+        }
+        let mut node = self.clone();
+        node.dynamic.extend(dynamic);
+        Ok(answer.with_updated_node(Arc::new(node)))
     }
 
     fn metrics(&self) -> Option<MetricsSet> {

@@ -56,6 +56,7 @@
 //! | `stats` | what a scan node reports: the files' statistics narrowed by the pushed filters |
 //! | `table_stats` | Iceberg and Delta scans' statistics from the table's own metadata |
 //! | `exec` | [`RayquetScanExec`]: one rayquet scan per output partition |
+//! | `dynamic` | DataFusion's dynamic filters (a hash join's keys) evaluated by each unit's scan |
 //! | `stream` | a rayquet scan as a DataFusion stream (polls its `ScanStream`; no thread waits) |
 //! | `codec` | [`RayquetCodec`]: the node between processes, without credentials |
 //! | `session` | [`local_session`], [`distributed_session`], [`collect_distributed`] |
@@ -65,6 +66,7 @@
 #![deny(missing_docs)]
 
 mod codec;
+mod dynamic;
 mod exec;
 mod feed;
 mod filter;

@@ -621,3 +621,73 @@ async fn units_of_one_file_are_dealt_to_every_partition() {
         );
     }
 }
+
+/// The rows the rayquet scan node of `plan` delivered (its `output_rows` metric).
+fn scan_output_rows(plan: &Arc<dyn ExecutionPlan>) -> Option<usize> {
+    if let Some(scan) = plan.downcast_ref::<rayquet_datafusion::RayquetScanExec>() {
+        return scan.metrics().and_then(|m| m.output_rows());
+    }
+    plan.children().into_iter().find_map(scan_output_rows)
+}
+
+/// A hash join's dynamic filter (its build side's keys: an `IN` list up to 150 keys, a lookup
+/// in its hash table beyond) is evaluated by the rayquet scan of its probe side: the scan
+/// delivers only the rows whose keys the build side holds, counted by parquet's own reader,
+/// and the join's rows equal DataFusion's over that reader's batches. With DataFusion's dynamic
+/// filters off, the scan delivers every row.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn join_keys_filter_the_probe_scan() {
+    use rayquet_datafusion::datafusion::arrow::array::{ArrayRef, Int64Array};
+    use rayquet_datafusion::datafusion::arrow::datatypes::{DataType, Field, Schema};
+    use rayquet_datafusion::datafusion::arrow::record_batch::RecordBatch;
+    use rayquet_datafusion::datafusion::datasource::MemTable;
+    let dir = tempfile::tempdir().unwrap();
+    let (ctx, expected) = parquet_pair(dir.path());
+    let total = gen_options().total_rows() as usize;
+    let schema = Arc::new(Schema::new(vec![Field::new("k", DataType::Int64, false)]));
+    // A few keys (an IN list), then more than DataFusion lists (a hash-table lookup).
+    for (name, keys) in [
+        ("few", (0..12).map(|i| 1 + i * 97).collect::<Vec<i64>>()),
+        ("many", (0..400).map(|i| 3 + i * 13).collect()),
+    ] {
+        let batch = RecordBatch::try_new(
+            Arc::clone(&schema),
+            vec![Arc::new(Int64Array::from(keys)) as ArrayRef],
+        )
+        .unwrap();
+        let table = MemTable::try_new(Arc::clone(&schema), vec![vec![batch.clone()]]).unwrap();
+        ctx.register_table(name, Arc::new(table)).unwrap();
+        add_reference(&expected, name, Arc::clone(&schema), vec![batch]);
+        let sql = format!(
+            "SELECT t.l_orderkey, t.l_linenumber, t.l_quantity, t.l_shipmode FROM t \
+             JOIN {name} ON t.l_orderkey = {name}.k"
+        );
+        let matching = assert_same(&ctx, &expected, &sql).await;
+        assert!(matching > 0 && matching < total / 10, "{matching} rows");
+        // The rows of `t` whose key the build side holds, by the reference reader.
+        let wanted = rows_of(
+            &expected,
+            &format!("SELECT count(*) FROM t WHERE l_orderkey IN (SELECT k FROM {name})"),
+        )
+        .await;
+        let plan = plan_of(&ctx, &sql).await;
+        run_plan(&ctx, &plan).await;
+        assert_eq!(
+            vec![scan_output_rows(&plan).expect("a scan").to_string()],
+            wanted,
+            "{name}: the scan delivers the joining rows only\n{}",
+            physical(&ctx, &sql).await
+        );
+        let set =
+            |on: bool| format!("SET datafusion.optimizer.enable_dynamic_filter_pushdown = {on}");
+        run(&ctx, &set(false)).await.unwrap();
+        let plan = plan_of(&ctx, &sql).await;
+        run_plan(&ctx, &plan).await;
+        run(&ctx, &set(true)).await.unwrap();
+        assert_eq!(
+            scan_output_rows(&plan),
+            Some(total),
+            "{name}: no dynamic filter"
+        );
+    }
+}
