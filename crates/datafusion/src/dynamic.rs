@@ -56,8 +56,8 @@ const JUDGE_AFTER_ROWS: u64 = 100_000;
 
 /// The largest share of its rows (numerator, denominator) an expression may keep and still be
 /// evaluated in the scan. TPC-H SF1 (BENCHMARKS.md, "Join keys filter the scan"): keeping
-/// 0.7-6% of `lineitem` (Q8, Q17, Q7, Q21) made the queries 1.1-1.7x faster, 15% (Q5) a
-/// little slower.
+/// 0.1-6% of `lineitem` (Q17, Q8, Q7, Q21) made those queries up to 2x faster; keeping 15%
+/// (Q5's `orders`) made Q5 a little slower.
 const KEEP_AT_MOST: (u64, u64) = (1, 10);
 
 /// A scan's dynamic filters, over its node's delivered schema, with what each has kept so far.

@@ -368,7 +368,7 @@ impl ExecutionPlan for RayquetScanExec {
     }
 
     /// Keeps the dynamic filters offered to a Parquet scan (evaluated per unit, see
-    /// [`crate::dynamic`]) and answers "not pushed down" for every filter.
+    /// the `dynamic` module) and answers "not pushed down" for every filter.
     fn handle_child_pushdown_result(
         &self,
         _phase: FilterPushdownPhase,
