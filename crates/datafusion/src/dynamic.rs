@@ -6,13 +6,14 @@
 //! node ([`crate::exec`]) keeps the dynamic expressions it is offered and answers "not pushed
 //! down" for every filter, as DataFusion's own scan does without `pushdown_filters`: nothing
 //! above the scan relies on it. Each unit of a Parquet scan, as it becomes a rayquet task,
-//! takes the expressions' snapshot at that moment ([`Dynamic::attach`]) as the task's
-//! [`RowFilter`]: evaluated in the filter stage on the columns it reads, before the task's
-//! other columns are decoded, so rows the join would drop are never decoded past their keys.
-//! A hash join's filter is final before its probe side is first polled (the join waits for
-//! every partition's build side), and the node's scan opens at that first poll
-//! ([`crate::stream`]), so every unit sees the final filter; a TopK's tightens as the query
-//! runs, and later units see the tighter one.
+//! gets the filters as its [`RowFilter`] ([`Dynamic::attach`]): evaluated in the filter stage
+//! on the columns it reads, before the task's other columns are decoded, so rows the join
+//! would drop are never decoded past their keys. The filters are read as they stand when each
+//! batch is filtered (a snapshot, taken again only when one has changed): a hash join's is
+//! final before its probe side is first polled (the join waits for every partition's build
+//! side), and the node's scan opens at that first poll ([`crate::stream`]); a scan started
+//! earlier filters from the batch after the keys arrive, and a TopK's tighter threshold
+//! applies as soon as it is set.
 //!
 //! Invariants: any snapshot of a dynamic filter only removes rows its operator would drop
 //! (DataFusion's contract for them), so evaluating it is exact; the expression is DataFusion's
@@ -23,7 +24,7 @@
 //! snapshot, taken before the query runs).
 
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use datafusion::arrow::array::{
     ArrayRef, AsArray, BooleanArray, BooleanBufferBuilder, RecordBatch, RecordBatchOptions,
@@ -31,12 +32,12 @@ use datafusion::arrow::array::{
 use datafusion::arrow::compute::{filter_record_batch, prep_null_mask_filter};
 use datafusion::arrow::datatypes::{DataType, FieldRef, Schema, SchemaRef};
 use datafusion::common::tree_node::{Transformed, TreeNode};
-use datafusion::common::ScalarValue;
+use datafusion::common::{exec_err, ScalarValue};
 use datafusion::physical_expr::expressions::{Column, Literal};
 use datafusion::physical_expr::utils::collect_columns;
 use datafusion::physical_expr::PhysicalExpr;
 use datafusion::physical_expr_common::physical_expr::{
-    is_dynamic_physical_expr, snapshot_physical_expr,
+    is_dynamic_physical_expr, snapshot_generation, snapshot_physical_expr,
 };
 use rayquet::task::{ColumnSource, RowFilter};
 use rayquet::FileTask;
@@ -60,14 +61,23 @@ const JUDGE_AFTER_ROWS: u64 = 100_000;
 /// (Q5's `orders`) made Q5 a little slower.
 const KEEP_AT_MOST: (u64, u64) = (1, 10);
 
-/// A scan's dynamic filters, over its node's delivered schema, with what each has kept so far.
+/// A scan's dynamic filters, over its node's delivered schema, with what each has kept so far
+/// (`None`: none it can evaluate).
 #[derive(Debug)]
-pub(crate) struct Dynamic {
+pub(crate) struct Dynamic(Option<Arc<Shared>>);
+
+/// What the row filters of one scan's tasks share.
+#[derive(Debug)]
+struct Shared {
     exprs: Vec<Arc<dyn PhysicalExpr>>,
-    /// The node's delivered schema: the columns the expressions name, by index.
-    delivered: SchemaRef,
+    /// The columns the expressions name, by their index in the node's delivered schema
+    /// (ascending), and those columns' fields: the row filter's columns.
+    columns: Vec<Column>,
+    schema: SchemaRef,
     /// Per expression: rows it was evaluated on, rows it kept.
-    counts: Arc<[Counts]>,
+    counts: Box<[Counts]>,
+    /// The last snapshot taken, and the filters' generation then.
+    cached: Mutex<Option<(u64, Option<Arc<Snapshot>>)>>,
 }
 
 /// Rows one expression was evaluated on, and kept.
@@ -98,26 +108,51 @@ impl Counts {
 }
 
 impl Dynamic {
-    /// The dynamic filters `exprs` of a node that delivers `delivered`.
-    pub fn new(exprs: Vec<Arc<dyn PhysicalExpr>>, delivered: SchemaRef) -> Self {
-        let counts = exprs.iter().map(|_| Counts::default()).collect();
-        Dynamic {
-            exprs,
-            delivered,
-            counts,
+    /// The dynamic filters `exprs` of a node that delivers `delivered`: those whose columns
+    /// are the node's.
+    pub fn new(exprs: Vec<Arc<dyn PhysicalExpr>>, delivered: &Schema) -> Self {
+        let ours = |c: &Column| {
+            delivered
+                .fields()
+                .get(c.index())
+                .is_some_and(|f| f.name() == c.name())
+        };
+        let exprs: Vec<_> = exprs
+            .into_iter()
+            .filter(|e| collect_columns(e).iter().all(ours))
+            .collect();
+        let mut columns: Vec<Column> = exprs.iter().flat_map(collect_columns).collect();
+        columns.sort_by_key(|c| c.index());
+        columns.dedup_by_key(|c| c.index());
+        if columns.is_empty() {
+            return Dynamic(None);
         }
+        let fields: Vec<FieldRef> = columns
+            .iter()
+            .map(|c| Arc::clone(&delivered.fields()[c.index()]))
+            .collect();
+        let counts = exprs.iter().map(|_| Counts::default()).collect();
+        Dynamic(Some(Arc::new(Shared {
+            exprs,
+            columns,
+            schema: Arc::new(Schema::new(fields)),
+            counts,
+            cached: Mutex::new(None),
+        })))
     }
 
-    /// `task` with the filters' current snapshot as its row filter, its columns produced as
-    /// the task produces the columns of `read` (the scan's read schema, by name).
+    /// `task` with the filters as its row filter, its columns produced as the task produces
+    /// the columns of `read` (the scan's read schema, by name). The filters are read as they
+    /// stand when each batch of the task is filtered, so a task taken up before the join
+    /// has its keys (a worker's scans start early) still uses them once it has.
     pub fn attach(&self, task: FileTask, read: &Schema) -> FileTask {
+        let Some(shared) = &self.0 else {
+            return task;
+        };
         if task.has_row_filter() {
             return task;
         }
-        let Some(snapshot) = self.snapshot() else {
-            return task;
-        };
-        let sources: Option<Vec<ColumnSource>> = snapshot
+        let sources: Option<Vec<ColumnSource>> = shared
             .schema
             .fields()
             .iter()
@@ -130,61 +165,58 @@ impl Dynamic {
             })
             .collect();
         match sources {
-            Some(sources) => task.row_filter(Arc::new(TaskFilter { snapshot, sources })),
+            Some(sources) => task.row_filter(Arc::new(TaskFilter {
+                shared: Arc::clone(shared),
+                sources,
+            })),
             None => task,
         }
     }
+}
 
-    /// The filters as they stand, over the columns they name (`None`: nothing to filter).
-    fn snapshot(&self) -> Option<Arc<Snapshot>> {
-        let parts: Vec<(usize, Arc<dyn PhysicalExpr>)> = self
+impl Shared {
+    /// The filters as they stand, over the row filter's columns (`None`: nothing to filter
+    /// yet), taken again only when a filter has changed.
+    fn current(&self) -> Option<Arc<Snapshot>> {
+        let generation = self
             .exprs
             .iter()
-            .enumerate()
-            .filter(|(i, _)| !self.counts[*i].unselective())
-            .filter_map(|(i, e)| Some((i, snapshot_physical_expr(Arc::clone(e)).ok()?)))
-            .filter(|(_, e)| !is_true(e))
-            .collect();
-        if parts.is_empty() {
-            return None;
+            .fold(0u64, |g, e| g.wrapping_add(snapshot_generation(e)));
+        let mut cached = self.cached.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some((g, snap)) = cached.as_ref() {
+            if *g == generation {
+                return snap.clone();
+            }
         }
-        let mut columns: Vec<Column> = parts.iter().flat_map(|(_, e)| collect_columns(e)).collect();
-        columns.sort_by_key(|c| c.index());
-        columns.dedup_by_key(|c| c.index());
-        let fields: Vec<FieldRef> = columns
-            .iter()
-            .map(|c| {
-                let f = self.delivered.fields().get(c.index())?;
-                (f.name() == c.name()).then(|| Arc::clone(f))
-            })
-            .collect::<Option<_>>()?;
-        if fields.is_empty() {
-            return None;
-        }
+        let snap = self.snapshot();
+        *cached = Some((generation, snap.clone()));
+        snap
+    }
+
+    fn snapshot(&self) -> Option<Arc<Snapshot>> {
         let remap = |e: Arc<dyn PhysicalExpr>| {
             e.transform(|e| {
                 let Some(c) = e.downcast_ref::<Column>() else {
                     return Ok(Transformed::no(e));
                 };
-                let at = columns
-                    .iter()
-                    .position(|k| k.index() == c.index())
-                    .expect("collected");
+                let Some(at) = self.columns.iter().position(|k| k.index() == c.index()) else {
+                    return exec_err!("a dynamic filter names column {c}, not one of its own");
+                };
                 Ok(Transformed::yes(
                     Arc::new(Column::new(c.name(), at)) as Arc<dyn PhysicalExpr>
                 ))
             })
             .map(|t| t.data)
         };
-        let parts = parts
-            .into_iter()
-            .map(|(i, e)| Some((i, remap(e).ok()?)))
-            .collect::<Option<Vec<_>>>()?;
-        Some(Arc::new(Snapshot {
-            parts,
-            schema: Arc::new(Schema::new(fields)),
-            counts: Arc::clone(&self.counts),
-        }))
+        let parts: Vec<(usize, Arc<dyn PhysicalExpr>)> = self
+            .exprs
+            .iter()
+            .enumerate()
+            .filter_map(|(i, e)| Some((i, snapshot_physical_expr(Arc::clone(e)).ok()?)))
+            .filter(|(_, e)| !is_true(e))
+            .filter_map(|(i, e)| Some((i, remap(e).ok()?)))
+            .collect();
+        (!parts.is_empty()).then(|| Arc::new(Snapshot { parts }))
     }
 }
 
@@ -195,25 +227,23 @@ fn is_true(e: &Arc<dyn PhysicalExpr>) -> bool {
         .is_some_and(|l| l.value() == &ScalarValue::Boolean(Some(true)))
 }
 
-/// A snapshot of a scan's dynamic filters over the columns they name, in `schema`'s order:
-/// each with its index among the scan's expressions (its `counts`).
+/// A snapshot of a scan's dynamic filters over its row filter's columns: each with its index
+/// among the scan's expressions (its `counts`).
 #[derive(Debug)]
 struct Snapshot {
     parts: Vec<(usize, Arc<dyn PhysicalExpr>)>,
-    schema: SchemaRef,
-    counts: Arc<[Counts]>,
 }
 
-/// One task's row filter: the snapshot, its columns produced as the task produces them.
+/// One task's row filter: the scan's filters, their columns produced as the task produces them.
 #[derive(Debug)]
 struct TaskFilter {
-    snapshot: Arc<Snapshot>,
+    shared: Arc<Shared>,
     sources: Vec<ColumnSource>,
 }
 
 impl RowFilter for TaskFilter {
     fn columns(&self) -> Vec<(FieldRef, ColumnSource)> {
-        self.snapshot
+        self.shared
             .schema
             .fields()
             .iter()
@@ -230,14 +260,17 @@ impl RowFilter for TaskFilter {
                 format!("evaluating DataFusion's dynamic filter: {e}"),
             )
         };
+        let Some(snapshot) = self.shared.current() else {
+            return Ok(BooleanArray::from(vec![true; n]));
+        };
         let batch = RecordBatch::try_new_with_options(
-            Arc::clone(&self.snapshot.schema),
+            Arc::clone(&self.shared.schema),
             columns.to_vec(),
             &RecordBatchOptions::new().with_row_count(Some(n)),
         )
         .map_err(|e| failed(&e))?;
-        let parts = &self.snapshot.parts;
-        let counts = &self.snapshot.counts;
+        let parts = &snapshot.parts;
+        let counts = &self.shared.counts;
         // The expressions still judged worth it, the one that kept the smallest share first
         // (one not yet measured counts as keeping none); each is evaluated only on the rows
         // the ones before it kept, as the joins above would see them.
@@ -341,26 +374,26 @@ mod tests {
             1,
             "the static filter is DataFusion's to evaluate"
         );
-        let d = Dynamic::new(exprs, schema());
+        let d = Dynamic::new(exprs, &schema());
         let read = Schema::new(vec![
             Field::new("a", DataType::Int64, true),
             Field::new("b", DataType::Int64, true),
             Field::new("c", DataType::Int64, true),
         ]);
-        // Before the join has its keys: `true`, no row filter.
-        assert!(!d.attach(FileTask::new("f"), &read).has_row_filter());
-        dynamic.update(update).unwrap();
-        let task = d.attach(FileTask::new("f"), &read);
-        assert!(task.has_row_filter());
-        // The snapshot reads `b` alone, as column 0 of its own batch.
-        let snap = d.snapshot().unwrap();
-        assert_eq!(snap.schema.fields().len(), 1);
-        assert_eq!(snap.schema.field(0).name(), "b");
+        // The row filter reads `b` alone, as column 0 of its own batch.
+        let shared = d.0.as_ref().expect("a filter over this node");
+        assert_eq!(shared.schema.fields().len(), 1);
+        assert_eq!(shared.schema.field(0).name(), "b");
         let f = TaskFilter {
-            snapshot: snap,
+            shared: Arc::clone(shared),
             sources: vec![ColumnSource::file()],
         };
+        assert!(d.attach(FileTask::new("f"), &read).has_row_filter());
         let b: ArrayRef = Arc::new(Int64Array::from(vec![Some(3), Some(10), None, Some(11)]));
+        // Before the join has its keys: `true`, every row kept.
+        assert_eq!(f.keep(&[Arc::clone(&b)]).unwrap().true_count(), 4);
+        // Once it has them, the same task's next batches are filtered by them.
+        dynamic.update(update).unwrap();
         let keep = f.keep(&[b]).unwrap();
         let want = datafusion::arrow::compute::kernels::cmp::gt_eq(
             &Int64Array::from(vec![Some(3), Some(10), None, Some(11)]),
@@ -369,6 +402,8 @@ mod tests {
         .unwrap();
         // A null key keeps no row.
         assert_eq!(keep, prep_null_mask_filter(&want));
+        assert_eq!(shared.counts[0].seen.load(Ordering::Relaxed), 4);
+        assert_eq!(shared.counts[0].kept.load(Ordering::Relaxed), 2);
         // A partition column's source is the task's own.
         let task = FileTask::new("f").columns([
             ColumnSource::file(),
@@ -403,7 +438,7 @@ mod tests {
             Field::new("a", DataType::Int64, true),
             Field::new("x", DataType::Int64, true),
         ]));
-        let d = Dynamic::new(vec![dynamic as Arc<dyn PhysicalExpr>], delivered);
+        let d = Dynamic::new(vec![dynamic as Arc<dyn PhysicalExpr>], &delivered);
         let read = Schema::new(vec![Field::new("a", DataType::Int64, true)]);
         assert!(!d.attach(FileTask::new("f"), &read).has_row_filter());
     }
