@@ -163,7 +163,7 @@ impl RayquetScanExec {
         options: ScanOptions,
     ) -> rayquet::Result<Scan> {
         let dynamic =
-            (!self.dynamic.is_empty()).then(|| Dynamic::new(self.dynamic.clone(), self.schema()));
+            (!self.dynamic.is_empty()).then(|| Dynamic::new(self.dynamic.clone(), &self.schema()));
         let wrong = |kind: &str| {
             rayquet::Error::new(
                 rayquet::ErrorKind::InvalidArgument,
