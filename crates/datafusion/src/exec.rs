@@ -186,7 +186,7 @@ impl RayquetScanExec {
                 let columns = Arc::clone(&read);
                 let tasks = units.map(move |u| match u? {
                     UnitKind::Parquet(task) => {
-                        // The dynamic filters as they stand when the unit is taken up.
+                        // The dynamic filters, read as each of its batches is filtered.
                         let task = match &dynamic {
                             Some(d) => d.attach(task, &columns),
                             None => task,
@@ -367,7 +367,7 @@ impl ExecutionPlan for RayquetScanExec {
         )
     }
 
-    /// Keeps the dynamic filters offered to a Parquet scan (evaluated per unit, see
+    /// Keeps the dynamic filters offered to a Parquet scan (each unit's row filter, see
     /// the `dynamic` module) and answers "not pushed down" for every filter.
     fn handle_child_pushdown_result(
         &self,
