@@ -12,6 +12,7 @@
 use std::sync::Arc;
 
 use arrow::array::{Array, ArrayRef, BooleanArray};
+use arrow::buffer::BooleanBuffer;
 use arrow::compute::prep_null_mask_filter;
 use parquet::arrow::arrow_reader::RowSelection;
 
@@ -111,7 +112,7 @@ pub(crate) fn filter_rows(
                 None => k,
             });
         }
-        let mask = keep_rows.unwrap_or_else(|| BooleanArray::from(vec![true; n]));
+        let mask = keep_rows.unwrap_or_else(|| BooleanArray::new(BooleanBuffer::new_set(n), None));
         let mask = match mask.null_count() {
             0 => mask,
             _ => prep_null_mask_filter(&mask),

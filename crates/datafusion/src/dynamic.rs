@@ -29,6 +29,7 @@ use std::sync::{Arc, Mutex};
 use datafusion::arrow::array::{
     ArrayRef, AsArray, BooleanArray, BooleanBufferBuilder, RecordBatch, RecordBatchOptions,
 };
+use datafusion::arrow::buffer::BooleanBuffer;
 use datafusion::arrow::compute::{filter_record_batch, prep_null_mask_filter};
 use datafusion::arrow::datatypes::{DataType, FieldRef, Schema, SchemaRef};
 use datafusion::common::tree_node::{Transformed, TreeNode};
@@ -261,7 +262,7 @@ impl RowFilter for TaskFilter {
             )
         };
         let Some(snapshot) = self.shared.current() else {
-            return Ok(BooleanArray::from(vec![true; n]));
+            return Ok(all_rows(n));
         };
         let batch = RecordBatch::try_new_with_options(
             Arc::clone(&self.shared.schema),
@@ -314,8 +315,13 @@ impl RowFilter for TaskFilter {
                 Some(prev) => scatter(&prev, &k),
             });
         }
-        Ok(keep.unwrap_or_else(|| BooleanArray::from(vec![true; n])))
+        Ok(keep.unwrap_or_else(|| all_rows(n)))
     }
+}
+
+/// A mask keeping all `n` rows, set a word at a time (not built from a `Vec<bool>`).
+fn all_rows(n: usize) -> BooleanArray {
+    BooleanArray::new(BooleanBuffer::new_set(n), None)
 }
 
 /// The rows of `prev` (no nulls) that `k` (one value per row `prev` keeps) also keeps.
