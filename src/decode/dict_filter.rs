@@ -24,6 +24,7 @@ use parquet::arrow::arrow_reader::RowSelection;
 use crate::decode::dictionary::{all_dictionary, read_chunk, DictChunk};
 use crate::decode::flat::flat;
 use crate::decode::pages::leaf_pages;
+use crate::decode::scratch;
 use crate::decode::stage::{Stage, StageOutput};
 use crate::error::{Error, ErrorKind, Result};
 use crate::expr::Expr;
@@ -82,20 +83,26 @@ pub(crate) fn filter_rows(
     };
     // The kept rows as runs, found once: the selection, and each kept column's indices copied
     // a run at a time (a filter keeping most rows has long runs; a walk bit by bit cost Q1's
-    // columns 6% of the scan).
-    let runs: Vec<std::ops::Range<usize>> = kept_rows.set_slices().map(|(a, b)| a..b).collect();
+    // columns 6% of the scan). Counted first, so that the vector never grows by copying.
+    let mut runs = Vec::with_capacity(kept_rows.set_slices().count());
+    runs.extend(kept_rows.set_slices().map(|(a, b)| a..b));
     let count = kept_rows.count_set_bits();
     let mut kept = Vec::with_capacity(keep.len());
     for &k in keep {
         let column = &columns.get(k)?.1;
-        let mut idx = Vec::with_capacity(count);
+        // The kept rows' indices in a buffer of the thread's (`scratch`), taken back once the
+        // values are gathered.
+        let mut idx = scratch::take(count);
         for run in &runs {
             idx.extend_from_slice(column.rows.get(run.clone())?);
         }
         let idx = UInt32Array::from(idx);
         kept.push(Some(arrow::compute::take(&column.values, &idx, None).ok()?));
+        if let Ok(v) = idx.into_parts().1.into_inner().into_vec::<u32>() {
+            scratch::give(v);
+        }
     }
-    let exact = RowSelection::from_consecutive_ranges(runs.into_iter(), rows);
+    let exact = crate::plan::selection::from_runs(|| runs.iter().cloned(), rows);
     Some(StageOutput {
         exact: crate::plan::selection::pad(exact, rows),
         read: read as u64,

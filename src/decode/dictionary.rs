@@ -79,7 +79,7 @@ pub(crate) fn read_chunk(
         false => values,
     };
     let mut out = scratch::take(rows);
-    let mut bufs = Scratch::default();
+    let mut bufs = Scratch::new(rows, nullable);
     while let Some(page) = pages.get_next_page().ok()? {
         data_page(
             &page,
@@ -102,11 +102,30 @@ impl Drop for DictChunk {
     }
 }
 
-/// Buffers reused across the pages of a chunk.
-#[derive(Default)]
+/// Buffers reused across the pages of a chunk: a nullable column's levels and present
+/// indices, taken from the thread's spares (`scratch`) with room for the chunk's rows, so that
+/// they neither grow page by page nor start in fresh memory for every chunk, and given back
+/// when done.
 struct Scratch {
     levels: Vec<u32>,
     present: Vec<u32>,
+}
+
+impl Scratch {
+    fn new(rows: usize, nullable: bool) -> Self {
+        let room = if nullable { rows } else { 0 };
+        Scratch {
+            levels: scratch::take(room),
+            present: scratch::take(room),
+        }
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        scratch::give(std::mem::take(&mut self.levels));
+        scratch::give(std::mem::take(&mut self.present));
+    }
 }
 
 /// Append the row indices of data `page` (of a column with `n` dictionary entries) to `out`;

@@ -1,7 +1,7 @@
 //! Row selections of one file: the task's row groups and byte range ([`excluded`]), the
 //! caller's selection split per row group ([`split_selection`]), deleted rows as per row group
-//! selections ([`deletes_by_row_group`]), and a selection as sorted runs for testing pages
-//! ([`SelectedRows`]).
+//! selections ([`deletes_by_row_group`]), a selection as sorted runs for testing pages
+//! ([`SelectedRows`]), and the selection of a filter's kept runs ([`from_runs`]).
 //!
 //! Invariants: a per row group selection spans exactly its row group's rows; a deleted row is
 //! never selected; the row groups a byte range keeps are those whose midpoint lies in it.
@@ -126,6 +126,82 @@ pub(crate) fn deletes_by_row_group(
     (out, deleted)
 }
 
+/// The selection of the sorted, disjoint, non-empty `runs()` of kept rows over `rows` rows:
+/// what parquet's `RowSelection::from_consecutive_ranges` makes of them (adjacent runs
+/// merged), built in one allocation of its exact size. `runs` is called twice (once to count
+/// the selectors), so it must give the same runs each time.
+///
+/// parquet's function reserves a selector per run and grows to two per run by reallocating,
+/// and `from_filters` starts from none: on TPC-H Q3's `lineitem` filter (54% of the rows kept,
+/// in runs of about 8) that copy's fresh pages were a fifth of the scan's page faults.
+pub(crate) fn from_runs<I>(runs: impl Fn() -> I, rows: usize) -> RowSelection
+where
+    I: Iterator<Item = Range<usize>>,
+{
+    let mut at = 0;
+    let mut count = 0;
+    for r in runs() {
+        count += 1 + usize::from(r.start > at);
+        at = r.end;
+    }
+    count += usize::from(at < rows);
+    Selectors {
+        runs: runs(),
+        at: 0,
+        rows,
+        select: None,
+        left: count,
+    }
+    .collect()
+}
+
+/// The selectors of [`from_runs`], with their exact count as the size hint (so that
+/// collecting them into a `RowSelection` allocates once).
+struct Selectors<I> {
+    runs: I,
+    /// The row after the last one a selector has covered.
+    at: usize,
+    rows: usize,
+    /// The select that follows the skip just handed out.
+    select: Option<usize>,
+    /// Selectors still to come.
+    left: usize,
+}
+
+impl<I: Iterator<Item = Range<usize>>> Iterator for Selectors<I> {
+    type Item = RowSelector;
+
+    fn next(&mut self) -> Option<RowSelector> {
+        let s = match self.select.take() {
+            Some(n) => RowSelector::select(n),
+            None => match self.runs.next() {
+                Some(r) if r.start > self.at => {
+                    let skip = r.start - self.at;
+                    self.select = Some(r.len());
+                    self.at = r.end;
+                    RowSelector::skip(skip)
+                }
+                Some(r) => {
+                    self.at = r.end;
+                    RowSelector::select(r.len())
+                }
+                None if self.at < self.rows => {
+                    let skip = self.rows - self.at;
+                    self.at = self.rows;
+                    RowSelector::skip(skip)
+                }
+                None => return None,
+            },
+        };
+        self.left = self.left.saturating_sub(1);
+        Some(s)
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        (self.left, Some(self.left))
+    }
+}
+
 /// `sel` extended with skipped rows (or cut) to span exactly `rows` rows.
 pub(crate) fn pad(sel: RowSelection, rows: usize) -> RowSelection {
     let len = sel.row_count() + sel.skipped_row_count();
@@ -187,6 +263,62 @@ impl SelectedRows {
 mod tests {
     use super::*;
     use parquet::file::page_index::offset_index::PageLocation;
+
+    /// `from_runs` gives what parquet's `from_filters` gives over the same batch masks (runs
+    /// adjacent across batches merged), and over one mask (no adjacent runs) a selection
+    /// allocated at its exact size.
+    #[test]
+    fn from_runs_is_parquets_selection_in_one_allocation() {
+        use arrow::array::BooleanArray;
+        let mut seed = 0x2545_F491_4F6C_DD1Du64;
+        let mut next = |n: u64| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed % n
+        };
+        for case in 0..3000 {
+            let batches = 1 + next(4) as usize;
+            let (run, keep) = (1 + next([1, 8, 300][case % 3]), next(101));
+            let masks: Vec<BooleanArray> = (0..batches)
+                .map(|_| {
+                    let len = next(700) as usize;
+                    let mut bits = Vec::with_capacity(len);
+                    while bits.len() < len {
+                        let v = match case % 7 {
+                            0 => true,
+                            1 => false,
+                            _ => next(100) < keep,
+                        };
+                        bits.extend(std::iter::repeat_n(v, (run as usize).min(len - bits.len())));
+                    }
+                    BooleanArray::from(bits)
+                })
+                .collect();
+            let rows: usize = masks.iter().map(|m| m.len()).sum();
+            let runs = || {
+                masks
+                    .iter()
+                    .scan(0usize, |at, m| {
+                        let first = *at;
+                        *at += m.len();
+                        Some((first, m))
+                    })
+                    .flat_map(|(first, m)| {
+                        m.values()
+                            .set_slices()
+                            .map(move |(a, b)| a + first..b + first)
+                    })
+            };
+            let got = from_runs(runs, rows);
+            assert_eq!(got, RowSelection::from_filters(&masks), "case {case}");
+            assert_eq!(got.row_count() + got.skipped_row_count(), rows);
+            if batches == 1 {
+                let v: Vec<RowSelector> = got.into();
+                assert_eq!(v.capacity(), v.len(), "case {case}: one exact allocation");
+            }
+        }
+    }
 
     #[test]
     fn pad_extends_and_cuts() {
