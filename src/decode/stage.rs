@@ -9,7 +9,6 @@
 //! Invariants: the selection returned spans exactly its row group's rows; a filter's (or row
 //! filter's) null counts as false.
 
-use std::ops::Range;
 use std::sync::Arc;
 
 use arrow::array::{Array, ArrayRef, BooleanArray};
@@ -124,7 +123,7 @@ pub(crate) fn filter_rows(
         masks.push(mask);
         read += n as u64;
     }
-    let matched = crate::plan::selection::from_runs(|| mask_runs(&masks), read as usize);
+    let matched = crate::plan::selection::from_masks(&masks);
     let exact = match pre {
         Some(pre) => {
             if pre.row_count() != read as usize {
@@ -167,21 +166,4 @@ pub(crate) fn filter_rows(
         kept,
         dictionary: false,
     })
-}
-
-/// The runs of kept rows of the batches' `masks` (no nulls), numbered across them: the ranges
-/// parquet's `RowSelection::from_filters` reads from them.
-fn mask_runs(masks: &[BooleanArray]) -> impl Iterator<Item = Range<usize>> + '_ {
-    masks
-        .iter()
-        .scan(0usize, |at, m| {
-            let first = *at;
-            *at += m.len();
-            Some((first, m))
-        })
-        .flat_map(|(first, m)| {
-            m.values()
-                .set_slices()
-                .map(move |(a, b)| a + first..b + first)
-        })
 }

@@ -1,13 +1,15 @@
 //! Row selections of one file: the task's row groups and byte range ([`excluded`]), the
 //! caller's selection split per row group ([`split_selection`]), deleted rows as per row group
 //! selections ([`deletes_by_row_group`]), a selection as sorted runs for testing pages
-//! ([`SelectedRows`]), and the selection of a filter's kept runs ([`from_runs`]).
+//! ([`SelectedRows`]), and the selection of a filter's kept runs ([`from_runs`],
+//! [`from_masks`]).
 //!
 //! Invariants: a per row group selection spans exactly its row group's rows; a deleted row is
 //! never selected; the row groups a byte range keeps are those whose midpoint lies in it.
 
 use std::ops::Range;
 
+use arrow::array::BooleanArray;
 use parquet::arrow::arrow_reader::{RowSelection, RowSelector};
 use parquet::file::metadata::ParquetMetaData;
 use roaring::RoaringTreemap;
@@ -155,6 +157,26 @@ where
     .collect()
 }
 
+/// The selection of the kept rows of the batches' `masks` (no nulls), numbered across them:
+/// what parquet's `RowSelection::from_filters` makes of them, through [`from_runs`].
+pub(crate) fn from_masks(masks: &[BooleanArray]) -> RowSelection {
+    let runs = || {
+        masks
+            .iter()
+            .scan(0usize, |at, m| {
+                let first = *at;
+                *at += m.len();
+                Some((first, m))
+            })
+            .flat_map(|(first, m)| {
+                m.values()
+                    .set_slices()
+                    .map(move |(a, b)| a + first..b + first)
+            })
+    };
+    from_runs(runs, masks.iter().map(|m| m.len()).sum())
+}
+
 /// The selectors of [`from_runs`], with their exact count as the size hint (so that
 /// collecting them into a `RowSelection` allocates once).
 struct Selectors<I> {
@@ -264,12 +286,11 @@ mod tests {
     use super::*;
     use parquet::file::page_index::offset_index::PageLocation;
 
-    /// `from_runs` gives what parquet's `from_filters` gives over the same batch masks (runs
-    /// adjacent across batches merged), and over one mask (no adjacent runs) a selection
-    /// allocated at its exact size.
+    /// `from_masks` (and so `from_runs`) gives what parquet's `from_filters` gives over the
+    /// same batch masks (runs adjacent across batches merged), and over one mask (no adjacent
+    /// runs) a selection allocated at its exact size.
     #[test]
     fn from_runs_is_parquets_selection_in_one_allocation() {
-        use arrow::array::BooleanArray;
         let mut seed = 0x2545_F491_4F6C_DD1Du64;
         let mut next = |n: u64| {
             seed ^= seed << 13;
@@ -296,21 +317,7 @@ mod tests {
                 })
                 .collect();
             let rows: usize = masks.iter().map(|m| m.len()).sum();
-            let runs = || {
-                masks
-                    .iter()
-                    .scan(0usize, |at, m| {
-                        let first = *at;
-                        *at += m.len();
-                        Some((first, m))
-                    })
-                    .flat_map(|(first, m)| {
-                        m.values()
-                            .set_slices()
-                            .map(move |(a, b)| a + first..b + first)
-                    })
-            };
-            let got = from_runs(runs, rows);
+            let got = from_masks(&masks);
             assert_eq!(got, RowSelection::from_filters(&masks), "case {case}");
             assert_eq!(got.row_count() + got.skipped_row_count(), rows);
             if batches == 1 {
