@@ -302,7 +302,7 @@ mod tests {
     }
 
     #[test]
-    fn buffers_are_exact_and_reused_on_the_thread() {
+    fn buffers_fit_and_are_reused_on_the_thread() {
         // A fresh thread: no spare buffers of earlier tests.
         std::thread::spawn(|| {
             let selection = RowSelection::from(vec![
@@ -312,7 +312,12 @@ mod tests {
                 RowSelector::select(24),
             ]);
             let s = Written::of(&selection, 1034).unwrap();
-            assert_eq!((s.rows.capacity(), s.left.capacity()), (1040, 1040));
+            // Room for the selected rows and a last write of `LANES`, rounded up by less than
+            // an eighth (`scratch::take`).
+            let room = 1024 + LANES;
+            for cap in [s.rows.capacity(), s.left.capacity()] {
+                assert!(cap >= room && cap <= room + room / 8, "{cap}");
+            }
             let mut used = [s.rows.as_ptr(), s.left.as_ptr()];
             drop(s);
             // The next row group's selection writes into the same memory.
