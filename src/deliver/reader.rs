@@ -317,8 +317,9 @@ impl ScanReader {
         for (ctl, b) in info.parts.iter().zip(&bytes) {
             ctl.consumed(*b);
         }
-        self.flow.metrics.release(bytes.iter().sum());
-        self.flow.budget.poke();
+        self.flow
+            .budget
+            .delivered(bytes.iter().sum(), &self.flow.metrics);
         Some((Arc::clone(&info.task), batch))
     }
 

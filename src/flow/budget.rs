@@ -211,9 +211,19 @@ impl Budget {
         self.window.load(Relaxed) > self.queue
     }
 
-    /// Memory was released outside a slot's end (a batch delivered): let admission re-check.
-    pub fn poke(&self) {
-        self.notify.notify_one();
+    /// A batch of `bytes` was delivered: its bytes are no longer buffered. Admission counts
+    /// buffered bytes only where they exceed the slots' reservations (`fits` in
+    /// [`Budget::try_admit`]), so the driver is woken only when they did: waking it for every
+    /// batch cost a wake-up of an IO thread per batch for an admission that could not change
+    /// (half of TPC-H Q1's context switches through DataFusion: BENCHMARKS.md, "Wake-ups per
+    /// batch").
+    pub fn delivered(&self, bytes: u64, metrics: &Metrics) {
+        let before = metrics.buffered_bytes.fetch_sub(bytes, Relaxed);
+        // Buffered bytes only grow elsewhere, which never helps admission: a driver that
+        // found `reserved` the larger still does, whatever this batch's bytes.
+        if before > self.state.lock().expect("budget lock").reserved {
+            self.notify.notify_one();
+        }
     }
 }
 
@@ -223,5 +233,59 @@ impl Drop for Budget {
         if let Some(s) = &self.shared {
             s.memory().scan(false);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::future::Future;
+    use std::pin::pin;
+    use std::task::Context;
+
+    use futures::task::noop_waker;
+    use futures::FutureExt;
+
+    use super::*;
+
+    /// A budget of 100 bytes with one slot of `reserved` bytes in flight and `buffered` bytes
+    /// buffered.
+    fn budget(reserved: u64, buffered: u64) -> (Budget, Metrics) {
+        let budget = Budget::new(100, 1 << 20, 1 << 20, None);
+        let metrics = Metrics::default();
+        assert!(budget.try_admit(reserved, 1, &metrics, &mut Ticket::none()));
+        metrics.buffer(buffered);
+        (budget, metrics)
+    }
+
+    #[test]
+    fn a_delivered_batch_admits_the_slot_that_waited_on_buffered_bytes() {
+        // Decoded bytes beyond the first slot's reservation: 95 + 10 > 100.
+        let (budget, metrics) = budget(10, 95);
+        let waker = noop_waker();
+        let mut cx = Context::from_waker(&waker);
+        let mut admit = pin!(budget.admit(10, 1, &metrics));
+        assert!(admit.as_mut().poll(&mut cx).is_pending());
+        budget.delivered(20, &metrics);
+        assert_eq!(metrics.buffered_bytes.load(Relaxed), 75);
+        assert!(
+            admit.as_mut().poll(&mut cx).is_ready(),
+            "75 + 10 fit in 100: the delivery must wake admission"
+        );
+    }
+
+    #[test]
+    fn a_delivered_batch_within_the_reservations_wakes_nothing() {
+        // Admission looks at max(reserved, buffered): 90 reserved, 50 buffered.
+        let (budget, metrics) = budget(90, 50);
+        budget.delivered(10, &metrics);
+        assert_eq!(metrics.buffered_bytes.load(Relaxed), 40);
+        assert!(
+            budget.notify.notified().now_or_never().is_none(),
+            "no wake-up stored for an admission the delivery cannot change"
+        );
+        // Above the reservations, a delivery wakes it.
+        metrics.buffer(70);
+        budget.delivered(10, &metrics);
+        assert!(budget.notify.notified().now_or_never().is_some());
     }
 }

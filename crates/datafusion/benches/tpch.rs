@@ -4,7 +4,10 @@
 //! its own in this process), and DuckDB on the same files with the same threads as the outside
 //! reference. `dfworkersN` (not in the default set) runs the same coordinator and `N` workers
 //! over DataFusion's own Parquet tables (`register_parquet`), datafusion-distributed's own way
-//! to spread a scan: what distributing costs whatever the scan.
+//! to spread a scan: what distributing costs whatever the scan. The report's "overhead per
+//! unit" is (3 workers' warm median − the provider's in one process) / units; with
+//! `dfworkers3` run too, "beyond DataFusion's scan on workers" takes off what the same workers
+//! add to DataFusion's own scan (the plan's shuffles, which any scan pays), per unit.
 //!
 //! ```sh
 //! tpchgen-cli parquet --scale-factor 1 --output-dir DIR      # one file per table
@@ -585,6 +588,14 @@ fn report(args: &Args, names: &[String], results: &[(String, Vec<Measured>)]) {
     }
     head += " units (3 workers) | overhead per unit (ms) |";
     rule += " --- | ---: |";
+    // With DataFusion's own scan on the same workers (`dfworkers3`) as well: what the workers
+    // add to the provider beyond what they add to DataFusion's scan (the plan's shuffles cost
+    // both), per unit.
+    let dfw3 = names.iter().position(|n| n == "dfworkers3");
+    if dfw3.is_some() && base.is_some() {
+        head += " beyond DataFusion's scan on workers (ms) |";
+        rule += " ---: |";
+    }
     println!("{head}\n{rule}");
     let mut ratios: Vec<Vec<f64>> = vec![vec![]; names.len()];
     let mut medians: Vec<Vec<f64>> = vec![vec![]; names.len()];
@@ -622,6 +633,22 @@ fn report(args: &Args, names: &[String], results: &[(String, Vec<Measured>)]) {
             _ => "-".into(),
         };
         line += &format!(" {units} | {overhead} |");
+        if let (Some(d), Some(b)) = (dfw3, base) {
+            let beyond = match (w3, local) {
+                (Some(w), Some(l)) => {
+                    let u: u64 = measured[w].per_worker.iter().sum();
+                    let added = warm(&measured[w]) - warm(&measured[l]);
+                    let df_added = warm(&measured[d]) - warm(&measured[b]);
+                    if u > 0 {
+                        format!("{:.1}", (added - df_added) * 1e3 / u as f64)
+                    } else {
+                        "-".into()
+                    }
+                }
+                _ => "-".into(),
+            };
+            line += &format!(" {beyond} |");
+        }
         println!("{line}");
     }
     let mut line = "| geometric mean |".to_string();
@@ -632,6 +659,9 @@ fn report(args: &Args, names: &[String], results: &[(String, Vec<Measured>)]) {
         }
     }
     line += " | |";
+    if dfw3.is_some() && base.is_some() {
+        line += " |";
+    }
     println!("{line}");
     println!();
     println!("First run in the process (s)");
