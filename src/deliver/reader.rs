@@ -319,7 +319,7 @@ impl ScanReader {
         }
         self.flow
             .budget
-            .delivered(bytes.iter().sum(), &self.flow.metrics);
+            .unbuffered(bytes.iter().sum(), &self.flow.metrics);
         Some((Arc::clone(&info.task), batch))
     }
 

@@ -211,17 +211,24 @@ impl Budget {
         self.window.load(Relaxed) > self.queue
     }
 
-    /// A batch of `bytes` was delivered: its bytes are no longer buffered. Admission counts
-    /// buffered bytes only where they exceed the slots' reservations (`fits` in
-    /// [`Budget::try_admit`]), so the driver is woken only when they did: waking it for every
-    /// batch cost a wake-up of an IO thread per batch for an admission that could not change
-    /// (half of TPC-H Q1's context switches through DataFusion: BENCHMARKS.md, "Wake-ups per
-    /// batch").
-    pub fn delivered(&self, bytes: u64, metrics: &Metrics) {
+    /// `bytes` are no longer buffered: a batch was delivered, or a slot's fetched bytes were
+    /// dropped. Admission counts buffered bytes only where they exceed the slots'
+    /// reservations (`fits` in [`Budget::try_admit`]), so the driver is woken only when they
+    /// did: waking it for every batch cost a wake-up of an IO thread per batch for an
+    /// admission that could not change (half of TPC-H Q1's context switches through
+    /// DataFusion: BENCHMARKS.md, "Wake-ups per batch").
+    pub fn unbuffered(&self, bytes: u64, metrics: &Metrics) {
         let before = metrics.buffered_bytes.fetch_sub(bytes, Relaxed);
-        // Buffered bytes only grow elsewhere, which never helps admission: a driver that
-        // found `reserved` the larger still does, whatever this batch's bytes.
-        if before > self.state.lock().expect("budget lock").reserved {
+        // Buffered bytes only grow elsewhere, which never helps admission, and reservations
+        // only shrink in `release`, which wakes the driver itself: a driver that found
+        // `reserved` the larger still does, whatever these bytes.
+        // Also called from `Held`'s drop: never panic on a poisoned lock here.
+        let reserved = self
+            .state
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .reserved;
+        if before > reserved {
             self.notify.notify_one();
         }
     }
@@ -265,7 +272,7 @@ mod tests {
         let mut cx = Context::from_waker(&waker);
         let mut admit = pin!(budget.admit(10, 1, &metrics));
         assert!(admit.as_mut().poll(&mut cx).is_pending());
-        budget.delivered(20, &metrics);
+        budget.unbuffered(20, &metrics);
         assert_eq!(metrics.buffered_bytes.load(Relaxed), 75);
         assert!(
             admit.as_mut().poll(&mut cx).is_ready(),
@@ -277,7 +284,7 @@ mod tests {
     fn a_delivered_batch_within_the_reservations_wakes_nothing() {
         // Admission looks at max(reserved, buffered): 90 reserved, 50 buffered.
         let (budget, metrics) = budget(90, 50);
-        budget.delivered(10, &metrics);
+        budget.unbuffered(10, &metrics);
         assert_eq!(metrics.buffered_bytes.load(Relaxed), 40);
         assert!(
             budget.notify.notified().now_or_never().is_none(),
@@ -285,7 +292,7 @@ mod tests {
         );
         // Above the reservations, a delivery wakes it.
         metrics.buffer(70);
-        budget.delivered(10, &metrics);
+        budget.unbuffered(10, &metrics);
         assert!(budget.notify.notified().now_or_never().is_some());
     }
 }

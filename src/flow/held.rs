@@ -94,7 +94,9 @@ impl Held {
 
 impl Drop for Held {
     fn drop(&mut self) {
-        self.flow.metrics.release(self.fetched);
+        self.flow
+            .budget
+            .unbuffered(self.fetched, &self.flow.metrics);
         if !*self.started.get_mut() {
             self.flow.budget.unhold(self.planned, self.fetched);
         }
