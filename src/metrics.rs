@@ -150,9 +150,9 @@ impl Metrics {
         self.peak_buffered_bytes.fetch_max(now, Relaxed);
     }
 
-    /// Count `n` buffered bytes as released.
-    pub(crate) fn release(&self, n: u64) {
-        self.buffered_bytes.fetch_sub(n, Relaxed);
+    /// Count `n` buffered bytes as released; the buffered bytes before.
+    pub(crate) fn release(&self, n: u64) -> u64 {
+        self.buffered_bytes.fetch_sub(n, Relaxed)
     }
 
     pub(crate) fn task_started(self: &Arc<Self>) -> TaskGuard {

@@ -271,7 +271,9 @@ impl ScanReader {
                         self.arrived.push((slot, seq));
                     }
                 }
-                None => self.flow.metrics.release(bytes.iter().sum()),
+                None => {
+                    self.flow.metrics.release(bytes.iter().sum());
+                }
             },
             Event::SlotDone { slot, batches } => {
                 self.slots.entry(slot).or_default().total = Some(batches);

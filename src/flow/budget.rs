@@ -218,7 +218,7 @@ impl Budget {
     /// admission that could not change (half of TPC-H Q1's context switches through
     /// DataFusion: BENCHMARKS.md, "Wake-ups per batch").
     pub fn unbuffered(&self, bytes: u64, metrics: &Metrics) {
-        let before = metrics.buffered_bytes.fetch_sub(bytes, Relaxed);
+        let before = metrics.release(bytes);
         // Buffered bytes only grow elsewhere, which never helps admission, and reservations
         // only shrink in `release`, which wakes the driver itself: a driver that found
         // `reserved` the larger still does, whatever these bytes.

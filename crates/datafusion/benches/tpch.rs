@@ -591,8 +591,8 @@ fn report(args: &Args, names: &[String], results: &[(String, Vec<Measured>)]) {
     // With DataFusion's own scan on the same workers (`dfworkers3`) as well: what the workers
     // add to the provider beyond what they add to DataFusion's scan (the plan's shuffles cost
     // both), per unit.
-    let dfw3 = names.iter().position(|n| n == "dfworkers3");
-    if dfw3.is_some() && base.is_some() {
+    let dfw3 = names.iter().position(|n| n == "dfworkers3").zip(base);
+    if dfw3.is_some() {
         head += " beyond DataFusion's scan on workers (ms) |";
         rule += " ---: |";
     }
@@ -618,36 +618,23 @@ fn report(args: &Args, names: &[String], results: &[(String, Vec<Measured>)]) {
             let u = &measured[i].per_worker;
             u.iter().map(u64::to_string).collect::<Vec<_>>().join("+")
         });
-        let overhead = match (w3, local) {
+        // What three workers add to the provider's time in one process, per unit (ms), less
+        // `minus` seconds.
+        let per_unit = |minus: f64| match (w3, local) {
             (Some(w), Some(l)) => {
                 let u: u64 = measured[w].per_worker.iter().sum();
-                if u > 0 {
-                    format!(
-                        "{:.1}",
-                        (warm(&measured[w]) - warm(&measured[l])) * 1e3 / u as f64
-                    )
-                } else {
-                    "-".into()
+                let added = warm(&measured[w]) - warm(&measured[l]) - minus;
+                match u {
+                    0 => "-".to_string(),
+                    u => format!("{:.1}", added * 1e3 / u as f64),
                 }
             }
             _ => "-".into(),
         };
-        line += &format!(" {units} | {overhead} |");
-        if let (Some(d), Some(b)) = (dfw3, base) {
-            let beyond = match (w3, local) {
-                (Some(w), Some(l)) => {
-                    let u: u64 = measured[w].per_worker.iter().sum();
-                    let added = warm(&measured[w]) - warm(&measured[l]);
-                    let df_added = warm(&measured[d]) - warm(&measured[b]);
-                    if u > 0 {
-                        format!("{:.1}", (added - df_added) * 1e3 / u as f64)
-                    } else {
-                        "-".into()
-                    }
-                }
-                _ => "-".into(),
-            };
-            line += &format!(" {beyond} |");
+        line += &format!(" {units} | {} |", per_unit(0.0));
+        if let Some((d, b)) = dfw3 {
+            let df_added = warm(&measured[d]) - warm(&measured[b]);
+            line += &format!(" {} |", per_unit(df_added));
         }
         println!("{line}");
     }
@@ -659,7 +646,7 @@ fn report(args: &Args, names: &[String], results: &[(String, Vec<Measured>)]) {
         }
     }
     line += " | |";
-    if dfw3.is_some() && base.is_some() {
+    if dfw3.is_some() {
         line += " |";
     }
     println!("{line}");
