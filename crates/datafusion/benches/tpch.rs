@@ -96,19 +96,24 @@ fn args() -> Args {
     };
     let mut it = std::env::args().skip(1);
     while let Some(arg) = it.next() {
-        let mut value = || it.next().unwrap_or_else(|| panic!("{arg} needs a value"));
+        let mut value = || {
+            it.next()
+                .unwrap_or_else(|| usage(&format!("{arg} needs a value")))
+        };
         match arg.as_str() {
             "--data" => a.data = value().into(),
-            "--runs" => a.runs = value().parse().expect("--runs N"),
+            "--runs" => a.runs = value().parse().unwrap_or_else(|_| usage("--runs N")),
             "--queries" => a.queries = value().split(',').map(String::from).collect(),
             "--engines" => a.engines = value().split(',').map(String::from).collect(),
             "--python" => a.python = value(),
-            "--threads" => a.threads = value().parse().expect("--threads N"),
+            "--threads" => a.threads = value().parse().unwrap_or_else(|_| usage("--threads N")),
             "--json" => a.json = Some(value().into()),
             "--explain" => a.explain = true,
             "--set" => {
                 let kv = value();
-                let (k, v) = kv.split_once('=').expect("--set KEY=VALUE");
+                let (k, v) = kv
+                    .split_once('=')
+                    .unwrap_or_else(|| usage("--set KEY=VALUE"));
                 a.settings.push((k.trim().into(), v.trim().into()));
             }
             "--bench" => {}
@@ -116,18 +121,22 @@ fn args() -> Args {
                 println!("{USAGE}");
                 std::process::exit(0);
             }
-            other => panic!("unknown argument {other}\n{USAGE}"),
+            other => usage(&format!("unknown argument {other}")),
         }
     }
-    assert!(
-        !a.data.as_os_str().is_empty(),
-        "--data DIR (the TPC-H tables as Parquet) is required"
-    );
-    assert!(
-        a.runs >= 2,
-        "--runs must be at least 2 (run 1 is reported apart)"
-    );
+    if a.data.as_os_str().is_empty() {
+        usage("--data DIR (the TPC-H tables as Parquet) is required");
+    }
+    if a.runs < 2 {
+        usage("--runs must be at least 2 (run 1 is reported apart)");
+    }
     a
+}
+
+/// A wrong command line: say what is wrong and how to call the bench, and exit with 2.
+fn usage(what: &str) -> ! {
+    eprintln!("tpch: {what}\n{USAGE}");
+    std::process::exit(2);
 }
 
 /// `DIR/<table>.parquet`, else `DIR/<table>/`.
@@ -326,7 +335,7 @@ fn engine(name: &str, args: &Args) -> Engine {
             }
         }
         "duckdb" => Kind::DuckDb(DuckDb::start(&args.python, data, args.threads)),
-        other => panic!("unknown engine {other}"),
+        other => usage(&format!("unknown engine {other}")),
     };
     if let Kind::Local(ctx) | Kind::Workers { ctx, .. } = &kind {
         for (k, v) in &args.settings {
