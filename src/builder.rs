@@ -172,6 +172,18 @@ pub trait ScanBuilder: Sized {
         self
     }
 
+    /// Verify the CRC-32 checksum of every page whose header carries one, on the bytes as
+    /// stored, before they are decompressed or decoded (default `true`): a damaged page is a
+    /// [`CorruptData`](crate::ErrorKind::CorruptData) error naming the file, row group, column
+    /// and page rather than values. Writers add checksums on request (pyarrow's
+    /// `write_page_checksum`, parquet-mr's `parquet.page.write-checksum.enabled`); pages
+    /// without one are not checked. `false` skips the check (measured cost: BENCHMARKS.md,
+    /// "Page checksums").
+    fn verify_checksums(mut self, yes: bool) -> Self {
+        self.options_mut().verify_checksums = yes;
+        self
+    }
+
     /// Share parsed footers with the other scans given the same [`FooterCache`]: a file whose
     /// version (ETag, last-modified time) the scan knows from listing, a HEAD request or the
     /// file system is read without its footer request and thrift decoding when an earlier

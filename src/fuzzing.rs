@@ -37,9 +37,11 @@ use parquet::file::metadata::{
 };
 use parquet::schema::types::{SchemaDescriptor, Type};
 
+use crate::decode::bound::BatchLimit;
 use crate::decode::dispatch::{self, Kernels};
 use crate::decode::{direct as direct_reader, flat, pages, rle as hybrid, snappy as snappy_codec};
 use crate::io::chunk::SparseChunk;
+use crate::validate::pages::PageChecks;
 use crate::validate::thrift;
 
 /// Run `f` as scans run decoders (a panic caught); `Err(message)` for a panic inside a crate
@@ -388,8 +390,13 @@ fn column_chunk(data: &[u8]) {
     chunk.insert(0, Bytes::copy_from_slice(chunk_bytes));
     // A small page limit, so that a claimed size over it is refused, not allocated.
     let limit = 4 << 20;
-    let Ok(sizes) = crate::validate::check_row_group((&md, "fuzz"), 0, &[0], &chunk, (limit, 64))
-    else {
+    let Ok(sizes) = crate::validate::check_row_group(
+        (&md, "fuzz"),
+        0,
+        &[0],
+        &chunk,
+        PageChecks::new(limit, 64),
+    ) else {
         return;
     };
     let md = Arc::new(md);
@@ -621,7 +628,7 @@ fn direct_chunk(
         rg,
         &[leaf],
         &chunk,
-        (limit, batch),
+        PageChecks::new(limit, batch),
     )
     .ok()?;
     let ours = guarded("direct reader", || {
@@ -639,7 +646,14 @@ fn direct_chunk(
             false,
             prepared.as_ref(),
         );
-        match direct_reader::open(&meta.reader, rg, leaves, chunk, sel, batch) {
+        match direct_reader::open(
+            &meta.reader,
+            rg,
+            leaves,
+            chunk,
+            sel,
+            BatchLimit::rows(batch),
+        ) {
             Ok(direct_reader::RowGroupReader::Direct(r)) => {
                 Some(r.collect::<Result<Vec<RecordBatch>, _>>())
             }

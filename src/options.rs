@@ -202,6 +202,8 @@ pub struct ScanOptions {
     pub(crate) pool: Option<Arc<rayon::ThreadPool>>,
     /// Map local files into memory rather than read them.
     pub(crate) memory_map: bool,
+    /// Verify the CRC-32 of pages whose headers carry one.
+    pub(crate) verify_checksums: bool,
     /// Parsed footers shared with other scans (default: the process-wide cache; `None`: off).
     pub(crate) footer_cache: Option<crate::cache::FooterCache>,
     /// Memory and connections shared with other scans.
@@ -231,6 +233,7 @@ impl Default for ScanOptions {
             io: None,
             pool: None,
             memory_map: false,
+            verify_checksums: true,
             footer_cache: Some(crate::cache::FooterCache::global()),
             limits: None,
         }
@@ -253,6 +256,7 @@ impl std::fmt::Debug for ScanOptions {
             .field("store_option_keys", &keys)
             .field("stores", &stores)
             .field("memory_map", &self.memory_map)
+            .field("verify_checksums", &self.verify_checksums)
             .field("footer_cache", &self.footer_cache)
             .field("shared_limits", &self.limits)
             .finish_non_exhaustive()

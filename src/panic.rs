@@ -10,14 +10,17 @@
 //!
 //! Every place that runs code which may panic goes through here: [`catch`] on the current
 //! thread, [`on_pool`] for work sent to the decode pool from async code, and [`panicked`]
-//! for the error either becomes.
+//! for the error either becomes. Behind them, the shared decode pool's panic handler
+//! ([`stray`]) keeps a panic that escaped anyway from aborting the process (rayon's default):
+//! the scan it stalls ends with it as its error.
 //!
 //! Invariant: the hook is installed once per process and chains to the previous one; a
 //! panic is silenced only on a thread that is inside `catch` at that moment.
 
 use std::cell::{Cell, RefCell};
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::Once;
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::{Mutex, Once};
 
 use crate::error::{Error, ErrorKind, Result};
 use crate::metrics::TaskGuard;
@@ -79,6 +82,32 @@ pub(crate) fn message(payload: &(dyn std::any::Any + Send)) -> String {
 /// The error for a caught panic of `what` (e.g. "the parquet decoder") with message `msg`.
 pub(crate) fn panicked(what: &str, msg: impl std::fmt::Display) -> Error {
     Error::new(ErrorKind::Panic, format!("{what} panicked: {msg}"))
+}
+
+/// Panics that escaped a job of the shared decode pool ([`stray`]): their count, and the last
+/// one's message.
+static STRAYS: AtomicU64 = AtomicU64::new(0);
+static LAST_STRAY: Mutex<Option<String>> = Mutex::new(None);
+
+/// The shared decode pool's panic handler: a backstop behind the [`catch`] that every task
+/// rayquet spawns runs in (rayon aborts the process on a panic that escapes a spawned job when
+/// its pool has no handler). The panic is recorded; a scan that then stops making progress
+/// ends with it as an `ErrorKind::Panic` error ([`stray_error`]) instead of waiting.
+pub(crate) fn stray(payload: Box<dyn std::any::Any + Send>) {
+    let msg = message(payload.as_ref());
+    *LAST_STRAY.lock().unwrap_or_else(|e| e.into_inner()) = Some(msg);
+    STRAYS.fetch_add(1, Relaxed);
+}
+
+/// How many panics escaped the shared pool's jobs so far ([`stray`]).
+pub(crate) fn strays() -> u64 {
+    STRAYS.load(Relaxed)
+}
+
+/// The error of a scan whose pipeline stopped after a panic escaped a pool job.
+pub(crate) fn stray_error() -> Error {
+    let last = LAST_STRAY.lock().unwrap_or_else(|e| e.into_inner()).clone();
+    panicked("a decode task", last.as_deref().unwrap_or("(no message)"))
 }
 
 /// Run `f` on `pool` and await its result from async code (the awaiting task never blocks a

@@ -32,13 +32,16 @@ pub(crate) fn io_handle() -> tokio::runtime::Handle {
     .clone()
 }
 
-/// The shared decode pool (one thread per core, named `rayquet-decode-N`), created on first use.
+/// The shared decode pool (one thread per core, named `rayquet-decode-N`), created on first
+/// use. A panic that escapes one of its jobs is recorded ([`crate::panic::stray`]), never an
+/// abort.
 pub(crate) fn decode_pool() -> Arc<rayon::ThreadPool> {
     static POOL: OnceLock<Arc<rayon::ThreadPool>> = OnceLock::new();
     POOL.get_or_init(|| {
         Arc::new(
             rayon::ThreadPoolBuilder::new()
                 .thread_name(|i| format!("rayquet-decode-{i}"))
+                .panic_handler(crate::panic::stray)
                 .build()
                 .expect("failed to start the rayquet decode pool"),
         )

@@ -313,6 +313,8 @@ impl Scan {
             flow: Arc::clone(&flow),
             batch_size: opts.batch_size,
             page_limit: crate::validate::page_limit(opts.memory_budget),
+            verify_checksums: opts.verify_checksums,
+            batch_bytes: crate::flow::budget::batch_bytes(opts.memory_budget as u64),
             output: OnceLock::new(),
         });
         let ctx = Arc::new(DriveCtx {

@@ -1,16 +1,20 @@
 //! Assemble: turn a slot's decoded part batches into output batches, on the decode pool.
 //!
-//! A slot's parts decode disjoint sets of the file's columns in parallel, each in row order
-//! and in batches of the same size. The [`Assembler`] of a slot collects them; when every part
-//! has produced its `i`-th batch, the task that completed it joins them, produces the output
-//! columns through the file's [`crate::plan::mapping::Mapping`] (casts, nested fields, constants,
-//! the row index), applies the task's transform, and sends batch `i` to the consumer. Several
-//! decode tasks may finish batches of one slot at once: batches carry their number `seq` and
-//! the consumer puts them back in order.
+//! A slot's parts decode disjoint sets of the file's columns in parallel, each in row order,
+//! in batches of the batch size, or fewer rows where a batch's values would exceed the batch
+//! byte limit ([`crate::decode::bound`]). The [`Assembler`] of a slot collects them; when every
+//! part has rows queued, the task that completed the set joins the next rows (as many as the
+//! shortest head batch holds; longer ones are sliced, zero-copy, their rest left queued),
+//! produces the output columns through the file's [`crate::plan::mapping::Mapping`] (casts,
+//! nested fields, constants, the row index), applies the task's transform, and sends the
+//! batch to the consumer. Several decode tasks may finish batches of one slot at once: batches
+//! carry their number `seq` and the consumer puts them back in order.
 //!
-//! Invariants: batch `i` holds rows `[i·b, (i+1)·b)` of the slot's selected rows (b the batch
-//! size), so row positions are known from `seq` alone; `SlotDone` is sent once, after the last
-//! batch, with the number of batches; parts that end with different row counts are an error.
+//! Invariants: output batches hold consecutive runs of the slot's selected rows, in `seq`
+//! order (their first row's position is counted, `rows_before`); each part batch's bytes are
+//! reported once, with the output batch holding its last row; `SlotDone` is sent once, after the
+//! last batch, with the number of batches; parts that end with different row counts are an
+//! error.
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
@@ -163,11 +167,7 @@ impl Assembler {
                 }
                 return;
             }
-            let batches: Vec<(RecordBatch, u64)> = st
-                .queues
-                .iter_mut()
-                .map(|q| q.pop_front().expect("checked non-empty"))
-                .collect();
+            let batches = take_aligned(&mut st.queues);
             let seq = st.next_seq;
             let rows = batches[0].0.num_rows();
             let before = st.rows_before;
@@ -175,7 +175,9 @@ impl Assembler {
             st.rows_before += rows as u64;
             st.joining += 1;
             drop(st);
-            match self.join(batches, before) {
+            let joined = crate::panic::catch(|| self.join(batches, before))
+                .unwrap_or_else(|msg| Err(crate::panic::panicked("joining a batch", msg)));
+            match joined {
                 Ok((batch, bytes)) => self.ctx.outbox.send(Event::Batch {
                     slot: self.slot,
                     seq,
@@ -206,12 +208,13 @@ impl Assembler {
     }
 
     /// Join one batch of every part into an output batch (`before`: selected rows of the
-    /// slot before it). Returns it with each part's decoded bytes.
+    /// slot before it). Returns it with each part's decoded bytes (of the part batches it
+    /// completes).
     fn join(
         &self,
-        batches: Vec<(RecordBatch, u64)>,
+        batches: Vec<(RecordBatch, Option<u64>)>,
         before: u64,
-    ) -> Result<(RecordBatch, Vec<u64>)> {
+    ) -> Result<(RecordBatch, Vec<Option<u64>>)> {
         let name = &*self.run.meta.file.name;
         let rg = self.row_group;
         let rows = batches[0].0.num_rows();
@@ -270,6 +273,30 @@ impl Assembler {
         };
         Ok((batch, bytes))
     }
+}
+
+/// The next rows of every queue (each non-empty): as many as the shortest head batch holds.
+/// A head of that length is taken whole, with its bytes; a longer one gives a slice of its
+/// first rows (bytes `None`) and keeps the rest, with its bytes, at the front of its queue.
+fn take_aligned(queues: &mut [VecDeque<(RecordBatch, u64)>]) -> Vec<(RecordBatch, Option<u64>)> {
+    let rows = queues
+        .iter()
+        .map(|q| q.front().map_or(0, |(b, _)| b.num_rows()))
+        .min()
+        .unwrap_or(0);
+    queues
+        .iter_mut()
+        .map(|q| {
+            let head = &mut q.front_mut().expect("checked non-empty").0;
+            if head.num_rows() > rows {
+                let first = head.slice(0, rows);
+                *head = head.slice(rows, head.num_rows() - rows);
+                return (first, None);
+            }
+            let (b, bytes) = q.pop_front().expect("checked non-empty");
+            (b, Some(bytes))
+        })
+        .collect()
 }
 
 /// `batch` with the scan's output schema, when only names' metadata differ (same column

@@ -56,6 +56,11 @@ pub(crate) fn filter_rows(
     let md = meta.reader.metadata();
     let group = md.row_group(rg);
     let rows = usize::try_from(group.num_rows()).ok()?;
+    // An index per row: not for a row group larger than a row buffer may be (the row path
+    // reads it in batches).
+    if rows as u64 > stage.buffer_rows {
+        return None;
+    }
     if md.file_metadata().num_rows() < group.num_rows() {
         // A footer claiming fewer rows in the file than in a row group: parquet reads it in
         // batches of at most the file's count; leave that to the row path.

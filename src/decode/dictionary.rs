@@ -354,8 +354,9 @@ mod tests {
                     continue;
                 }
                 let md_name = (md.as_ref(), name);
+                let checks = crate::validate::pages::PageChecks::new(1 << 30, 1024);
                 let Ok(sizes) =
-                    crate::validate::check_row_group(md_name, rg, &[leaf], &chunk, (1 << 30, 1024))
+                    crate::validate::check_row_group(md_name, rg, &[leaf], &chunk, checks)
                 else {
                     continue;
                 };

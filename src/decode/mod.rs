@@ -27,6 +27,7 @@
 //! allowance ahead of the consumer and then parks and returns.
 
 pub(crate) mod assemble;
+pub(crate) mod bound;
 pub(crate) mod byte_pages;
 pub(crate) mod dict_filter;
 pub(crate) mod dictionary;
@@ -47,9 +48,12 @@ use std::sync::{Arc, OnceLock};
 
 use arrow::datatypes::SchemaRef;
 
+use crate::decode::bound::BatchLimit;
 use crate::flow::event::Outbox;
 use crate::flow::Flow;
+use crate::footer::FileMeta;
 use crate::metrics::Metrics;
+use crate::validate::pages::PageChecks;
 
 /// What the decode tasks of one scan share.
 #[derive(Debug)]
@@ -60,12 +64,50 @@ pub(crate) struct DecodeCtx {
     pub batch_size: usize,
     /// The most uncompressed bytes one page may claim (`validate::page_limit`).
     pub page_limit: u64,
+    /// Verify pages' CRC-32s (`ScanBuilder::verify_checksums`).
+    pub verify_checksums: bool,
+    /// The most decoded bytes of one part's batch ([`crate::flow::budget::batch_bytes`]).
+    pub batch_bytes: u64,
     /// The schema of delivered batches (after the tasks' transforms), once known.
     pub output: OnceLock<SchemaRef>,
+}
+
+/// "column \"a\"" or "columns \"a\", \"b.c\"": the leaves of `meta`'s file a decoder reads,
+/// for its errors (parquet's name none).
+pub(crate) fn columns_named(meta: &FileMeta, leaves: &[usize]) -> String {
+    let descr = meta.reader.parquet_schema();
+    let names: Vec<String> = leaves
+        .iter()
+        .filter(|&&l| l < descr.num_columns())
+        .map(|&l| format!("{:?}", descr.column(l).path().string()))
+        .collect();
+    match names.len() {
+        1 => format!("column {}", names[0]),
+        _ => format!("columns {}", names.join(", ")),
+    }
 }
 
 impl DecodeCtx {
     pub fn metrics(&self) -> &Arc<Metrics> {
         &self.flow.metrics
+    }
+
+    /// What one batch of a part may hold: the batch size, the batch byte limit, and no value
+    /// larger than the page limit.
+    pub fn batch_limit(&self) -> BatchLimit {
+        BatchLimit {
+            rows: self.batch_size,
+            bytes: self.batch_bytes,
+            largest_value: self.page_limit,
+        }
+    }
+
+    /// What the page headers of a row group about to be decoded are checked against.
+    pub fn checks(&self) -> PageChecks {
+        PageChecks {
+            limit: self.page_limit,
+            batch_size: self.batch_size,
+            verify_checksums: self.verify_checksums,
+        }
     }
 }

@@ -30,11 +30,12 @@ use parquet::arrow::{parquet_to_arrow_field_levels, ProjectionMask};
 use parquet::basic::Compression;
 use parquet::column::page::{Page, PageIterator, PageMetadata, PageReader};
 use parquet::errors::{ParquetError, Result};
-use parquet::file::metadata::{ParquetMetaData, RowGroupMetaData};
+use parquet::file::metadata::{ColumnChunkMetaData, ParquetMetaData, RowGroupMetaData};
 use parquet::file::properties::ReaderProperties;
 use parquet::file::reader::{ChunkReader, Length};
 use parquet::file::serialized_reader::SerializedPageReader;
 
+use super::bound::{self, BatchLimit, Coalesced};
 use super::byte_pages::{check_page, CheckedPages, Levels};
 use super::snappy;
 use crate::io::chunk::{SparseChunk, SparseRead};
@@ -50,20 +51,37 @@ pub(crate) struct Leaves<'a> {
 
 /// A reader of row group `rg` of `meta`'s file, over the fetched `chunk`: the columns of
 /// `leaves`, the rows of `selection` (all when `None`; `page_level`: only the selected rows'
-/// pages were fetched), in batches of `batch_size` rows.
+/// pages were fetched), in batches of `limit.rows` rows, or fewer where their values would
+/// exceed `limit.bytes` ([`bound`](crate::decode::bound): parquet's reader then reads fewer
+/// rows at a time, joined back up to the limits).
 pub(crate) fn row_group_reader(
     meta: &ArrowReaderMetadata,
     rg: usize,
-    leaves: Leaves<'_>,
+    mut leaves: Leaves<'_>,
     chunk: SparseChunk,
     (selection, page_level): (Option<RowSelection>, bool),
-    batch_size: usize,
-) -> Result<ParquetRecordBatchReader> {
+    limit: BatchLimit,
+) -> Result<Coalesced> {
     let md = meta.metadata();
     let mask = ProjectionMask::leaves(meta.parquet_schema(), leaves.leaves.iter().copied());
     // As parquet's builder does: no batch larger than the file (a negative count, in a corrupt
     // footer, as parquet casts it).
-    let batch_size = batch_size.min(md.file_metadata().num_rows() as usize);
+    let limit = BatchLimit {
+        rows: limit.rows.min(md.file_metadata().num_rows() as usize),
+        ..limit
+    };
+    let batch_size = {
+        let mut bounded: Vec<(usize, &mut PageSizes)> = leaves
+            .leaves
+            .iter()
+            .copied()
+            .zip(leaves.sizes.iter_mut())
+            .collect();
+        let longest = |col: &ColumnChunkMetaData, sizes: &mut PageSizes| {
+            longest_dictionary_value(col, &chunk, sizes)
+        };
+        bound::read_rows(md, rg, &mut bounded, meta.schema(), limit, longest)
+    };
     let selection = selection.map(|s| {
         if s.selects_any() {
             s
@@ -81,13 +99,14 @@ pub(crate) fn row_group_reader(
         for (&leaf, sizes) in leaves.leaves.iter().zip(&leaves.sizes) {
             check_fetched(md, rg, leaf, &chunk, sizes)?;
         }
-        return ParquetRecordBatchReaderBuilder::new_with_metadata(chunk, meta.clone())
+        let reader = ParquetRecordBatchReaderBuilder::new_with_metadata(chunk, meta.clone())
             .with_projection(mask)
             .with_row_groups(vec![rg])
             .with_batch_size(batch_size)
             .with_row_selection(selection.expect("checked"))
             .with_row_selection_policy(RowSelectionPolicy::Selectors)
-            .build();
+            .build()?;
+        return Ok(Coalesced::new(reader, limit));
     }
     let levels =
         parquet_to_arrow_field_levels(meta.parquet_schema(), mask, Some(meta.schema().fields()))?;
@@ -104,7 +123,30 @@ pub(crate) fn row_group_reader(
         sizes,
         check,
     };
-    ParquetRecordBatchReader::try_new_with_row_groups(&levels, &groups, batch_size, selection)
+    let reader =
+        ParquetRecordBatchReader::try_new_with_row_groups(&levels, &groups, batch_size, selection)?;
+    Ok(Coalesced::new(reader, limit))
+}
+
+/// The longest value of the dictionary page of byte-array chunk `col` (PLAIN-encoded, as
+/// dictionary pages are), decompressed from `chunk` when its codec is one decompressed here
+/// and kept in `sizes` for the page reader, which then takes it as it is. `None` when it cannot
+/// be measured (another codec, a page not fetched or malformed: the decoder reports it).
+fn longest_dictionary_value(
+    col: &ColumnChunkMetaData,
+    chunk: &SparseChunk,
+    sizes: &mut PageSizes,
+) -> Option<u64> {
+    let at = sizes.shape.dictionary?;
+    let codec = codec(col.compression())?;
+    let stored = chunk.contiguous(at.data, at.compressed)?;
+    let page = match codec {
+        Codec::None => stored,
+        _ => decompress(codec, &[], &stored, at.uncompressed as usize).ok()?,
+    };
+    let longest = bound::longest_value(&page);
+    sizes.decompressed = Some((at.data, page));
+    longest
 }
 
 /// Whether parquet's default policy (`RowSelectionPolicy::Auto { threshold: 32 }`, which
@@ -367,6 +409,14 @@ impl PooledPages {
             return Ok(page);
         }
         match &mut page {
+            // Decompressed already, to measure its values (`longest_dictionary_value`).
+            Page::DictionaryPage { buf, .. }
+                if self.sizes.decompressed.as_ref().map(|(at, _)| *at)
+                    == self.chunk.data_offset(buf) =>
+            {
+                let (_, page) = self.sizes.decompressed.take().expect("checked");
+                *buf = page;
+            }
             Page::DictionaryPage { buf, .. } | Page::DataPage { buf, .. } => {
                 *buf = decompress(self.codec, &[], buf, self.claimed(buf)?)?;
             }
@@ -512,9 +562,17 @@ mod tests {
                 sizes,
             };
             let ours = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                row_group_reader(&meta, rg, leaves, chunk.clone(), (sel.clone(), false), 1024)?
-                    .collect::<std::result::Result<Vec<RecordBatch>, _>>()
-                    .map_err(ParquetError::from)
+                let limit = BatchLimit::rows(1024);
+                row_group_reader(
+                    &meta,
+                    rg,
+                    leaves,
+                    chunk.clone(),
+                    (sel.clone(), false),
+                    limit,
+                )?
+                .collect::<std::result::Result<Vec<RecordBatch>, _>>()
+                .map_err(ParquetError::from)
             }));
             let ours = ours.unwrap_or_else(|_| panic!("{name} rg {rg}: pooled reader panicked"));
             match (theirs, ours) {

@@ -106,13 +106,22 @@ impl PartDecoder {
         }
     }
 
-    /// Run this decoder as a task on the decode pool.
+    /// Run this decoder as a task on the decode pool. Everything it runs is inside
+    /// [`crate::panic::catch`] (its batches joined by the assembler too): a panic ends the
+    /// scan with an error naming the file and row group, never the process.
     pub fn spawn(self) {
         let guard = self.ctx.metrics().task_started();
         let pool = Arc::clone(&self.ctx.pool);
         pool.spawn(move || {
             let _guard = guard;
-            self.run();
+            let (outbox, slot) = (self.ctx.outbox.clone(), self.slot);
+            let (name, rg) = (Arc::clone(&self.run.meta.file.name), self.row_group);
+            if let Err(msg) = crate::panic::catch(|| self.run()) {
+                let error = crate::panic::panicked("a decode task", msg)
+                    .with_path(&*name)
+                    .with_row_group(rg);
+                outbox.send(Event::Error { slot, error });
+            }
         });
     }
 
@@ -147,6 +156,8 @@ impl PartDecoder {
             let step = crate::panic::catch(|| self.next_batch());
             Metrics::add_time(&self.ctx.metrics().decode_nanos, t.elapsed());
             match step {
+                // Nothing to join (parquet's reader gives none; a coalesced read may).
+                Ok(Ok(Some(batch))) if batch.num_rows() == 0 => {}
                 Ok(Ok(Some(batch))) => {
                     if let Some(held) = &self.held {
                         held.started();
@@ -182,10 +193,10 @@ impl PartDecoder {
         if self.reader.is_none() {
             let chunk = self.chunk.take().unwrap_or_default();
             let (meta, rg) = (&self.run.meta, self.row_group);
-            let (limit, batch) = (self.ctx.page_limit, self.ctx.batch_size);
+            let batch = self.ctx.batch_limit();
             let md = (meta.reader.metadata().as_ref(), name);
-            let sizes =
-                crate::validate::check_row_group(md, rg, &self.leaves, &chunk, (limit, batch))?;
+            let checks = self.ctx.checks();
+            let sizes = crate::validate::check_row_group(md, rg, &self.leaves, &chunk, checks)?;
             let leaves = Leaves {
                 leaves: &self.leaves,
                 sizes,
@@ -197,14 +208,21 @@ impl PartDecoder {
                 prepared.as_deref(),
             );
             let reader = direct::open(&meta.reader, rg, leaves, chunk, rows, batch)
-                .map_err(|e| Error::decoding(e, name, rg))?;
+                .map_err(|e| self.decoding(e))?;
             self.reader = Some(reader);
         }
         let reader = self.reader.as_mut().expect("reader built above");
         match reader.next() {
             None => Ok(None),
             Some(Ok(b)) => Ok(Some(b)),
-            Some(Err(e)) => Err(Error::decoding(e, name, self.row_group)),
+            Some(Err(e)) => Err(self.decoding(e)),
         }
+    }
+
+    /// A decoder's error `e`, naming the file, row group and the part's columns (parquet's
+    /// errors name none of them).
+    fn decoding<E: std::error::Error + Send + Sync + 'static>(&self, e: E) -> Error {
+        let what = crate::decode::columns_named(&self.run.meta, &self.leaves);
+        Error::decoding(e, &self.run.meta.file.name, self.row_group).context(what)
     }
 }

@@ -16,6 +16,7 @@ use arrow::buffer::BooleanBuffer;
 use arrow::compute::prep_null_mask_filter;
 use parquet::arrow::arrow_reader::RowSelection;
 
+use crate::decode::bound::BatchLimit;
 use crate::decode::dict_filter;
 use crate::decode::pages::{row_group_reader, Leaves};
 use crate::decode::positions::RowPositions;
@@ -35,6 +36,9 @@ pub(crate) struct Stage<'a> {
     pub row_filter: Option<&'a RowFilterPlan>,
     /// Leaves to decode.
     pub leaves: &'a [usize],
+    /// The most rows the dictionary filter holds an index of each for
+    /// ([`PageChecks::buffer_rows`](crate::validate::pages::PageChecks::buffer_rows)).
+    pub buffer_rows: u64,
 }
 
 /// What a filter stage found: the exact selection of rows to deliver (spanning the whole row
@@ -62,27 +66,28 @@ pub(crate) fn filter_rows(
     pre: Option<&RowSelection>,
     page_level: bool,
     (chunk, sizes): (SparseChunk, Vec<PageSizes>),
-    (batch_size, keep): (usize, &[usize]),
+    (limit, keep): (BatchLimit, &[usize]),
 ) -> Result<StageOutput> {
     let dict = (&chunk, &sizes[..], keep);
     if let Some(out) = dict_filter::filter_rows(meta, rg, &stage, pre, page_level, dict) {
         return Ok(out);
     }
     let name = &*meta.file.name;
+    let columns = crate::decode::columns_named(meta, stage.leaves);
     let leaves = Leaves {
         leaves: stage.leaves,
         sizes,
     };
     let selection = (pre.cloned(), page_level);
-    let reader = row_group_reader(&meta.reader, rg, leaves, chunk, selection, batch_size)
-        .map_err(|e| Error::decoding(e, name, rg))?;
+    let reader = row_group_reader(&meta.reader, rg, leaves, chunk, selection, limit)
+        .map_err(|e| Error::decoding(e, name, rg).context(&columns))?;
     let rows = meta.reader.metadata().row_group(rg).num_rows().max(0) as usize;
     let positions = RowPositions::new(first_row, rows as u64, pre);
     let mut masks = Vec::new();
     let mut kept: Vec<Vec<ArrayRef>> = vec![Vec::new(); keep.len()];
     let mut read = 0u64;
     for batch in reader {
-        let batch = batch.map_err(|e| Error::decoding(e, name, rg))?;
+        let batch = batch.map_err(|e| Error::decoding(e, name, rg).context(&columns))?;
         let n = batch.num_rows();
         let at = |e: Error| e.with_path(name).with_row_group(rg);
         let mut keep_rows: Option<BooleanArray> = match stage.filter {

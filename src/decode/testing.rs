@@ -6,7 +6,7 @@ use parquet::file::metadata::ParquetMetaData;
 
 use crate::io::chunk::SparseChunk;
 use crate::validate::check_row_group;
-use crate::validate::pages::PageSizes;
+use crate::validate::pages::{PageChecks, PageSizes};
 
 /// The parquet-testing files' `data/` folder.
 pub(crate) const DATA: &str = concat!(
@@ -58,7 +58,7 @@ pub(crate) fn checked_row_groups(
     let groups = (0..md.num_row_groups())
         .filter_map(|rg| {
             let rows = md.row_group(rg).num_rows().max(0) as usize;
-            let limits = (1 << 30, batch);
+            let limits = PageChecks::new(1 << 30, batch);
             let sizes = check_row_group((md, name), rg, leaves, &chunk, limits).ok()?;
             Some((rg, rows, sizes))
         })

@@ -44,7 +44,7 @@ pub(crate) type Item = (Arc<TaskInfo>, RecordBatch);
 struct SlotBuf {
     info: Option<SlotInfo>,
     /// Batches that arrived, by number, with each part's decoded bytes.
-    batches: BTreeMap<usize, (RecordBatch, Vec<u64>)>,
+    batches: BTreeMap<usize, (RecordBatch, Vec<Option<u64>>)>,
     /// How many of its batches were delivered (ordered: the number of the next one), and how
     /// many there are (once known).
     delivered: usize,
@@ -91,6 +91,9 @@ pub struct ScanReader {
     /// stalled, and whether a timer that polls again is set.
     stall_since: Option<Instant>,
     pub(crate) stall_timer: Arc<AtomicBool>,
+    /// Panics that had escaped the shared pool's jobs when the scan started
+    /// ([`crate::panic::strays`]).
+    strays: u64,
     slots: BTreeMap<usize, SlotBuf>,
     /// One past the highest slot number any event has named.
     seen: usize,
@@ -185,6 +188,7 @@ impl ScanReader {
             io,
             stall_since: None,
             stall_timer: Arc::new(AtomicBool::new(false)),
+            strays: crate::panic::strays(),
             slots: BTreeMap::new(),
             seen: 0,
             next_slot: 0,
@@ -225,7 +229,7 @@ impl ScanReader {
         let pending = self.rx.try_iter().filter_map(|ev| match ev {
             Event::Slot { info, .. } => Some(info),
             Event::Batch { bytes, .. } => {
-                metrics.release(bytes.iter().sum());
+                metrics.release(bytes.iter().flatten().sum());
                 None
             }
             _ => None,
@@ -234,7 +238,7 @@ impl ScanReader {
             .into_values()
             .filter_map(|s| {
                 for (_, bytes) in s.batches.values() {
-                    metrics.release(bytes.iter().sum());
+                    metrics.release(bytes.iter().flatten().sum());
                 }
                 s.info
             });
@@ -272,7 +276,7 @@ impl ScanReader {
                     }
                 }
                 None => {
-                    self.flow.metrics.release(bytes.iter().sum());
+                    self.flow.metrics.release(bytes.iter().flatten().sum());
                 }
             },
             Event::SlotDone { slot, batches } => {
@@ -317,11 +321,13 @@ impl ScanReader {
         let (batch, bytes) = s.batches.remove(&seq)?;
         s.delivered += 1;
         for (ctl, b) in info.parts.iter().zip(&bytes) {
-            ctl.consumed(*b);
+            if let Some(b) = b {
+                ctl.consumed(*b);
+            }
         }
         self.flow
             .budget
-            .unbuffered(bytes.iter().sum(), &self.flow.metrics);
+            .unbuffered(bytes.iter().flatten().sum(), &self.flow.metrics);
         Some((Arc::clone(&info.task), batch))
     }
 
@@ -415,10 +421,26 @@ impl ScanReader {
         self.end.is_some_and(|n| self.finished_slots >= n) && self.slots.is_empty()
     }
 
+    /// Nothing runs and nothing will come: the driver finished (or a panic escaped a pool job
+    /// since the scan started, [`crate::panic::stray`], and the driver may wait forever for the
+    /// task it ended).
     fn stalled(&self) -> bool {
         self.flow.metrics.tasks_running.load(Relaxed) == 0
             && self.rx.is_empty()
-            && self.task.as_ref().is_none_or(|t| t.is_finished())
+            && (self.task.as_ref().is_none_or(|t| t.is_finished()) || self.stray())
+    }
+
+    /// A panic escaped a job of the shared pool since this scan started.
+    fn stray(&self) -> bool {
+        crate::panic::strays() > self.strays
+    }
+
+    /// The error of a stalled scan.
+    fn stalled_error(&self) -> Error {
+        match self.stray() {
+            true => crate::panic::stray_error(),
+            false => stalled_error(),
+        }
     }
 
     /// The next batch and its task, waiting for it.
@@ -436,7 +458,7 @@ impl ScanReader {
                 Ok(ev) => self.apply(ev),
                 Err(RecvTimeoutError::Timeout) => {
                     if self.stalled() && self.ready().is_none() {
-                        break Some(Err(stalled_error()));
+                        break Some(Err(self.stalled_error()));
                     }
                 }
                 Err(RecvTimeoutError::Disconnected) => break Some(Err(gone_error())),
@@ -481,7 +503,7 @@ impl ScanReader {
             if self.stalled() {
                 let since = *self.stall_since.get_or_insert_with(Instant::now);
                 if since.elapsed() >= STALL_CHECK {
-                    break Some(Err(stalled_error()));
+                    break Some(Err(self.stalled_error()));
                 }
             }
             self.arm_stall_timer(cx);
@@ -639,7 +661,7 @@ mod tests {
 
     fn slot(outbox: &Outbox, slot: usize) {
         let info = SlotInfo {
-            parts: vec![Arc::new(PartCtl::new(0, 16, false))],
+            parts: vec![Arc::new(PartCtl::new(0, 16, false, u64::MAX))],
             reserve: 0,
             task: Arc::new(TaskInfo {
                 index: 0,
@@ -657,7 +679,7 @@ mod tests {
             slot,
             seq,
             batch,
-            bytes: vec![8],
+            bytes: vec![Some(8)],
         });
     }
 

@@ -20,7 +20,7 @@ use crate::drive::{materialize, open, DriveCtx};
 use crate::error::{Error, ErrorKind, Result};
 use crate::flow::event::{Event, SlotInfo};
 use crate::flow::held::Held;
-use crate::flow::part::PartCtl;
+use crate::flow::part::{part_cap, PartCtl};
 use crate::limits::{Charge, SharedLimits};
 use crate::metrics::Metrics;
 use crate::options::ScanOptions;
@@ -276,9 +276,14 @@ async fn drive(
             // Created before the slot is announced: the reader opens gated parts when the
             // announcement or a later delivery puts the slot in the decode window.
             let gated = !flow.budget.io_bound() && flow.window.gates(slot);
+            let cap = part_cap(
+                opts.memory_budget as u64,
+                slot_plan.parts.len(),
+                ctx.decode.batch_bytes,
+            );
             let ctls: Vec<Arc<PartCtl>> = allowances(&slot_plan, reserve)
                 .into_iter()
-                .map(|a| Arc::new(PartCtl::new(a, decode_ahead, gated)))
+                .map(|a| Arc::new(PartCtl::new(a, decode_ahead, gated, cap)))
                 .collect();
             let info = SlotInfo {
                 parts: ctls.clone(),

@@ -21,7 +21,7 @@ use crate::decode::part::{PartDecoder, PartRows};
 use crate::decode::positions::RowPositions;
 use crate::decode::stage;
 use crate::drive::DriveCtx;
-use crate::error::Result;
+use crate::error::{Error, ErrorKind, Result};
 use crate::flow::event::Event;
 use crate::flow::held::Held;
 use crate::flow::part::PartCtl;
@@ -49,7 +49,6 @@ pub(crate) async fn fetch_slot(
     mut held: Held,
     slot: usize,
 ) -> Result<()> {
-    let opts = &sh.opts;
     let rg = plan.row_group;
     let meta = Arc::clone(&run.meta);
     let mut plan = plan;
@@ -75,10 +74,17 @@ pub(crate) async fn fetch_slot(
             let first = fetch_ranges(sh, &meta, &wanted, plan.page_level, rg).await?;
             held.fetched(first.bytes());
             let (r, c, pre) = (Arc::clone(&run), first.clone(), plan.selection.clone());
-            let (page_level, batch, first_row) = (plan.page_level, opts.batch_size, plan.first_row);
+            let (page_level, first_row) = (plan.page_level, plan.first_row);
+            let limit = sh.decode.batch_limit();
             let leaves = stage.leaves.clone();
-            // Output columns the stage decodes whole: kept from it, not decoded again.
-            let reused = reusable(&run, &stage.leaves);
+            let checks = sh.decode.checks();
+            let group_rows = meta.reader.metadata().row_group(rg).num_rows().max(0) as u64;
+            // Output columns the stage decodes whole: kept from it, not decoded again (not
+            // past the rows a row buffer may hold: decoded again by the parts then).
+            let reused = match group_rows <= checks.buffer_rows() {
+                true => reusable(&run, &stage.leaves),
+                false => Vec::new(),
+            };
             // The leaves each part will read once the stage's columns are kept.
             let part_leaves: Vec<Vec<usize>> = plan
                 .parts
@@ -91,19 +97,35 @@ pub(crate) async fn fetch_slot(
                 .collect();
             let keep: Vec<usize> = reused.iter().map(|(_, k)| *k).collect();
             let metrics = Arc::clone(sh.metrics());
-            let limit = sh.decode.page_limit;
             // The second round reads only the pages holding selected rows: their runs.
             let late_pages = !single && slots::has_offset_index(&meta, rg);
             let work = move || {
                 let t = std::time::Instant::now();
                 let md = (r.meta.reader.metadata().as_ref(), &*r.meta.file.name);
-                let sizes = crate::validate::check_row_group(md, rg, &leaves, &c, (limit, batch))?;
+                let sizes = crate::validate::check_row_group(md, rg, &leaves, &c, checks)?;
+                // A row group too large for the stage's row-sized state (a bit per row, kept
+                // columns) is refused once its pages' counts were found to agree with its own,
+                // before anything is decoded for it.
+                if group_rows > checks.stage_rows() {
+                    return Err(Error::new(
+                        ErrorKind::Unsupported,
+                        format!(
+                            "row group {rg} has {group_rows} rows, more than a filter is \
+                             evaluated over at once ({}, with this memory budget): read it \
+                             without a filter, or with a larger memory_budget",
+                            checks.stage_rows()
+                        ),
+                    )
+                    .with_path(md.1)
+                    .with_row_group(rg));
+                }
                 let p = &r.prune;
                 let exact_filter = p.exact && p.verdicts.get(rg) == Some(&Verdict::Some);
                 let stage = stage::Stage {
                     filter: p.filter.as_deref().filter(|_| exact_filter),
                     row_filter: r.row_filter.as_ref(),
                     leaves: &leaves,
+                    buffer_rows: checks.buffer_rows(),
                 };
                 let res = stage::filter_rows(
                     &r.meta,
@@ -113,7 +135,7 @@ pub(crate) async fn fetch_slot(
                     pre.as_deref(),
                     page_level,
                     (c, sizes),
-                    (batch, &keep),
+                    (limit, &keep),
                 );
                 // Counted here, not on the IO runtime: a scattered selection has a run every
                 // few rows, and each count walks them all. So is the selection the parts'

@@ -243,6 +243,13 @@ impl Drop for Budget {
     }
 }
 
+/// The most decoded bytes one part's batch may hold (the batch byte limit): a sixteenth of the
+/// memory budget, at least 1 MiB. A batch whose values would hold more is cut to fewer rows
+/// (`decode::bound`); a single value larger than the budget is an error.
+pub(crate) fn batch_bytes(memory_budget: u64) -> u64 {
+    (memory_budget / 16).max(1 << 20)
+}
+
 #[cfg(test)]
 mod tests {
     use std::future::Future;

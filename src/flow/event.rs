@@ -32,13 +32,15 @@ pub(crate) struct SlotInfo {
 pub(crate) enum Event {
     /// A slot was admitted; its batches follow.
     Slot { slot: usize, info: SlotInfo },
-    /// Batch number `seq` of a slot (batches of one slot may arrive out of order), and the
-    /// decoded bytes it holds from each of the slot's parts.
+    /// Batch number `seq` of a slot (batches of one slot may arrive out of order), and for
+    /// each of the slot's parts the decoded bytes of the part's batch it completes, if it
+    /// completes one (a part's batch may be delivered in slices over several output batches:
+    /// `None` in all but the last).
     Batch {
         slot: usize,
         seq: usize,
         batch: RecordBatch,
-        bytes: Vec<u64>,
+        bytes: Vec<Option<u64>>,
     },
     /// The slot has sent all its `batches`.
     SlotDone { slot: usize, batches: usize },

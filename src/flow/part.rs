@@ -28,6 +28,9 @@ pub(crate) type Resume = Box<dyn FnOnce() + Send>;
 pub(crate) struct PartCtl {
     /// Undelivered batches this part may always hold.
     ahead: usize,
+    /// Undelivered bytes at which this part parks, however few its batches and even when its
+    /// slot is the one the consumer reads ([`part_cap`]).
+    cap: u64,
     state: Mutex<CtlState>,
 }
 
@@ -54,17 +57,31 @@ struct CtlState {
 }
 
 impl CtlState {
-    fn full(&self, ahead: usize) -> bool {
-        self.gated || (self.outstanding >= ahead && self.outstanding_bytes >= self.allowance)
+    fn full(&self, ahead: usize, cap: u64) -> bool {
+        self.gated
+            || self.outstanding_bytes >= cap
+            || (self.outstanding >= ahead && self.outstanding_bytes >= self.allowance)
     }
 }
 
+/// The most undelivered decoded bytes one of a slot's `parts` parts holds before it parks: a
+/// quarter of the memory budget shared among them, and at least two batches of
+/// `batch_bytes` (the batch byte limit, `flow::budget::batch_bytes`). Batches of ordinary
+/// sizes never reach it (16 of a few MiB); large values (a batch cut to the byte limit) do,
+/// and the decoded bytes of the decode window's slots stay near the budget instead of
+/// `decode_ahead` large batches per part, or a whole row group for the slot being read.
+pub(crate) fn part_cap(memory_budget: u64, parts: usize, batch_bytes: u64) -> u64 {
+    (memory_budget / 4 / parts.max(1) as u64).max(batch_bytes.saturating_mul(2))
+}
+
 impl PartCtl {
-    /// A part's control: `allowance` bytes and `ahead` batches undelivered; `gated` when its
-    /// slot is outside the decode window ([`DecodeWindow::gates`]).
-    pub fn new(allowance: u64, ahead: usize, gated: bool) -> Self {
+    /// A part's control: `allowance` bytes and `ahead` batches undelivered, never `cap`
+    /// bytes ([`part_cap`]); `gated` when its slot is outside the decode window
+    /// ([`DecodeWindow::gates`]).
+    pub fn new(allowance: u64, ahead: usize, gated: bool, cap: u64) -> Self {
         PartCtl {
             ahead,
+            cap,
             state: Mutex::new(CtlState {
                 allowance,
                 gated,
@@ -85,7 +102,7 @@ impl PartCtl {
             return;
         }
         st.gated = false;
-        if !st.full(self.ahead) {
+        if !st.full(self.ahead, self.cap) {
             if let Some(resume) = st.parked.take() {
                 drop(st);
                 resume();
@@ -94,8 +111,8 @@ impl PartCtl {
     }
 
     /// The consumer now reads this part's slot (ordered mode): let it decode to the end without
-    /// parking, so its progress never waits behind later slots' tasks in the pool's queue. This
-    /// is the "one slot" the budget may be exceeded by.
+    /// parking (but at its byte cap), so its progress never waits behind later slots' tasks in
+    /// the pool's queue. This is the "one slot" the budget may be exceeded by.
     pub fn promote(&self) {
         let mut st = self.state.lock().expect("part lock");
         st.allowance = u64::MAX;
@@ -119,7 +136,7 @@ impl PartCtl {
         let mut st = self.state.lock().expect("part lock");
         st.outstanding = st.outstanding.saturating_sub(1);
         st.outstanding_bytes = st.outstanding_bytes.saturating_sub(bytes);
-        if !st.full(self.ahead) {
+        if !st.full(self.ahead, self.cap) {
             if let Some(resume) = st.parked.take() {
                 drop(st);
                 resume();
@@ -144,7 +161,7 @@ impl PartCtl {
         resume: fn(D),
     ) -> Option<D> {
         let mut st = self.state.lock().expect("part lock");
-        if !st.full(self.ahead) {
+        if !st.full(self.ahead, self.cap) {
             return Some(decoder);
         }
         // Checked under the lock that `abandon` takes after `quit` is set: a cancelled scan

@@ -121,6 +121,13 @@ pub(crate) fn decode_footer(
     check_metadata(&metadata, &name)?;
     let md =
         ParquetMetaDataReader::decode_metadata(&metadata).map_err(|e| Error::footer(e, &name))?;
+    crate::validate::counts::footer(&md).map_err(|(rg, e)| {
+        let e = Error::new(ErrorKind::CorruptFooter, e).with_path(&*name);
+        match rg {
+            Some(rg) => e.with_row_group(rg),
+            None => e,
+        }
+    })?;
     let encrypted = md
         .row_groups()
         .iter()

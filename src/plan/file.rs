@@ -283,6 +283,21 @@ pub(crate) fn prepare(
         None => vec![None; n],
     };
     if let Some(d) = deletes.as_ref().filter(|d| !d.is_empty()) {
+        // A deleted position the file does not have: the table's metadata and its data file
+        // disagree (checked before any position is walked: a bitmap's maximum is found from
+        // its containers).
+        let rows: u64 = md
+            .row_groups()
+            .iter()
+            .map(|rg| rg.num_rows().max(0) as u64)
+            .sum();
+        if let Some(max) = d.max().filter(|&m| m >= rows) {
+            return Err(Error::new(
+                ErrorKind::CorruptTable,
+                format!("its deleted rows include position {max}; the file has {rows} rows"),
+            )
+            .with_path(name));
+        }
         let (kept, deleted) = deletes_by_row_group(&md, d, &prune.excluded);
         Metrics::add(&metrics.rows_deleted, deleted);
         for (s, k) in selected.iter_mut().zip(kept) {

@@ -9,6 +9,8 @@
 //! - **Footer metadata** and **page indexes** are walked once with a minimal Thrift
 //!   compact-protocol reader ([`thrift`]), which also checks that every field has the type
 //!   parquet's decoders read it as (they go by field id, whatever the type sent).
+//! - **Counts** of the decoded footer agree with each other: a row group's rows with its
+//!   column chunks' values ([`counts`]).
 //! - **Page headers** of every column chunk a decoder is about to read are checked against the
 //!   chunk and the scan's page limit ([`pages`]), and a dictionary-encoded data page must have
 //!   a dictionary page before it (parquet's decoders panic otherwise).
@@ -19,6 +21,7 @@
 //! walks read only bytes already fetched and allocate nothing proportional to a claimed size;
 //! they reject, never repair.
 
+pub(crate) mod counts;
 pub(crate) mod ipc;
 pub(crate) mod pages;
 pub(crate) mod thrift;

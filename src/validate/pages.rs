@@ -1,9 +1,17 @@
 //! Page headers of the column chunks a decoder is about to read ([`check_row_group`]): the
 //! compressed size must fit in the column chunk, the uncompressed size must be at most the
 //! scan's page limit and plausible for the column chunk (at most twice its footer-declared
-//! size, plus 1 MiB), a dictionary page cannot claim more values than it has bytes and cannot
-//! come after a data page, and a dictionary-encoded data page needs a dictionary page at the
-//! chunk's start.
+//! size, plus 1 MiB), a page's values decoded must fit the page limit too, a dictionary page
+//! cannot claim more values than it has bytes and cannot come after a data page, and a
+//! dictionary-encoded data page needs a dictionary page at the chunk's start. The data pages'
+//! values must add up to the column chunk's `num_values` (when every page was fetched; never
+//! more when only some were), a v2 page's rows and nulls must fit its values, and a page whose
+//! header carries a CRC-32 must match it, checked on the stored bytes before anything
+//! decompresses them ([`PageChecks::verify_checksums`]).
+//!
+//! What the walk saw of each chunk ([`Shape`]: its largest page, the most bytes per value of a
+//! data page, its dictionary page, whether values are rebuilt from prefixes) bounds the bytes a
+//! batch of its rows can decode to ([`crate::decode::bound`]).
 //!
 //! Invariant: only bytes already fetched are read; pages whose bytes were not fetched are not
 //! read by parquet either, and are skipped.
@@ -23,38 +31,128 @@ const DATA_PAGE_V2: i64 = 3;
 /// Encodings of dictionary indexes.
 const PLAIN_DICTIONARY: i64 = 2;
 const RLE_DICTIONARY: i64 = 8;
+/// Byte arrays stored as prefixes shared with the previous value, plus suffixes.
+const DELTA_BYTE_ARRAY: i64 = 7;
 
 /// The smallest page limit: a page may always claim up to this many uncompressed bytes,
 /// however small the scan's memory budget.
 pub(crate) const MIN_PAGE_LIMIT: u64 = 64 << 20;
 
+/// What the page checks of a scan allow: the most bytes one page may claim (uncompressed, or
+/// its values decoded), the batch size, and whether CRCs are verified.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct PageChecks {
+    /// `page_limit(memory_budget)`.
+    pub limit: u64,
+    pub batch_size: usize,
+    /// Verify the CRC-32 of every page whose header has one (`ScanOptions::verify_checksums`).
+    pub verify_checksums: bool,
+}
+
+impl PageChecks {
+    /// Checks with page limit `limit` and batches of `batch_size` rows, checksums verified.
+    #[cfg(any(test, feature = "fuzzing"))]
+    pub fn new(limit: u64, batch_size: usize) -> Self {
+        PageChecks {
+            limit,
+            batch_size,
+            verify_checksums: true,
+        }
+    }
+
+    /// The most rows of a row group for which a decoder may hold a 4-byte value per row (row
+    /// positions, dictionary indices): as many as fit the page limit. Larger row groups are
+    /// read in batches only (by parquet's reader).
+    pub fn buffer_rows(&self) -> u64 {
+        self.limit / 4
+    }
+
+    /// The most rows of a row group a filter stage evaluates (its verdicts, a bit per row,
+    /// within the page limit).
+    pub fn stage_rows(&self) -> u64 {
+        self.limit.saturating_mul(8)
+    }
+}
+
+/// What a column chunk's checked pages look like: enough to bound the bytes a batch of its
+/// rows decodes to, before decoding it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct Shape {
+    /// The largest uncompressed data page.
+    pub max_page: u64,
+    /// The most uncompressed bytes per value of a data page not dictionary-encoded (rounded
+    /// up): a run of values read from such pages holds at most this many bytes per value, plus
+    /// the pages at its two ends.
+    pub max_per_value: u64,
+    /// The dictionary page, if the chunk has one.
+    pub dictionary: Option<DictionaryAt>,
+    /// Some data page is dictionary-encoded.
+    pub dict_encoded: bool,
+    /// Some data page is DELTA_BYTE_ARRAY: a value is rebuilt from the previous one's prefix,
+    /// so it may be as long as its page's bytes, however many values the page holds.
+    pub prefixed: bool,
+}
+
+/// Where a chunk's dictionary page is: the offset of its data (after its header) in the file,
+/// its stored and uncompressed sizes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct DictionaryAt {
+    pub data: u64,
+    pub compressed: u64,
+    pub uncompressed: u64,
+}
+
 /// The uncompressed size each checked page header of a column chunk claims, by the offset in
 /// the file where the page's data (after its header) starts: what a page reader that
-/// decompresses pages itself must get ([`crate::decode::pages`]).
+/// decompresses pages itself must get ([`crate::decode::pages`]); and the chunk's [`Shape`].
 #[derive(Debug, Clone, Default)]
-pub(crate) struct PageSizes(Vec<(u64, usize)>);
+pub(crate) struct PageSizes {
+    sizes: Vec<(u64, usize)>,
+    pub shape: Shape,
+    /// A page already decompressed, by the offset of its data: a dictionary page whose values
+    /// were measured before the chunk was decoded (`decode::bound`), which the page reader
+    /// then takes rather than decompressing it again.
+    pub decompressed: Option<(u64, Bytes)>,
+}
 
 impl PageSizes {
     /// The uncompressed size claimed by the page whose data starts at `data_at`.
     pub fn get(&self, data_at: u64) -> Option<usize> {
-        let i = self.0.binary_search_by_key(&data_at, |(at, _)| *at).ok()?;
-        Some(self.0[i].1)
+        let i = self
+            .sizes
+            .binary_search_by_key(&data_at, |(at, _)| *at)
+            .ok()?;
+        Some(self.sizes[i].1)
     }
 }
 
-/// Check the headers of the pages of column chunk `col` that `chunk` holds, before parquet
-/// reads them: `limit` is the most uncompressed bytes one page may claim. Returns the sizes
-/// the headers claim. Pages are found by
-/// walking the chunk from its start (as parquet's reader does without an offset index) and at
-/// the offset index's locations (as it does with one); pages whose bytes were not fetched are
-/// not read by parquet either, and are skipped.
+/// The most bytes one value of `col` decodes to before its batch is assembled: its Arrow
+/// width (a view for byte arrays), at least 4 (levels, offsets).
+fn decoded_width(col: &ColumnChunkMetaData) -> u64 {
+    let descr = col.column_descr();
+    let w = match descr.physical_type() {
+        PhysicalType::INT64 | PhysicalType::DOUBLE => 8,
+        PhysicalType::INT96 | PhysicalType::BYTE_ARRAY => 16,
+        PhysicalType::FIXED_LEN_BYTE_ARRAY => descr.type_length().max(0) as u64,
+        _ => 4,
+    };
+    w.max(4)
+}
+
+/// Check the headers of the pages of column chunk `col` (of a row group of `rows` rows) that
+/// `chunk` holds, before parquet reads them, as `checks` says. Returns the sizes the headers
+/// claim and the chunk's [`Shape`]. Pages are found by walking the chunk from its start (as
+/// parquet's reader does without an offset index) and at the offset index's locations (as it
+/// does with one); pages whose bytes were not fetched are not read by parquet either, and are
+/// skipped.
 pub(crate) fn check_pages(
     chunk: &SparseChunk,
     col: &ColumnChunkMetaData,
-    locations: Option<&[PageLocation]>,
-    limit: u64,
+    (rows, locations): (i64, Option<&[PageLocation]>),
+    checks: PageChecks,
 ) -> R<PageSizes> {
     let sizes = std::cell::RefCell::new(Vec::new());
+    let shape = std::cell::Cell::new(Shape::default());
     let start = col
         .dictionary_page_offset()
         .unwrap_or_else(|| col.data_page_offset());
@@ -66,22 +164,26 @@ pub(crate) fn check_pages(
     let end = start.saturating_add(len);
     let declared = col.uncompressed_size().max(0) as u64;
     let plausible = declared.max(len).saturating_mul(2).saturating_add(1 << 20);
-    let limit = limit.min(plausible);
-    let check = |at: u64| -> R<Option<(u64, PageHead)>> {
+    let limit = checks.limit.min(plausible);
+    let chunk_values = col.num_values();
+    let flat = col.column_descr().max_rep_level() == 0;
+    let width = decoded_width(col);
+    let check = |at: u64, nth: usize| -> R<Option<(u64, PageHead)>> {
         let Some(head) = header_at(chunk, at, end)? else {
             return Ok(None);
         };
+        let page = format!("page {nth} (at byte {at})");
         let data = at + head.len as u64;
         if head.compressed < 0 || data.saturating_add(head.compressed as u64) > end {
             return Err(format!(
-                "page at byte {at} claims {} compressed bytes; its column chunk ends at byte {end}",
+                "{page} claims {} compressed bytes; its column chunk ends at byte {end}",
                 head.compressed
             ));
         }
         if head.uncompressed < 0 || head.uncompressed as u64 > limit {
             return Err(format!(
-                "page at byte {at} claims {} uncompressed bytes, more than {limit} (the page \
-                 limit, and at most twice the column chunk's declared size {declared} + 1 MiB)",
+                "{page} claims {} uncompressed bytes, more than {limit} (the page limit, and \
+                 at most twice the column chunk's declared size {declared} + 1 MiB)",
                 head.uncompressed
             ));
         }
@@ -89,10 +191,74 @@ pub(crate) fn check_pages(
             let bytes = head.uncompressed.max(head.compressed);
             if n < 0 || n > bytes {
                 return Err(format!(
-                    "dictionary page at byte {at} claims {n} values in {bytes} bytes"
+                    "dictionary {page} claims {n} values in {bytes} bytes"
                 ));
             }
         }
+        let data_page = head.kind == DATA_PAGE || head.kind == DATA_PAGE_V2;
+        if data_page {
+            let values = head.values.unwrap_or(-1);
+            if values < 0 || values > chunk_values {
+                return Err(format!(
+                    "{page} claims {values} values; its column chunk has {chunk_values}"
+                ));
+            }
+            // Decoding reads a page in batches, but the direct reader and the dictionary
+            // filter decode a page's levels and indices whole: what they may allocate.
+            if (values as u64).saturating_mul(width) > checks.limit {
+                return Err(format!(
+                    "{page} claims {values} values: decoded ({width} bytes each), more than \
+                     the page limit {}",
+                    checks.limit
+                ));
+            }
+            if let Some(r) = head.rows {
+                if r < 0 || r > values || (flat && r != values) || r > rows {
+                    return Err(format!(
+                        "{page} claims {r} rows for {values} values in a row group of {rows} rows"
+                    ));
+                }
+            }
+            if head.nulls.is_some_and(|n| n < 0 || n > values) {
+                return Err(format!(
+                    "{page} claims {} nulls for {values} values",
+                    head.nulls.unwrap_or_default()
+                ));
+            }
+        }
+        let stored = chunk.contiguous(data, head.compressed as u64);
+        if checks.verify_checksums {
+            if let (Some(want), Some(bytes)) = (head.crc, &stored) {
+                let got = crc32fast::hash(bytes);
+                if got != want {
+                    return Err(format!(
+                        "{page}: CRC-32 mismatch (the header says {want:#010x}, the {} stored \
+                         bytes give {got:#010x})",
+                        bytes.len()
+                    ));
+                }
+            }
+        }
+        let mut sh = shape.get();
+        if head.kind == DICTIONARY_PAGE {
+            sh.dictionary = Some(DictionaryAt {
+                data,
+                compressed: head.compressed as u64,
+                uncompressed: head.uncompressed as u64,
+            });
+        } else if data_page {
+            let values = head.values.unwrap_or(0).max(1) as u64;
+            sh.max_page = sh.max_page.max(head.uncompressed as u64);
+            match head.encoding {
+                Some(PLAIN_DICTIONARY | RLE_DICTIONARY) => sh.dict_encoded = true,
+                Some(DELTA_BYTE_ARRAY) => sh.prefixed = true,
+                _ => {
+                    let per = (head.uncompressed as u64).div_ceil(values);
+                    sh.max_per_value = sh.max_per_value.max(per);
+                }
+            }
+        }
+        shape.set(sh);
         sizes.borrow_mut().push((data, head.uncompressed as usize));
         Ok(Some((data + head.compressed as u64, head)))
     };
@@ -114,14 +280,17 @@ pub(crate) fn check_pages(
         Ok(())
     };
     // Sequential walk, until the first page that was not fetched. A dictionary page must come
-    // first (parquet's decoder panics on one after data pages).
+    // first (parquet's decoder panics on one after data pages). The data pages' values add up
+    // to the chunk's, and their rows (v2) to the row group's.
     let mut at = start;
     let mut data_pages = false;
+    let (mut values, mut v2_rows, mut all_v2) = (0i64, 0i64, true);
+    let mut nth = 0;
     while at < end {
-        match check(at)? {
+        match check(at, nth)? {
             Some((_, head)) if head.kind == DICTIONARY_PAGE && data_pages => {
                 return Err(format!(
-                    "dictionary page at byte {at} comes after a data page"
+                    "dictionary page {nth} (at byte {at}) comes after a data page"
                 ))
             }
             Some((next, head)) => {
@@ -129,18 +298,45 @@ pub(crate) fn check_pages(
                     has_dictionary = Some(head.kind == DICTIONARY_PAGE);
                 }
                 no_dictionary(at, &head, has_dictionary)?;
-                data_pages |= head.kind == DATA_PAGE || head.kind == DATA_PAGE_V2;
+                let data = head.kind == DATA_PAGE || head.kind == DATA_PAGE_V2;
+                data_pages |= data;
+                if data {
+                    values = values.saturating_add(head.values.unwrap_or(0));
+                    v2_rows = v2_rows.saturating_add(head.rows.unwrap_or(0));
+                    all_v2 &= head.rows.is_some();
+                    if values > chunk_values {
+                        return Err(format!(
+                            "the data pages up to page {nth} (at byte {at}) hold {values} \
+                             values; the column chunk has {chunk_values}"
+                        ));
+                    }
+                }
                 at = next;
+                nth += 1;
             }
             None => break,
         }
     }
+    if at == end {
+        // Every page was walked: the counts must agree, as DuckDB requires ("Column has N
+        // values but row group has M rows").
+        if values != chunk_values {
+            return Err(format!(
+                "the data pages hold {values} values; the column chunk claims {chunk_values}"
+            ));
+        }
+        if all_v2 && data_pages && v2_rows != rows {
+            return Err(format!(
+                "the data pages hold {v2_rows} rows; the row group claims {rows}"
+            ));
+        }
+    }
     // Offset index locations (and the dictionary page before the first one).
     if let Some(locs) = locations {
-        for loc in locs {
+        for (i, loc) in locs.iter().enumerate() {
             let at = loc.offset.max(0) as u64;
             if at >= start && at < end {
-                if let Some((_, head)) = check(at)? {
+                if let Some((_, head)) = check(at, i + has_dictionary.unwrap_or(false) as usize)? {
                     no_dictionary(at, &head, has_dictionary)?;
                 }
             }
@@ -149,7 +345,11 @@ pub(crate) fn check_pages(
     let mut sizes = sizes.into_inner();
     sizes.sort_unstable();
     sizes.dedup_by_key(|(at, _)| *at);
-    Ok(PageSizes(sizes))
+    Ok(PageSizes {
+        sizes,
+        shape: shape.get(),
+        decompressed: None,
+    })
 }
 
 /// The most uncompressed bytes one page may claim in a scan with this memory budget: the
@@ -159,17 +359,18 @@ pub(crate) fn page_limit(memory_budget: usize) -> u64 {
 }
 
 /// [`check_pages`] for the column chunks of `leaves` in row group `rg` of `meta`'s file, before
-/// a decoder reads them from `chunk` in batches of `batch_size` rows (fixed-length values: the
-/// batch's buffer must fit in `limit` too); the error names the file, row group and column.
-/// Returns the page sizes of each leaf, in the order of `leaves`.
+/// a decoder reads them from `chunk` (fixed-length values: a batch's buffer must fit in the
+/// page limit too); the error names the file, row group and column. Returns the page sizes of
+/// each leaf, in the order of `leaves`.
 pub(crate) fn check_row_group(
     (md, name): (&ParquetMetaData, &str),
     rg: usize,
     leaves: &[usize],
     chunk: &SparseChunk,
-    (limit, batch_size): (u64, usize),
+    checks: PageChecks,
 ) -> Result<Vec<PageSizes>> {
     let group = md.row_group(rg);
+    let (limit, batch_size) = (checks.limit, checks.batch_size);
     let mut sizes = Vec::with_capacity(leaves.len());
     for &leaf in leaves {
         let col = group.column(leaf);
@@ -194,7 +395,7 @@ pub(crate) fn check_row_group(
             .and_then(|oi| oi.get(rg))
             .and_then(|cols| cols.get(leaf))
             .map(|o| o.page_locations().as_slice());
-        let claimed = check_pages(chunk, col, locations, limit)
+        let claimed = check_pages(chunk, col, (group.num_rows(), locations), checks)
             .map_err(|e| Error::decode(format!("column {}: {e}", col.column_path()), name, rg))?;
         sizes.push(claimed);
     }

@@ -557,7 +557,7 @@ fn schema_tree(elements: &[Option<i64>]) -> R<()> {
 }
 
 /// What [`page_header`] reads from a page header.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, Default)]
 pub(crate) struct PageHead {
     /// Length of the header itself.
     pub len: usize,
@@ -565,29 +565,34 @@ pub(crate) struct PageHead {
     pub kind: i64,
     pub uncompressed: i64,
     pub compressed: i64,
+    /// The CRC-32 of the page's bytes as stored (after compression), when the writer gave one.
+    pub crc: Option<u32>,
     /// A dictionary page's number of values.
     pub dict_values: Option<i64>,
+    /// A data page's (v1 or v2) number of values, nulls included.
+    pub values: Option<i64>,
+    /// A v2 data page's number of rows and of nulls.
+    pub rows: Option<i64>,
+    pub nulls: Option<i64>,
     /// A data page's (v1 or v2) encoding of values.
     pub encoding: Option<i64>,
 }
 
-/// Parse the sizes out of a Thrift `PageHeader` at the start of `bytes`, checking every length
-/// in it (statistics included) against the bytes given, and every field's type.
+/// Parse the sizes and counts out of a Thrift `PageHeader` at the start of `bytes`, checking
+/// every length in it (statistics included) against the bytes given, and every field's type.
 pub(crate) fn page_header(bytes: &[u8]) -> R<PageHead> {
     typed_struct(bytes, PAGE_HEADER)?;
     let mut r = Reader::new(bytes);
     let mut last = 0;
     let (mut kind, mut uncompressed, mut compressed) = (None, None, None);
-    let (mut dict_values, mut encoding) = (None, None);
-    // The i32 field `want` of the struct that follows (DictionaryPageHeader's num_values,
-    // DataPageHeader's and DataPageHeaderV2's encoding).
-    fn inner(r: &mut Reader<'_>, want: i16) -> R<Option<i64>> {
-        let (mut last, mut got) = (0, None);
+    let mut head = PageHead::default();
+    // The i32 fields `want` of the struct that follows, by position in `want`.
+    fn inner<const N: usize>(r: &mut Reader<'_>, want: [i16; N]) -> R<[Option<i64>; N]> {
+        let (mut last, mut got) = (0, [None; N]);
         while let Some((id, t)) = r.field(&mut last)? {
-            if id == want && t == ty::I32 {
-                got = Some(r.i32()?);
-            } else {
-                r.skip(t, 2)?;
+            match want.iter().position(|&w| w == id) {
+                Some(i) if t == ty::I32 => got[i] = Some(r.i32()?),
+                _ => r.skip(t, 2)?,
             }
         }
         Ok(got)
@@ -597,9 +602,16 @@ pub(crate) fn page_header(bytes: &[u8]) -> R<PageHead> {
             (1, ty::I32) => kind = Some(r.i32()?),
             (2, ty::I32) => uncompressed = Some(r.i32()?),
             (3, ty::I32) => compressed = Some(r.i32()?),
-            (5, ty::STRUCT) => encoding = inner(&mut r, 2)?,
-            (7, ty::STRUCT) => dict_values = inner(&mut r, 1)?,
-            (8, ty::STRUCT) => encoding = inner(&mut r, 4)?,
+            // An i32 on the wire; the checksum's bits.
+            (4, ty::I32) => head.crc = Some(r.i32()? as i32 as u32),
+            // DataPageHeader: num_values, encoding.
+            (5, ty::STRUCT) => [head.values, head.encoding] = inner(&mut r, [1, 2])?,
+            // DictionaryPageHeader: num_values.
+            (7, ty::STRUCT) => [head.dict_values] = inner(&mut r, [1])?,
+            // DataPageHeaderV2: num_values, num_nulls, num_rows, encoding.
+            (8, ty::STRUCT) => {
+                [head.values, head.nulls, head.rows, head.encoding] = inner(&mut r, [1, 2, 3, 4])?
+            }
             _ => r.skip(t, 1)?,
         }
     }
@@ -609,8 +621,7 @@ pub(crate) fn page_header(bytes: &[u8]) -> R<PageHead> {
             kind,
             uncompressed,
             compressed,
-            dict_values,
-            encoding,
+            ..head
         }),
         _ => Err("page header lacks its type or sizes".into()),
     }

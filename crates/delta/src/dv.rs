@@ -1,22 +1,26 @@
 //! Deletion vectors as rayquet deleted rows.
 //!
-//! The kernel decodes a file's deletion vector (`DvInfo::get_row_indexes`: an inline bitmap,
-//! or a slice of a `.bin` file with its size, magic and CRC checked), reading the DV file
-//! through the engine's storage handler, synchronously. Here nothing blocks: a [`DvLoader`]
+//! The kernel decodes a file's deletion vector (`DeletionVectorDescriptor::read`: an inline
+//! bitmap, or a slice of a `.bin` file with its size, magic and CRC checked) into a Roaring
+//! bitmap, reading the DV file through the engine's storage handler, synchronously. The bitmap
+//! is used as it is (its runs stay runs; the kernel's `get_row_indexes` would expand every
+//! position into a `Vec<u64>`): its cardinality, summed from its containers, must be the log's,
+//! and the core refuses positions past the data file's rows. Here nothing blocks: a [`DvLoader`]
 //! (a `DeleteLoader`, awaited on the IO runtime while the data file's footer is fetched) runs
 //! the kernel's decoding on the decode pool with a storage handler that only serves bytes
 //! already fetched ([`Fetched`]). When the kernel asks for a DV file that is not there yet,
 //! the loader fetches it asynchronously ([`DvFiles`]: each DV file once per scan, although
 //! the DVs of one commit usually share one file) and decodes again.
 //!
-//! Invariant: a deletion vector that cannot be read is an error naming the data file and the
-//! deletion vector, never "no rows deleted".
+//! Invariant: a deletion vector that cannot be read, or whose cardinality is not the log's, is
+//! an error naming the data file and the deletion vector, never "no rows deleted"; no position
+//! is expanded before those checks.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
-use delta_kernel::scan::state::DvInfo;
+use delta_kernel::actions::deletion_vector::DeletionVectorDescriptor;
 use delta_kernel::{
     DeltaResult, DeltaResultIteratorStatic, Engine, EvaluationHandler, FileMeta, FileSlice,
     JsonHandler, ParquetHandler, StorageHandler,
@@ -183,7 +187,7 @@ impl Engine for DvEngine {
 
 /// Loads one data file's deletion vector while its footer is fetched.
 pub(crate) struct DvLoader {
-    pub dv: DvInfo,
+    pub dv: DeletionVectorDescriptor,
     pub root: Url,
     pub file: String,
     pub files: Arc<DvFiles>,
@@ -223,8 +227,17 @@ impl DeleteLoader for DvLoader {
                 let (dv, root, name) = (dv.clone(), root.clone(), file.clone());
                 let had_file = fetched.is_some();
                 let attempt = ctx
-                    .spawn_cpu(move || match dv.get_row_indexes(&dv_engine, &root) {
-                        Ok(rows) => Ok(Attempt::Rows(treemap(rows.unwrap_or_default()))),
+                    .spawn_cpu(move || match dv.read(dv_engine.storage_handler(), &root) {
+                        Ok(rows) if rows.len() as i64 != dv.cardinality => Err(Error::new(
+                            ErrorKind::CorruptTable,
+                            format!(
+                                "its deletion vector deletes {} rows; the log says {}",
+                                rows.len(),
+                                dv.cardinality
+                            ),
+                        )
+                        .with_path(name)),
+                        Ok(rows) => Ok(Attempt::Rows(rows)),
                         Err(e) => match storage.missing() {
                             Some(url) if !had_file => Ok(Attempt::Needs(url)),
                             _ => Err(Error::new(
@@ -250,30 +263,5 @@ impl DeleteLoader for DvLoader {
                 }
             }
         })
-    }
-}
-
-/// The kernel's deleted row indexes (ascending, from its own treemap) as a treemap, built a
-/// container at a time rather than by one insert per row; any other order still gives the set.
-fn treemap(rows: Vec<u64>) -> RoaringTreemap {
-    RoaringTreemap::from_sorted_iter(rows.iter().copied())
-        .unwrap_or_else(|_| rows.into_iter().collect())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn treemap_holds_the_rows_in_any_order() {
-        let sorted: Vec<u64> = (0..200_000)
-            .filter(|r| r % 7 == 0)
-            .chain([1 << 33])
-            .collect();
-        assert_eq!(treemap(sorted.clone()), sorted.iter().copied().collect());
-        let unsorted = vec![9, 3, 3, 1 << 40, 0];
-        let got = treemap(unsorted.clone());
-        assert_eq!(got, unsorted.into_iter().collect::<RoaringTreemap>());
-        assert_eq!(got.len(), 4);
     }
 }

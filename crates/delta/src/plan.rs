@@ -18,7 +18,7 @@ use delta_kernel::engine::arrow_data::{ArrowEngineData, EngineDataArrowExt};
 use delta_kernel::engine_data::{FilteredRowVisitor, GetData, RowIndexIterator, TypedGetData};
 use delta_kernel::expressions::ColumnName;
 use delta_kernel::expressions::Expression;
-use delta_kernel::scan::state::{transform_to_logical, DvInfo, ScanFile};
+use delta_kernel::scan::state::{transform_to_logical, ScanFile};
 use delta_kernel::scan::ScanMetadata;
 use delta_kernel::schema::{DataType, StructType};
 use delta_kernel::{DeltaResult, Engine, EngineData};
@@ -96,7 +96,7 @@ pub struct DvUnit {
 
 impl DvUnit {
     /// The kernel's descriptor (`file`: the data file, for errors).
-    fn descriptor(self, file: &Url) -> Result<DvInfo> {
+    fn descriptor(self, file: &Url) -> Result<DeletionVectorDescriptor> {
         let storage_type: DeletionVectorStorageType =
             self.storage_type
                 .parse()
@@ -104,13 +104,13 @@ impl DvUnit {
                     Error::new(ErrorKind::CorruptTable, format!("its deletion vector: {e}"))
                         .with_path(file.as_str())
                 })?;
-        Ok(DvInfo::from(DeletionVectorDescriptor {
+        Ok(DeletionVectorDescriptor {
             storage_type,
             path_or_inline_dv: self.path_or_inline_dv,
             offset: self.offset,
             size_in_bytes: self.size_in_bytes,
             cardinality: self.cardinality,
-        }))
+        })
     }
 }
 

@@ -101,7 +101,11 @@ pub(crate) fn parse(blob: &[u8], dv: &DeletionVector) -> Result<RoaringTreemap> 
     }
     let mut rest = &blob[8..n - 4];
     let count = take_u64(&mut rest).ok_or_else(|| bad("no bitmap count"))?;
-    let mut out = RoaringTreemap::new();
+    // The 32-bit bitmaps are taken as they are (their runs stay runs), their cardinalities
+    // summed from their containers: no position is expanded, so a vector of 2^34 positions
+    // costs what its bytes do. (A key is at least 4 bytes: `count` is bounded by the blob.)
+    let mut bitmaps = Vec::new();
+    let mut positions = 0u64;
     let mut last: Option<u32> = None;
     for _ in 0..count {
         let key = take_u32(&mut rest).ok_or_else(|| bad("the vector ends inside a key"))?;
@@ -111,9 +115,8 @@ pub(crate) fn parse(blob: &[u8], dv: &DeletionVector) -> Result<RoaringTreemap> 
         last = Some(key);
         let bitmap = roaring::RoaringBitmap::deserialize_from(&mut rest)
             .map_err(|e| corrupt(dv, format!("a 32-bit Roaring bitmap: {e}")))?;
-        let high = (key as u64) << 32;
-        out.append(bitmap.iter().map(|low| high | low as u64))
-            .map_err(|e| corrupt(dv, e))?;
+        positions += bitmap.len();
+        bitmaps.push((key, bitmap));
     }
     if !rest.is_empty() {
         return Err(corrupt(
@@ -121,17 +124,16 @@ pub(crate) fn parse(blob: &[u8], dv: &DeletionVector) -> Result<RoaringTreemap> 
             format!("{} bytes after the vector's bitmaps", rest.len()),
         ));
     }
-    if out.len() != dv.cardinality {
+    if positions != dv.cardinality {
         return Err(corrupt(
             dv,
             format!(
-                "it deletes {} positions, its manifest entry says {}",
-                out.len(),
+                "it deletes {positions} positions, its manifest entry says {}",
                 dv.cardinality
             ),
         ));
     }
-    Ok(out)
+    Ok(RoaringTreemap::from_bitmaps(bitmaps))
 }
 
 fn take_u64(b: &mut &[u8]) -> Option<u64> {

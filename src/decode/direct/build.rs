@@ -45,7 +45,14 @@ pub(crate) trait Build: Send {
     fn append(&mut self, page: &mut DataPage, rows: &[u32], left: &[u32]) -> Result<(), Fallback>;
     /// The array of the values appended since the last call, of type `dt`.
     fn finish(&mut self, dt: &DataType) -> Result<ArrayRef, Fallback>;
+    /// Hold at most `bytes` bytes of values in a batch: past that, [`LIMIT`] (parquet's
+    /// reader takes over and cuts the batch). Byte arrays only: fixed-width values are bounded
+    /// by the batch size.
+    fn limit(&mut self, _bytes: u64) {}
 }
+
+/// A batch's values would exceed the batch byte limit (`crate::decode::bound`).
+pub(crate) const LIMIT: Fallback = Fallback("a batch's values past the batch byte limit");
 
 /// A builder for leaf `physical` read as `dt`, and the width of its plain values (`None`: byte
 /// arrays); `None` when this pair is left to parquet.
@@ -525,6 +532,9 @@ pub(crate) struct Views {
     dict_block: Option<u32>,
     out: Vec<u128>,
     buffers: Vec<Buffer>,
+    /// The bytes of `buffers`, and the most they may hold ([`Build::limit`]).
+    held: u64,
+    max: u64,
     nulls: Option<BooleanBufferBuilder>,
 }
 
@@ -536,8 +546,20 @@ impl Views {
             dict_block: None,
             out: Vec::new(),
             buffers: Vec::new(),
+            held: 0,
+            max: u64::MAX,
             nulls: nulls(nullable),
         }
+    }
+
+    /// Add `buf` to the batch's buffers; its index. Past the byte limit, [`LIMIT`].
+    fn push_buffer(&mut self, buf: Buffer) -> Result<u32, Fallback> {
+        self.held = self.held.saturating_add(buf.len() as u64);
+        if self.held > self.max {
+            return Err(LIMIT);
+        }
+        self.buffers.push(buf);
+        Ok(self.buffers.len() as u32 - 1)
     }
 
     /// The view of `bytes` at `offset` of block `block`, after checking a string's UTF-8.
@@ -603,8 +625,7 @@ impl Build for Views {
             match self.dict_block {
                 Some(b) => b,
                 None => {
-                    self.buffers.push(buf.clone());
-                    let b = self.buffers.len() as u32 - 1;
+                    let b = self.push_buffer(buf.clone())?;
                     self.dict_block = Some(b);
                     b
                 }
@@ -613,10 +634,7 @@ impl Build for Views {
             let buf = Buffer::from(values.clone());
             match self.buffers.last() {
                 Some(last) if last.ptr_eq(&buf) => self.buffers.len() as u32 - 1,
-                _ => {
-                    self.buffers.push(buf);
-                    self.buffers.len() as u32 - 1
-                }
+                _ => self.push_buffer(buf)?,
             }
         };
         // A view into the dictionary's buffer is moved to its block in this batch.
@@ -690,9 +708,14 @@ impl Build for Views {
         })
     }
 
+    fn limit(&mut self, bytes: u64) {
+        self.max = bytes;
+    }
+
     fn finish(&mut self, dt: &DataType) -> Result<ArrayRef, Fallback> {
         let views = ScalarBuffer::from(std::mem::take(&mut self.out));
         let buffers = std::mem::take(&mut self.buffers);
+        self.held = 0;
         let nulls = finish_nulls(&mut self.nulls);
         self.dict_block = None;
         if !self.utf8 {
@@ -755,6 +778,8 @@ pub(crate) struct Offsets<O: OffsetSizeTrait> {
     dict: Option<(Vec<[u32; 2]>, Bytes)>,
     offsets: Vec<O>,
     data: Vec<u8>,
+    /// The most bytes `data` may hold in a batch ([`Build::limit`]).
+    max: usize,
     /// Bytes per value of the last batch (before the first: of the dictionary), to reserve
     /// a batch's bytes at once rather than growing them page by page (a reallocation copies
     /// everything appended so far: 3.6% of the CPU of a Delta scan with a string column).
@@ -770,6 +795,7 @@ impl<O: OffsetSizeTrait> Offsets<O> {
             dict: None,
             offsets: vec![O::usize_as(0)],
             data: Vec::new(),
+            max: usize::MAX,
             per_value: 0,
             nulls: nulls(nullable),
         }
@@ -781,7 +807,7 @@ impl<O: OffsetSizeTrait> Offsets<O> {
         src: &[u8],
         spans: impl Iterator<Item = (usize, usize)> + Clone,
     ) -> Result<(), Fallback> {
-        copy_spans(&mut self.offsets, &mut self.data, src, spans)
+        copy_spans(&mut self.offsets, &mut self.data, (src, self.max), spans)
     }
 }
 
@@ -789,12 +815,12 @@ impl<O: OffsetSizeTrait> Offsets<O> {
 /// each one's end offset to `offsets`: the offsets first (the total length known), then the
 /// bytes, a value of up to 32 bytes copied as 32 (the bytes past it overwritten by the next
 /// value, or left past the end) rather than by a call to `memcpy` per value, which costs more
-/// than the copy for short strings. A value outside `src` or an offset past `O` is a
-/// [`Fallback`] before anything is appended.
+/// than the copy for short strings. A value outside `src`, an offset past `O` or `data`
+/// growing past `max` bytes is a [`Fallback`] before anything is appended (or allocated).
 fn copy_spans<O: OffsetSizeTrait>(
     offsets: &mut Vec<O>,
     data: &mut Vec<u8>,
-    src: &[u8],
+    (src, max): (&[u8], usize),
     spans: impl Iterator<Item = (usize, usize)> + Clone,
 ) -> Result<(), Fallback> {
     const WIDE: usize = 32;
@@ -807,6 +833,10 @@ fn copy_spans<O: OffsetSizeTrait>(
             return Err(Fallback("a byte array past the page's end"));
         }
         end += len;
+        if end > max {
+            offsets.truncate(before);
+            return Err(LIMIT);
+        }
         match O::from_usize(end) {
             Some(o) => offsets.push(o),
             None => {
@@ -866,6 +896,10 @@ impl<O: OffsetSizeTrait> Build for Offsets<O> {
         Ok(())
     }
 
+    fn limit(&mut self, bytes: u64) {
+        self.max = usize::try_from(bytes).unwrap_or(usize::MAX);
+    }
+
     fn reserve(&mut self, rows: usize) {
         self.offsets.reserve(rows);
         // An eighth more than the estimate: a batch a little longer than the last one still
@@ -910,7 +944,7 @@ impl<O: OffsetSizeTrait> Build for Offsets<O> {
             }
         }
         let (offsets, data, nulls) = (&mut self.offsets, &mut self.data, &mut self.nulls);
-        let unchecked = &mut self.unchecked;
+        let (unchecked, max) = (&mut self.unchecked, self.max);
         let (spans, dict_bytes): (&[[u32; 2]], &[u8]) = match &self.dict {
             Some((s, b)) => (s, b),
             None => (&[], &[]),
@@ -923,10 +957,16 @@ impl<O: OffsetSizeTrait> Build for Offsets<O> {
                     let [s, l] = *spans
                         .get(k as usize)
                         .ok_or(Fallback("an index past the dictionary"))?;
+                    if data.len() + l as usize > max {
+                        return Err(LIMIT);
+                    }
                     data.extend_from_slice(&dict_bytes[s as usize..(s + l) as usize]);
                     true
                 }
                 At::Bytes { start, len } => {
+                    if data.len() + len > max {
+                        return Err(LIMIT);
+                    }
                     // Strings checked once, by Arrow's validation of the array (`finish`).
                     data.extend_from_slice(&values[start..start + len]);
                     *unchecked = true;

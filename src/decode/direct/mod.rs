@@ -47,11 +47,12 @@ use std::sync::Arc;
 use arrow::array::{ArrayRef, RecordBatch, RecordBatchOptions};
 use arrow::datatypes::{DataType, Schema, SchemaRef};
 use arrow::error::ArrowError;
-use parquet::arrow::arrow_reader::{ArrowReaderMetadata, ParquetRecordBatchReader, RowSelection};
+use parquet::arrow::arrow_reader::{ArrowReaderMetadata, RowSelection};
 use parquet::basic::Encoding;
 use parquet::column::page::{Page, PageReader};
 use parquet::file::metadata::ColumnChunkMetaData;
 
+use crate::decode::bound::{BatchLimit, Coalesced};
 use crate::decode::dispatch;
 use crate::decode::flat::flat;
 use crate::decode::pages::{leaf_pages, row_group_reader, Leaves};
@@ -62,13 +63,18 @@ use page::{DataPage, Dense};
 use selected::Selected;
 pub(crate) use selected::Written;
 
+/// The most rows of a row group the direct reader reads: its row positions are a `u32` each
+/// (64 MiB at most, the smallest page limit); larger row groups are read by parquet's reader,
+/// a batch at a time.
+const MAX_ROWS: usize = 1 << 24;
+
 /// Why the direct reader stopped and left the rest to parquet's reader.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Fallback(pub &'static str);
 
 /// A row group's reader: the direct reader, parquet's, or both over disjoint columns.
 pub(crate) enum RowGroupReader {
-    Parquet(ParquetRecordBatchReader),
+    Parquet(Coalesced),
     Direct(Box<DirectReader>),
     Split(Box<Split>),
 }
@@ -94,7 +100,7 @@ pub(crate) fn open(
     leaves: Leaves<'_>,
     chunk: SparseChunk,
     (selection, page_level, prepared): (Option<Arc<RowSelection>>, bool, Option<&Prepared>),
-    batch_size: usize,
+    limit: BatchLimit,
 ) -> parquet::errors::Result<RowGroupReader> {
     // Scattered selected rows: only those decoded. Every row, or most rows (a filter that
     // drops few, scattered deleted rows), of columns without nulls, where the CPU runs the
@@ -110,7 +116,7 @@ pub(crate) fn open(
     let written = prepared.and_then(|p| p.written.clone());
     if let Some(dense) = dense {
         let rows = (selection.as_deref(), page_level, written.clone());
-        if let Some(d) = DirectReader::try_new(meta, rg, &leaves, &chunk, rows, dense, batch_size) {
+        if let Some(d) = DirectReader::try_new(meta, rg, &leaves, &chunk, rows, dense, limit) {
             return Ok(RowGroupReader::Direct(Box::new(d)));
         }
         // Scattered rows, some of the leaves only (others nested, or not of a type it reads):
@@ -119,7 +125,7 @@ pub(crate) fn open(
         // offsets measured 4-7% more CPU (BENCHMARKS.md, "Most rows kept").
         if let Some(sel) = selection.as_deref().filter(|_| !dense) {
             let rows = (sel, page_level, written);
-            if let Some(s) = Split::try_new(meta, rg, &leaves, &chunk, rows, batch_size)? {
+            if let Some(s) = Split::try_new(meta, rg, &leaves, &chunk, rows, limit)? {
                 return Ok(RowGroupReader::Split(Box::new(s)));
             }
         }
@@ -127,7 +133,7 @@ pub(crate) fn open(
     // Parquet's reader takes its selection by value: the last part to open takes the shared
     // one, the others a copy.
     let selection = selection.map(Arc::unwrap_or_clone);
-    let reader = row_group_reader(meta, rg, leaves, chunk, (selection, page_level), batch_size)?;
+    let reader = row_group_reader(meta, rg, leaves, chunk, (selection, page_level), limit)?;
     Ok(RowGroupReader::Parquet(reader))
 }
 
@@ -136,10 +142,13 @@ pub(crate) fn open(
 /// into the batches parquet's reader would give for all the leaves (columns in root order).
 pub(crate) struct Split {
     direct: DirectReader,
-    parquet: ParquetRecordBatchReader,
+    parquet: Coalesced,
     /// For each output column in order: whether the direct reader's batch holds it.
     from_direct: Vec<bool>,
     schema: Option<SchemaRef>,
+    /// The rows of the last batch of each reader (direct, parquet) not joined yet: where one
+    /// cut its batch short (its values past the batch byte limit), the other's rest waits.
+    rest: (Option<RecordBatch>, Option<RecordBatch>),
     done: bool,
 }
 
@@ -152,7 +161,7 @@ impl Split {
         leaves: &Leaves<'_>,
         chunk: &SparseChunk,
         (selection, page_level, written): (&RowSelection, bool, Option<Arc<Written>>),
-        batch_size: usize,
+        limit: BatchLimit,
     ) -> parquet::errors::Result<Option<Self>> {
         if leaves.sizes.len() != leaves.leaves.len() {
             return Ok(None);
@@ -186,7 +195,7 @@ impl Split {
             leaves: &l1,
             sizes: s1,
         };
-        let Some(direct) = DirectReader::try_new(meta, rg, &direct, chunk, rows, false, batch_size)
+        let Some(direct) = DirectReader::try_new(meta, rg, &direct, chunk, rows, false, limit)
         else {
             return Ok(None);
         };
@@ -196,12 +205,13 @@ impl Split {
             sizes: s2,
         };
         let rows = (Some(selection.clone()), page_level);
-        let parquet = row_group_reader(meta, rg, parquet, chunk.clone(), rows, batch_size)?;
+        let parquet = row_group_reader(meta, rg, parquet, chunk.clone(), rows, limit)?;
         Ok(Some(Split {
             direct,
             parquet,
             from_direct: roots.into_iter().map(|(_, d)| d).collect(),
             schema: None,
+            rest: (None, None),
             done: false,
         }))
     }
@@ -241,15 +251,31 @@ impl Iterator for Split {
         if self.done {
             return None;
         }
-        let out = match (self.direct.next(), self.parquet.next()) {
-            (None, None) => None,
-            (Some(Err(e)), _) | (_, Some(Err(e))) => Some(Err(e)),
-            (Some(Ok(a)), Some(Ok(b))) if a.num_rows() == b.num_rows() => {
-                return Some(self.join(a, b));
+        let out = loop {
+            let a = self.rest.0.take().map(Ok).or_else(|| self.direct.next());
+            let b = self.rest.1.take().map(Ok).or_else(|| self.parquet.next());
+            match (a, b) {
+                (None, None) => break None,
+                (Some(Err(e)), _) | (_, Some(Err(e))) => break Some(Err(e)),
+                (Some(Ok(a)), Some(Ok(b))) => {
+                    // The rows both hold; the rest of the longer one waits for the next call.
+                    let rows = a.num_rows().min(b.num_rows());
+                    let cut = |x: RecordBatch| match x.num_rows() > rows {
+                        true => (x.slice(0, rows), Some(x.slice(rows, x.num_rows() - rows))),
+                        false => (x, None),
+                    };
+                    let ((a, ra), (b, rb)) = (cut(a), cut(b));
+                    self.rest = (ra, rb);
+                    if rows > 0 {
+                        return Some(self.join(a, b));
+                    }
+                }
+                _ => {
+                    break Some(Err(ArrowError::ParquetError(
+                        "column chunks of a row group that hold different numbers of rows".into(),
+                    )))
+                }
             }
-            _ => Some(Err(ArrowError::ParquetError(
-                "column chunks of a row group that hold different numbers of rows".into(),
-            ))),
         };
         self.done = true;
         out
@@ -266,19 +292,20 @@ pub(crate) struct DirectReader {
     selected: Selected,
     /// Position in `selected` of the next batch's first row.
     next: usize,
-    batch_size: usize,
+    /// Rows (and decoded bytes) per batch.
+    limit: BatchLimit,
     /// What parquet's reader needs to take over.
     leaves: Vec<usize>,
     sizes: Vec<PageSizes>,
     chunk: SparseChunk,
     page_level: bool,
     /// parquet's reader, once it has taken over, and why it did.
-    parquet: Option<ParquetRecordBatchReader>,
+    parquet: Option<Coalesced>,
     fallback: Option<Fallback>,
     /// Every row of the row group is read (no selection): its pages must hold exactly the rows
     /// its metadata says, checked after the last batch ([`DirectReader::end`]).
     whole: bool,
-    /// Batches of parquet's reader to drop after it took over every row: those delivered.
+    /// Rows of parquet's reader to drop after it took over every row: those delivered.
     skip: usize,
 }
 
@@ -295,13 +322,13 @@ impl DirectReader {
         chunk: &SparseChunk,
         (selection, page_level, written): (Option<&RowSelection>, bool, Option<Arc<Written>>),
         dense: bool,
-        batch_size: usize,
+        limit: BatchLimit,
     ) -> Option<Self> {
         let md = meta.metadata();
         let group = md.row_group(rg);
         let rows = usize::try_from(group.num_rows()).ok()?;
         let file_rows = usize::try_from(md.file_metadata().num_rows()).ok()?;
-        if rows >= u32::MAX as usize || file_rows < rows || batch_size == 0 {
+        if rows > MAX_ROWS || file_rows < rows || limit.rows == 0 {
             return None;
         }
         let mut order: Vec<(usize, PageSizes)> = leaves
@@ -323,7 +350,8 @@ impl DirectReader {
                 (Some(_), true) => Rows::MostlyKept,
                 (Some(_), false) => Rows::Scattered,
             };
-            let (field, nullable, build, width) = leaf_reader(meta, rg, leaf, rows)?;
+            let (field, nullable, mut build, width) = leaf_reader(meta, rg, leaf, rows)?;
+            build.limit(limit.bytes);
             let pages = leaf_pages(md, rg, leaf, chunk, Some(sizes.clone())).ok()?;
             fields.push(field.clone());
             columns.push(ChunkReader {
@@ -349,7 +377,7 @@ impl DirectReader {
             columns,
             selected,
             next: 0,
-            batch_size,
+            limit,
             leaves: order.iter().map(|(l, _)| *l).collect(),
             sizes: order.into_iter().map(|(_, s)| s).collect(),
             chunk: chunk.clone(),
@@ -431,21 +459,20 @@ impl DirectReader {
     /// parquet's reader, from the first row of the batch that was being built. Reading every
     /// row, parquet's reader is given no selection, as [`open`] would have given it (it then
     /// reads the pages to their end, whatever the row group's row count says, where a
-    /// selection would stop at that count), and its batches of the rows already delivered
-    /// (whole batches: every batch but the last has `batch_size` rows) are dropped
-    /// ([`DirectReader::skip`]).
-    fn take_over(&mut self) -> parquet::errors::Result<ParquetRecordBatchReader> {
+    /// selection would stop at that count), and the rows already delivered are dropped from
+    /// its batches ([`DirectReader::skip`]).
+    fn take_over(&mut self) -> parquet::errors::Result<Coalesced> {
         self.columns.clear();
         let leaves = |sizes: &mut Vec<PageSizes>| Leaves {
             leaves: &self.leaves,
             sizes: std::mem::take(sizes),
         };
         if std::mem::take(&mut self.whole) {
-            self.skip = self.next / self.batch_size;
+            self.skip = self.next;
             let chunk = std::mem::take(&mut self.chunk);
             let rows = (None, self.page_level);
             let leaves = leaves(&mut self.sizes);
-            return row_group_reader(&self.meta, self.rg, leaves, chunk, rows, self.batch_size);
+            return row_group_reader(&self.meta, self.rg, leaves, chunk, rows, self.limit);
         }
         let total = self.meta.metadata().row_group(self.rg).num_rows().max(0) as usize;
         let ranges = self.selected.ranges_from(self.next);
@@ -458,7 +485,7 @@ impl DirectReader {
             leaves,
             chunk,
             (Some(selection), self.page_level),
-            self.batch_size,
+            self.limit,
         )
     }
 }
@@ -468,13 +495,18 @@ impl Iterator for DirectReader {
 
     fn next(&mut self) -> Option<Self::Item> {
         if let Some(p) = &mut self.parquet {
-            // After a take-over of every row: the batches delivered already, read again.
+            // After a take-over of every row: the rows delivered already, read again.
             while self.skip > 0 {
-                self.skip -= 1;
-                match p.next()? {
-                    Ok(_) => {}
+                let b = match p.next()? {
+                    Ok(b) => b,
                     Err(e) => return Some(Err(e)),
+                };
+                if b.num_rows() > self.skip {
+                    let rest = b.slice(self.skip, b.num_rows() - self.skip);
+                    self.skip = 0;
+                    return Some(Ok(rest));
                 }
+                self.skip -= b.num_rows();
             }
             return p.next();
         }
@@ -486,7 +518,7 @@ impl Iterator for DirectReader {
             }
             return None;
         }
-        let end = (self.next + self.batch_size).min(self.selected.len());
+        let end = (self.next + self.limit.rows).min(self.selected.len());
         match self.batch(end) {
             Ok(b) => {
                 self.next = end;

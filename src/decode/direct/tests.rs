@@ -171,7 +171,7 @@ fn compare_with(
                     &chunk,
                     (sel.as_ref(), page_level, None),
                     dense,
-                    batch,
+                    BatchLimit::rows(batch),
                 )?;
                 let out = r.by_ref().collect::<Result<Vec<RecordBatch>, _>>();
                 Some((out, r.fallback()))
@@ -832,7 +832,15 @@ fn open_and_compare(
             sizes: sizes.clone(),
         };
         let rows = (selection.cloned().map(Arc::new), false, prepared);
-        let reader = open(&meta, rg, leaves, chunk.clone(), rows, batch).unwrap();
+        let reader = open(
+            &meta,
+            rg,
+            leaves,
+            chunk.clone(),
+            rows,
+            BatchLimit::rows(batch),
+        )
+        .unwrap();
         let chose = match reader {
             RowGroupReader::Parquet(_) => Chose::Parquet,
             RowGroupReader::Direct(_) => Chose::Direct,
