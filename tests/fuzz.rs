@@ -11,8 +11,11 @@
 //! the tree overlap itself. Each case is scanned from an in-memory store with a watchdog:
 //!
 //! - every case ends `Ok` or `Err` within [`CASE_TIMEOUT`] (a hang fails the test);
-//! - no panic escapes the scan (`ErrorKind::Panic` errors are allowed and counted), and
-//!   nothing aborts (this process would die);
+//! - no panic escapes the scan, nothing aborts (this process would die), and no panic is
+//!   raised in rayquet's own code (a caught panic inside parquet's decoders is an
+//!   `ErrorKind::Panic` error, allowed and counted; one located in rayquet's sources fails the
+//!   test: in the dev-profile run that includes every broken `debug_assert!` contract and
+//!   arithmetic overflow);
 //! - every error names the object;
 //! - memory: a counting global allocator records the peak of live heap bytes during each
 //!   case; it must stay within the scan's budget plus [`MEMORY_SLACK`], and no single
@@ -59,6 +62,7 @@ use parquet::basic::{Compression, Encoding};
 use parquet::file::properties::{EnabledStatistics, WriterProperties, WriterVersion};
 use rayquet::{ErrorKind, Scan};
 
+use common::craft::{metadata_range, page_offsets, splice, thrift};
 use common::{run_with_timeout, Outcome, Rng};
 
 // ---------------------------------------------------------------------------------------------
@@ -232,262 +236,6 @@ fn generated_files() -> Vec<(String, Vec<u8>)> {
     out
 }
 
-/// Offsets of the page headers of every column chunk of `bytes` (empty when parquet cannot
-/// parse its metadata or a chunk's pages do not chain).
-fn page_offsets(bytes: &[u8]) -> Vec<u64> {
-    let Ok(md) = parquet::file::metadata::ParquetMetaDataReader::new()
-        .parse_and_finish(&Bytes::copy_from_slice(bytes))
-    else {
-        return Vec::new();
-    };
-    let mut out = Vec::new();
-    for rg in md.row_groups() {
-        for c in rg.columns() {
-            let (start, len) = c.byte_range();
-            let end = (start + len).min(bytes.len() as u64);
-            let mut at = start;
-            while at < end && out.len() < 4096 {
-                let Some(toks) = thrift::tokens(&bytes[at as usize..end as usize]) else {
-                    break;
-                };
-                let compressed = toks
-                    .tokens
-                    .iter()
-                    .find(|t| t.path == [3])
-                    .map_or(-1, |t| t.value);
-                if compressed < 0 {
-                    break;
-                }
-                out.push(at);
-                at += toks.len as u64 + compressed as u64;
-            }
-        }
-    }
-    out
-}
-
-// ---------------------------------------------------------------------------------------------
-// A test-side thrift compact-protocol tokenizer: where every integer and length is.
-
-mod thrift {
-    /// What a token is.
-    #[derive(Debug, Clone, Copy, PartialEq)]
-    pub enum Kind {
-        /// A zigzag varint (i16/i32/i64).
-        Int,
-        /// A list or set header (element type in `elem`).
-        List,
-        /// A binary's length varint.
-        BinLen,
-    }
-
-    /// One integer or length in a thrift struct.
-    #[derive(Debug, Clone)]
-    pub struct Token {
-        pub start: usize,
-        pub end: usize,
-        pub kind: Kind,
-        /// Field ids from the outer struct in.
-        pub path: Vec<i16>,
-        pub value: i64,
-        pub elem: u8,
-    }
-
-    pub struct Tokens {
-        pub tokens: Vec<Token>,
-        /// Length of the struct.
-        pub len: usize,
-    }
-
-    struct P<'a> {
-        b: &'a [u8],
-        pos: usize,
-        out: Vec<Token>,
-    }
-
-    impl P<'_> {
-        fn byte(&mut self) -> Option<u8> {
-            let v = *self.b.get(self.pos)?;
-            self.pos += 1;
-            Some(v)
-        }
-        fn varint(&mut self) -> Option<u64> {
-            let mut v = 0u64;
-            for s in 0..10 {
-                let b = self.byte()?;
-                v |= u64::from(b & 0x7f) << (7 * s);
-                if b & 0x80 == 0 {
-                    return Some(v);
-                }
-            }
-            None
-        }
-        fn value(&mut self, t: u8, path: &mut Vec<i16>, depth: usize) -> Option<()> {
-            if depth > 40 {
-                return None;
-            }
-            match t {
-                1 | 2 => {}
-                3 => {
-                    self.byte()?;
-                }
-                4..=6 => {
-                    let start = self.pos;
-                    let v = self.varint()?;
-                    let value = (v >> 1) as i64 ^ -((v & 1) as i64);
-                    self.out.push(super::thrift::Token {
-                        start,
-                        end: self.pos,
-                        kind: Kind::Int,
-                        path: path.clone(),
-                        value,
-                        elem: t,
-                    });
-                }
-                7 => self.pos = self.pos.checked_add(8).filter(|&p| p <= self.b.len())?,
-                8 => {
-                    let start = self.pos;
-                    let n = self.varint()?;
-                    self.out.push(Token {
-                        start,
-                        end: self.pos,
-                        kind: Kind::BinLen,
-                        path: path.clone(),
-                        value: n as i64,
-                        elem: 8,
-                    });
-                    self.pos = self
-                        .pos
-                        .checked_add(usize::try_from(n).ok()?)
-                        .filter(|&p| p <= self.b.len())?;
-                }
-                9 | 10 => {
-                    let start = self.pos;
-                    let h = self.byte()?;
-                    let n = if h >> 4 == 15 {
-                        self.varint()?
-                    } else {
-                        u64::from(h >> 4)
-                    };
-                    if n > self.b.len() as u64 {
-                        return None;
-                    }
-                    self.out.push(Token {
-                        start,
-                        end: self.pos,
-                        kind: Kind::List,
-                        path: path.clone(),
-                        value: n as i64,
-                        elem: h & 0x0f,
-                    });
-                    for _ in 0..n {
-                        match h & 0x0f {
-                            1 | 2 => {
-                                self.byte()?;
-                            }
-                            e => self.value(e, path, depth + 1)?,
-                        }
-                    }
-                }
-                11 => {
-                    let n = self.varint()?;
-                    if n > 0 {
-                        if n > self.b.len() as u64 {
-                            return None;
-                        }
-                        let kv = self.byte()?;
-                        for _ in 0..n {
-                            self.value(kv >> 4, path, depth + 1)?;
-                            self.value(kv & 0x0f, path, depth + 1)?;
-                        }
-                    }
-                }
-                12 => self.structure(path, depth + 1)?,
-                _ => return None,
-            }
-            Some(())
-        }
-        fn structure(&mut self, path: &mut Vec<i16>, depth: usize) -> Option<()> {
-            let mut last: i16 = 0;
-            loop {
-                let h = self.byte()?;
-                let t = h & 0x0f;
-                if t == 0 {
-                    return Some(());
-                }
-                let id = if h >> 4 == 0 {
-                    let v = self.varint()?;
-                    ((v >> 1) as i64 ^ -((v & 1) as i64)) as i16
-                } else {
-                    last.wrapping_add((h >> 4) as i16)
-                };
-                last = id;
-                path.push(id);
-                let r = self.value(t, path, depth);
-                path.pop();
-                r?;
-            }
-        }
-    }
-
-    /// The tokens of the thrift struct at the start of `b`, or `None` if it does not parse.
-    pub fn tokens(b: &[u8]) -> Option<Tokens> {
-        let mut p = P {
-            b,
-            pos: 0,
-            out: Vec::new(),
-        };
-        p.structure(&mut Vec::new(), 0)?;
-        Some(Tokens {
-            tokens: p.out,
-            len: p.pos,
-        })
-    }
-
-    pub fn varint(mut v: u64) -> Vec<u8> {
-        let mut out = Vec::new();
-        loop {
-            let b = (v & 0x7f) as u8;
-            v >>= 7;
-            if v == 0 {
-                out.push(b);
-                return out;
-            }
-            out.push(b | 0x80);
-        }
-    }
-
-    /// The bytes that encode `token` with `value` instead.
-    pub fn encode(token: &Token, value: i64) -> Vec<u8> {
-        match token.kind {
-            Kind::Int => varint(((value << 1) ^ (value >> 63)) as u64),
-            Kind::BinLen => varint(value as u64),
-            Kind::List => {
-                if (0..15).contains(&value) {
-                    vec![((value as u8) << 4) | token.elem]
-                } else {
-                    let mut v = vec![0xf0 | token.elem];
-                    v.extend(varint(value as u64));
-                    v
-                }
-            }
-        }
-    }
-}
-
-// ---------------------------------------------------------------------------------------------
-// Mutations.
-
-/// The footer's metadata range in `b`, if its tail is intact.
-fn metadata_range(b: &[u8]) -> Option<std::ops::Range<usize>> {
-    if b.len() < 12 || &b[b.len() - 4..] != b"PAR1" {
-        return None;
-    }
-    let len = u32::from_le_bytes(b[b.len() - 8..b.len() - 4].try_into().unwrap()) as usize;
-    let start = b.len().checked_sub(8 + len)?;
-    Some(start..b.len() - 8)
-}
-
 /// An extreme or nearby replacement for `v`.
 fn extreme(rng: &mut Rng, v: i64, kind: thrift::Kind) -> i64 {
     let choices = [
@@ -513,20 +261,6 @@ fn extreme(rng: &mut Rng, v: i64, kind: thrift::Kind) -> i64 {
         thrift::Kind::Int => x,
         // Lengths are unsigned on the wire.
         _ => x.max(0),
-    }
-}
-
-/// Replace `token` (offsets relative to `base`) in `b` by `value`; when the token lies in the
-/// footer metadata, the footer length is fixed up.
-fn splice(b: &mut Vec<u8>, base: usize, token: &thrift::Token, value: i64, in_footer: bool) {
-    let enc = thrift::encode(token, value);
-    let (s, e) = (base + token.start, base + token.end);
-    b.splice(s..e, enc.iter().copied());
-    if in_footer {
-        let n = b.len();
-        let old = u32::from_le_bytes(b[n - 8..n - 4].try_into().unwrap()) as i64;
-        let new = old + enc.len() as i64 - (token.end - token.start) as i64;
-        b[n - 8..n - 4].copy_from_slice(&(new as u32).to_le_bytes());
     }
 }
 
@@ -999,6 +733,11 @@ impl Summary {
             Got::Failed(e) => {
                 *self.errors.entry(format!("{:?}", e.kind())).or_default() += 1;
                 if e.kind() == ErrorKind::Panic {
+                    assert!(
+                        !own_panic(&e.to_string()),
+                        "{what}: a panic in rayquet's own code (a broken contract, an index out \
+                         of bounds): {e}"
+                    );
                     self.panics += 1;
                     println!("caught panic: {what}: {e}");
                 }
@@ -1012,6 +751,17 @@ impl Summary {
             "{what}: {peak} bytes live at the peak, more than the budget {BUDGET} + {MEMORY_SLACK}"
         );
     }
+}
+
+/// Whether a caught panic's message (`... (at FILE:LINE)`) places it in rayquet's own code
+/// rather than a dependency's (parquet's decoders, under `.cargo/registry`) or the standard
+/// library's: a contract of rayquet's broken, which the dev-profile run's `debug_assert!`s and
+/// overflow checks exist to catch. A panic without a location is counted as rayquet's.
+fn own_panic(message: &str) -> bool {
+    let Some(at) = message.rsplit_once("(at ").map(|(_, at)| at) else {
+        return true;
+    };
+    !(at.contains(".cargo/registry") || at.contains("/rustc/") || at.contains(".cargo/git"))
 }
 
 fn bases() -> Vec<Base> {

@@ -182,6 +182,24 @@ pub enum Damage {
     OutOfFile,
     /// The vector deletes a position past the end of its data file.
     PastEnd,
+    /// The vector deletes positions `0..2^34` (one run per container, 2^18 containers: about
+    /// 3 MB), and its manifest entry says so: consistent, and far past its data file's rows.
+    Huge,
+}
+
+/// The positions of [`Damage::Huge`].
+pub const HUGE_VECTOR: u64 = 1 << 34;
+
+/// A `deletion-vector-v1` blob of positions `0..n`, as runs (never expanded).
+pub fn dv_blob_range(n: u64) -> Vec<u8> {
+    let mut bitmap = rayquet::task::RoaringTreemap::new();
+    bitmap.insert_range(0..n);
+    let mut body = vec![0xD1, 0xD3, 0x39, 0x64];
+    bitmap.serialize_into(&mut body).unwrap();
+    let mut out = (body.len() as u32).to_be_bytes().to_vec();
+    out.extend_from_slice(&body);
+    out.extend_from_slice(&crc32fast::hash(&body).to_be_bytes());
+    out
 }
 
 /// Write one Puffin file holding a deletion vector per `(data file, positions)`, through
@@ -195,7 +213,14 @@ fn write_vectors(
     let location = h.table.metadata().location().to_string();
     let uri = format!("{location}/data/{tag}.puffin");
     let file_io = h.table.file_io().clone();
-    let blobs: Vec<Vec<u8>> = vectors.iter().map(|(_, p)| dv_blob(p)).collect();
+    let blobs: Vec<Vec<u8>> = vectors
+        .iter()
+        .enumerate()
+        .map(|(i, (_, p))| match (i, damage) {
+            (0, Damage::Huge) => dv_blob_range(HUGE_VECTOR),
+            _ => dv_blob(p),
+        })
+        .collect();
     block_on(async {
         let out = file_io.new_output(&uri)?;
         let mut w = iceberg::puffin::PuffinWriter::new(&out, HashMap::new(), false).await?;
@@ -234,6 +259,7 @@ fn write_vectors(
             match damage {
                 Damage::Cardinality => card += 1,
                 Damage::OutOfFile => off = size,
+                Damage::Huge => card = HUGE_VECTOR,
                 _ => {}
             }
         }

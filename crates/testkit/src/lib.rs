@@ -10,10 +10,12 @@
 //! - [`s3`] (feature `cloud`): a moto S3 server on loopback;
 //! - [`iceberg_tables`] / [`delta_tables`] (features `iceberg` / `delta`): test tables
 //!   written by the formats' own writers, and their own readers as references;
+//! - [`craft`]: files crafted from valid ones (footer and page header fields set);
 //! - [`gen`]: the synthetic dataset;
 //! - [`heap`]: a counting global allocator, and [`threads`] / [`rss`] / [`peak_rss`]: what a
 //!   process holds, for tests that bound it.
 
+pub mod craft;
 #[cfg(feature = "delta")]
 pub mod delta_tables;
 pub mod heap;
