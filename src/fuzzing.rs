@@ -11,6 +11,7 @@
 //! | [`rle`] | `decode::rle::decode` and `Cursor` (next, skip, skip_sum) | a bit-by-bit decoder written here from the format's description |
 //! | [`validate`] | the thrift walkers, `validate::pages` and the pooled page reader of one column chunk | parquet's metadata decoder and schema conversion: what the walkers accept must not crash them |
 //! | [`direct`] | the direct reader on one column chunk of a file, with a scattered row selection, then every row | parquet's reader with the same selection (or none): the same batches, or a clean error |
+//! | [`scan`] | a whole scan of a file, then with a filter on one of its columns (dictionary filter, filter stage, page index, bloom filters, batch byte bounds) | parquet's reader, the filter evaluated on its batches with arrow's kernels: the same rows, or an error naming the file |
 //!
 //! The dispatched decoders ([`crate::decode::dispatch`]) run with each copy the CPU has
 //! (portable, and x86-64-v3 where detected; chosen for the calling thread), so the
@@ -714,6 +715,274 @@ fn inverted(selection: &RowSelection) -> RowSelection {
 }
 
 // ---------------------------------------------------------------------------------------------
+// a whole scan, with a filter
+
+/// A whole scan of a file, with and without a filter: `data[0]` picks the filter's column,
+/// `data[1]` its operator (`=`, `!=`, `<`, `<=`, `>`, `>=`, `IS NULL`, `IS NOT NULL`, `IN`,
+/// `LIKE`), `data[2..4]` the row whose value is its literal (a value the file holds, so that
+/// dictionary filters, page indexes and bloom filters find it), `data[4]` the batch size
+/// (bits 0-1), string views (bit 2) and checksums verified (bit 3); the rest is a Parquet file,
+/// read from an in-memory store with a 4 MiB budget. Every scan must end with rows or an error
+/// naming the file, without a panic in rayquet's own code; where parquet's reader reads the
+/// file, the rows must be its rows, and the filtered rows those its rows keep under the filter
+/// (evaluated with arrow's kernels on parquet's batches: what the dictionary filter, the filter
+/// stage, page and bloom pruning decide must agree with it).
+pub fn scan(data: &[u8]) {
+    if data.len() < 5 + 12 {
+        return;
+    }
+    let (ctrl, file) = data.split_at(5);
+    let file = Bytes::copy_from_slice(file);
+    let batch = [1, 7, 100, 1024][usize::from(ctrl[4] & 3)];
+    let views = ctrl[4] & 4 != 0;
+    let checksums = ctrl[4] & 8 == 0;
+    let how = (batch, views, checksums);
+    // Small files are compared (both readers' rows held); others only scanned to their end.
+    let small = guarded("parquet's metadata", || {
+        ParquetMetaDataReader::new()
+            .parse_and_finish(&file)
+            .is_ok_and(|md| {
+                let rows: i64 = md.row_groups().iter().map(|g| g.num_rows()).sum();
+                let bytes: i64 = md.row_groups().iter().map(|g| g.total_byte_size()).sum();
+                (0..=1 << 20).contains(&rows) && (0..=16 << 20).contains(&bytes)
+            })
+    })
+    .unwrap_or(false);
+    if !small {
+        drain(&file, None, how);
+        return;
+    }
+    // rayquet first: the reference runs only on a file rayquet found sound (parquet's reader
+    // trusts the sizes a file claims).
+    let Ok(ours) = scan_file(&file, None, how) else {
+        return;
+    };
+    let theirs = guarded("parquet's reader", || {
+        ParquetRecordBatchReaderBuilder::try_new(file.clone())
+            .ok()?
+            .with_batch_size(1024)
+            .build()
+            .ok()?
+            .collect::<Result<Vec<_>, _>>()
+            .ok()
+    })
+    .ok()
+    .flatten();
+    let Some(theirs) = theirs else { return };
+    same_rows("scan", &ours, &theirs);
+    let Some(filter) = fuzz_filter(&theirs, [ctrl[0], ctrl[1], ctrl[2], ctrl[3]]) else {
+        return;
+    };
+    let Ok(ours) = scan_file(&file, Some(filter.clone()), how) else {
+        return;
+    };
+    // The reference: parquet's rows the filter keeps (a null verdict drops the row).
+    let kept: Vec<RecordBatch> = theirs
+        .iter()
+        .map(|b| {
+            let keep = filter
+                .evaluate(b)
+                .expect("the filter was built from this schema");
+            let keep = match keep.null_count() {
+                0 => keep,
+                _ => arrow::compute::prep_null_mask_filter(&keep),
+            };
+            arrow::compute::filter_record_batch(b, &keep).expect("filter")
+        })
+        .collect();
+    same_rows(&format!("scan with filter {filter}"), &ours, &kept);
+    SCAN_COMPARED.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+}
+
+static SCAN_COMPARED: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+/// How many [`scan`] calls in this process compared a filtered scan with parquet's rows.
+pub fn scan_compared() -> usize {
+    SCAN_COMPARED.load(std::sync::atomic::Ordering::Relaxed)
+}
+
+/// A scan of a large `file` to its end, its batches dropped as they come (the checks of
+/// [`scan_file`] on its error).
+fn drain(file: &Bytes, filter: Option<crate::Expr>, how: (usize, bool, bool)) {
+    let _ = scan_reader(file, filter, how).and_then(|r| {
+        for b in r {
+            b.map_err(crate::Error::from).map_err(checked)?;
+        }
+        Ok(())
+    });
+}
+
+/// A scan of `file` as one object of an in-memory store, with `filter`, in batches of `batch`
+/// rows (and string views, checksums verified as asked); its batches, or its error, which must
+/// name the file ([`checked`]).
+fn scan_file(
+    file: &Bytes,
+    filter: Option<crate::Expr>,
+    how: (usize, bool, bool),
+) -> Result<Vec<RecordBatch>, crate::Error> {
+    scan_reader(file, filter, how)
+        .and_then(|r| r.collect::<Result<Vec<_>, _>>().map_err(crate::Error::from))
+        .map_err(checked)
+}
+
+/// The reader of [`scan_file`]'s scan; an error building it is [`checked`].
+fn scan_reader(
+    file: &Bytes,
+    filter: Option<crate::Expr>,
+    (batch, views, checksums): (usize, bool, bool),
+) -> Result<crate::ScanReader, crate::Error> {
+    use crate::ScanBuilder;
+    use object_store::ObjectStoreExt;
+    let store: Arc<dyn object_store::ObjectStore> = Arc::new(object_store::memory::InMemory::new());
+    let path = object_store::path::Path::from("fuzz.parquet");
+    futures::executor::block_on(store.put(&path, file.clone().into())).expect("in-memory put");
+    let mut scan = crate::Scan::from_store(store, [path])
+        .memory_budget(4 << 20)
+        .batch_size(batch)
+        .string_views(views)
+        .verify_checksums(checksums);
+    if let Some(f) = filter {
+        scan = scan.filter(f);
+    }
+    scan.build().map_err(checked)
+}
+
+/// A scan's error `e`, checked: it names the file, and a caught panic is not in rayquet's own
+/// code.
+fn checked(e: crate::Error) -> crate::Error {
+    assert!(
+        e.path().is_some_and(|p| p.contains("fuzz.parquet")),
+        "scan: the error does not name the file: {e}"
+    );
+    if e.kind() == crate::ErrorKind::Panic {
+        let msg = e.to_string();
+        assert!(
+            msg.contains("/registry/src/") || msg.contains("/rustc/"),
+            "scan: a panic in rayquet's own code: {e}"
+        );
+    }
+    e
+}
+
+/// `ours` (a scan's batches) hold the rows of `theirs` (parquet's), whatever the batch sizes
+/// and string types.
+fn same_rows(what: &str, ours: &[RecordBatch], theirs: &[RecordBatch]) {
+    for b in ours {
+        for c in b.columns() {
+            if let Err(e) = c.to_data().validate_full() {
+                panic!("{what}: an invalid {} array: {e}", c.data_type());
+            }
+        }
+    }
+    let rows = |b: &[RecordBatch]| b.iter().map(|b| b.num_rows()).sum::<usize>();
+    assert_eq!(rows(ours), rows(theirs), "{what}: rows");
+    let (Some(o), Some(t)) = (ours.first(), theirs.first()) else {
+        return;
+    };
+    let (schema, ts) = (t.schema(), o.schema());
+    if schema.fields().len() != ts.fields().len() {
+        return;
+    }
+    // String views and other read types: compared in parquet's types where they cast.
+    let cast = |b: &RecordBatch| -> Option<RecordBatch> {
+        let cols = b
+            .columns()
+            .iter()
+            .zip(schema.fields())
+            .map(|(c, f)| arrow::compute::cast(c, f.data_type()).ok())
+            .collect::<Option<Vec<_>>>()?;
+        RecordBatch::try_new(Arc::clone(&schema), cols).ok()
+    };
+    let Some(ours) = ours.iter().map(cast).collect::<Option<Vec<_>>>() else {
+        return;
+    };
+    let a = arrow::compute::concat_batches(&schema, &ours).expect("concat");
+    let b = arrow::compute::concat_batches(&schema, theirs).expect("concat");
+    assert!(a == b, "{what}: rows differ from parquet's reader");
+}
+
+/// A filter on a top-level column of `batches` (parquet's reader's), from `ctrl` (see
+/// [`scan`]): `None` when the file has no such column or value.
+fn fuzz_filter(batches: &[RecordBatch], ctrl: [u8; 4]) -> Option<crate::Expr> {
+    use arrow::datatypes::DataType as D;
+    let first = batches.first()?;
+    let schema = first.schema();
+    let candidates: Vec<usize> = (0..schema.fields().len())
+        .filter(|&i| {
+            matches!(
+                schema.field(i).data_type(),
+                D::Boolean
+                    | D::Int8
+                    | D::Int16
+                    | D::Int32
+                    | D::Int64
+                    | D::UInt8
+                    | D::UInt16
+                    | D::UInt32
+                    | D::Float32
+                    | D::Float64
+                    | D::Utf8
+                    | D::LargeUtf8
+                    | D::Utf8View
+            )
+        })
+        .collect();
+    let i = *candidates.get(usize::from(ctrl[0]) % candidates.len().max(1))?;
+    let name = schema.field(i).name().clone();
+    let rows: usize = batches.iter().map(|b| b.num_rows()).sum();
+    let mut row = usize::from(u16::from_le_bytes([ctrl[2], ctrl[3]])) % rows.max(1);
+    let value = batches.iter().find_map(|b| {
+        if row >= b.num_rows() {
+            row -= b.num_rows();
+            return None;
+        }
+        Some(value_at(b.column(i), row))
+    })?;
+    let c = crate::col(name);
+    Some(match (ctrl[1] % 10, value) {
+        (6, _) => c.is_null(),
+        (7, _) => c.is_not_null(),
+        (_, None) => c.is_null(),
+        (0, Some(v)) => c.eq(v),
+        (1, Some(v)) => c.not_eq(v),
+        (2, Some(v)) => c.lt(v),
+        (3, Some(v)) => c.lt_eq(v),
+        (4, Some(v)) => c.gt(v),
+        (5, Some(v)) => c.gt_eq(v),
+        (8, Some(v)) => c.in_list([v, crate::expr::Value::Int(0)]),
+        (_, Some(crate::expr::Value::Str(s))) => {
+            let prefix: String = s.chars().take(2).collect();
+            c.like(format!("{prefix}%"))
+        }
+        (_, Some(v)) => c.eq(v),
+    })
+}
+
+/// The value at `row` of `a` as a filter literal (`None` for a null).
+fn value_at(a: &arrow::array::ArrayRef, row: usize) -> Option<crate::expr::Value> {
+    use arrow::array::AsArray;
+    use arrow::datatypes::{DataType as D, Float64Type, Int64Type};
+    if a.is_null(row) {
+        return None;
+    }
+    Some(match a.data_type() {
+        D::Boolean => crate::expr::Value::Bool(a.as_boolean().value(row)),
+        D::Float32 | D::Float64 => {
+            let f = arrow::compute::cast(&a.slice(row, 1), &D::Float64).ok()?;
+            crate::expr::Value::Float(f.as_primitive::<Float64Type>().value(0))
+        }
+        D::Utf8 | D::LargeUtf8 | D::Utf8View => {
+            let s = arrow::compute::cast(&a.slice(row, 1), &D::Utf8).ok()?;
+            crate::expr::Value::Str(s.as_string::<i32>().value(0).to_string())
+        }
+        _ => {
+            let i = arrow::compute::cast(&a.slice(row, 1), &D::Int64).ok()?;
+            crate::expr::Value::Int(i.as_primitive::<Int64Type>().value(0))
+        }
+    })
+}
+
+// ---------------------------------------------------------------------------------------------
 // seeds
 
 /// Small seeds for every target from the Parquet file `bytes`: (target, input) pairs. The
@@ -841,6 +1110,15 @@ pub fn seeds(bytes: &[u8], max_file: usize) -> Vec<(&'static str, Vec<u8>)> {
     for (target, s) in &mut out {
         if *target == "rle" {
             s.truncate(4 << 10);
+        }
+    }
+    // Whole scans (last, so that the other targets' seeds keep their names): an equality on
+    // the first column, a range on the second.
+    if bytes.len() <= max_file {
+        for ctrl in [[0u8, 0, 3, 0, 3], [1, 4, 9, 0, 6]] {
+            let mut s = ctrl.to_vec();
+            s.extend_from_slice(bytes);
+            out.push(("scan", s));
         }
     }
     out

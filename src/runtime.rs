@@ -76,3 +76,31 @@ pub(crate) fn block_on_io<T: Send + 'static>(
         ))
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A panic that escapes a job of the shared pool is recorded, not an abort (rayon's
+    /// default without a handler): this test's process survives it and the pool still runs.
+    #[test]
+    fn a_panic_escaping_the_shared_pool_is_recorded() {
+        let pool = decode_pool();
+        let before = crate::panic::strays();
+        pool.spawn(|| panic!("a stray panic"));
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while crate::panic::strays() == before {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the panic was not recorded"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        assert!(crate::panic::stray_error()
+            .to_string()
+            .contains("a stray panic"));
+        let (tx, rx) = crossbeam_channel::bounded(1);
+        pool.spawn(move || tx.send(7).unwrap());
+        assert_eq!(rx.recv().unwrap(), 7, "the pool still runs jobs");
+    }
+}

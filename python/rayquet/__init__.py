@@ -149,6 +149,7 @@ def scan(
     string_views: bool = False,
     memory_map: bool = False,
     row_index: Optional[str] = None,
+    verify_checksums: bool = True,
 ) -> Reader:
     """Scan Parquet files, directories or prefixes.
 
@@ -181,6 +182,8 @@ def scan(
         string_views: strings and binaries as ``string_view``/``binary_view``.
         memory_map: map local files instead of reading them (only for files nobody rewrites).
         row_index: add an ``int64`` column of this name: each row's position in its file.
+        verify_checksums: check the CRC-32 of every page whose header has one before decoding
+            it (a mismatch is a :class:`CorruptFileError` naming the page); ``False`` skips it.
 
     Returns:
         A :class:`Reader`; its schema is known (the first footer was read).
@@ -207,6 +210,7 @@ def scan(
         string_views=string_views,
         memory_map=memory_map,
         row_index=row_index,
+        verify_checksums=verify_checksums,
     )
 
 
@@ -226,6 +230,7 @@ def iceberg(
     memory_budget: Optional[int] = None,
     string_views: bool = False,
     memory_map: bool = False,
+    verify_checksums: bool = True,
 ) -> Reader:
     """Scan an Iceberg table (formats v1, v2 and v3: deletes, schema evolution, partitions).
 
@@ -235,7 +240,7 @@ def iceberg(
         snapshot_id: read this snapshot (time travel). Default: the current one.
         ref: read the snapshot this branch or tag points to (wins over ``snapshot_id``).
         columns, filter, limit, batch_size, ordered, storage_options, memory_budget,
-            memory_map: as for :func:`scan`; ``columns`` and ``filter`` name the table's
+            memory_map, verify_checksums: as for :func:`scan`; ``columns`` and ``filter`` name the table's
             columns.
         string_views: accepted for symmetry with :func:`scan`; a table's batches have the
             types of its schema (``string``, ``binary``), whatever it says.
@@ -271,6 +276,7 @@ def iceberg(
         memory_budget=memory_budget,
         string_views=string_views,
         memory_map=memory_map,
+        verify_checksums=verify_checksums,
     )
 
 
@@ -287,6 +293,7 @@ def delta(
     memory_budget: Optional[int] = None,
     string_views: bool = False,
     memory_map: bool = False,
+    verify_checksums: bool = True,
 ) -> Reader:
     """Scan a Delta table's logical rows (deletion vectors, partitions, column mapping).
 
@@ -294,7 +301,7 @@ def delta(
         table_uri: the table root (above ``_delta_log``), a local path or URL.
         version: read this version of the table. Default: the newest.
         columns, filter, limit, batch_size, ordered, storage_options, memory_budget,
-            memory_map: as for :func:`scan`; ``columns`` and ``filter`` name the table's
+            memory_map, verify_checksums: as for :func:`scan`; ``columns`` and ``filter`` name the table's
             columns.
         string_views: accepted for symmetry with :func:`scan`; a table's batches have the
             types of its schema (``string``, ``binary``), whatever it says.
@@ -321,4 +328,5 @@ def delta(
         memory_budget=memory_budget,
         string_views=string_views,
         memory_map=memory_map,
+        verify_checksums=verify_checksums,
     )

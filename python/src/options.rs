@@ -21,6 +21,7 @@ struct Common {
     memory_budget: Option<usize>,
     string_views: bool,
     memory_map: bool,
+    verify_checksums: bool,
 }
 
 impl Common {
@@ -58,7 +59,8 @@ impl Common {
         }
         Ok(b.ordered(self.ordered)
             .string_views(self.string_views)
-            .memory_map(self.memory_map))
+            .memory_map(self.memory_map)
+            .verify_checksums(self.verify_checksums))
     }
 }
 
@@ -66,7 +68,7 @@ impl Common {
 #[pyfunction]
 #[pyo3(signature = (paths, columns=None, filter=None, limit=None, batch_size=None, ordered=true,
     storage_options=None, *, memory_budget=None, string_views=false, memory_map=false,
-    row_index=None))]
+    row_index=None, verify_checksums=true))]
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn scan(
     py: Python<'_>,
@@ -81,6 +83,7 @@ pub(crate) fn scan(
     string_views: bool,
     memory_map: bool,
     row_index: Option<String>,
+    verify_checksums: bool,
 ) -> PyResult<Reader> {
     let common = Common {
         columns,
@@ -92,6 +95,7 @@ pub(crate) fn scan(
         memory_budget,
         string_views,
         memory_map,
+        verify_checksums,
     };
     let mut scan = common.apply(Scan::from_urls(&paths).map_err(|e| to_py(&e))?)?;
     if let Some(name) = row_index {
@@ -104,7 +108,8 @@ pub(crate) fn scan(
 #[pyfunction]
 #[pyo3(signature = (location, snapshot_id=None, r#ref=None, columns=None, filter=None,
     limit=None, batch_size=None, ordered=true, storage_options=None, *, as_of_timestamp=None,
-    case_sensitive=true, memory_budget=None, string_views=false, memory_map=false))]
+    case_sensitive=true, memory_budget=None, string_views=false, memory_map=false,
+    verify_checksums=true))]
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn iceberg(
     py: Python<'_>,
@@ -122,6 +127,7 @@ pub(crate) fn iceberg(
     memory_budget: Option<usize>,
     string_views: bool,
     memory_map: bool,
+    verify_checksums: bool,
 ) -> PyResult<Reader> {
     let common = Common {
         columns,
@@ -133,6 +139,7 @@ pub(crate) fn iceberg(
         memory_budget,
         string_views,
         memory_map,
+        verify_checksums,
     };
     let mut scan = common
         .apply(rayquet_iceberg::TableScan::open(location))?
@@ -153,7 +160,7 @@ pub(crate) fn iceberg(
 #[pyfunction]
 #[pyo3(signature = (location, version=None, columns=None, filter=None, limit=None,
     batch_size=None, ordered=true, storage_options=None, *, memory_budget=None,
-    string_views=false, memory_map=false))]
+    string_views=false, memory_map=false, verify_checksums=true))]
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn delta(
     py: Python<'_>,
@@ -168,6 +175,7 @@ pub(crate) fn delta(
     memory_budget: Option<usize>,
     string_views: bool,
     memory_map: bool,
+    verify_checksums: bool,
 ) -> PyResult<Reader> {
     let common = Common {
         columns,
@@ -179,6 +187,7 @@ pub(crate) fn delta(
         memory_budget,
         string_views,
         memory_map,
+        verify_checksums,
     };
     let mut scan = common.apply(rayquet_delta::TableScan::open(location))?;
     if let Some(v) = version {

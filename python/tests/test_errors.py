@@ -115,3 +115,39 @@ def test_pyarrow_consumer_sees_the_message(tmp_path):
     bad.write_bytes(b"PAR1" + b"\0" * 64 + b"PAR1")
     with pytest.raises(rayquet.CorruptFileError):
         rayquet.scan(bad)
+
+
+def _page_checksum_file(tmp_path):
+    """A file pyarrow wrote with page checksums, and the offset of a byte inside the stored
+    data of the first page of column ``x`` (uncompressed, plain, 16 KiB pages: 1000 bytes in
+    is past its header and levels, a byte of one of its values)."""
+    n = 20_000
+    table = pa.table({"id": range(n), "x": [i * 3 for i in range(n)]})
+    path = tmp_path / "crc.parquet"
+    pq.write_table(
+        table, path, write_page_checksum=True, compression="none", use_dictionary=False,
+        data_page_size=16 << 10,
+    )
+    md = pq.ParquetFile(path).metadata
+    col = md.row_group(0).column(1)
+    return table, path, col.data_page_offset + 1000
+
+
+def test_page_checksums_are_verified(tmp_path):
+    # pyarrow's checksums are rayquet's: the intact file reads as written.
+    table, path, at = _page_checksum_file(tmp_path)
+    assert rayquet.scan(str(path)).read_all().equals(table)
+    data = bytearray(path.read_bytes())
+    data[at] ^= 0x01
+    path.write_bytes(bytes(data))
+    with pytest.raises(rayquet.CorruptFileError) as e:
+        rayquet.scan(str(path)).read_all()
+    assert "CRC-32 mismatch" in str(e.value), e.value
+    assert "crc.parquet" in str(e.value) and e.value.row_group == 0
+    # Not verified, the damaged page decodes: one value differs from the table written.
+    got = rayquet.scan(str(path), verify_checksums=False).read_all()
+    assert got.num_rows == table.num_rows
+    assert not got.equals(table)
+    # pyarrow with its own verification refuses the file too.
+    with pytest.raises(OSError):
+        pq.read_table(path, page_checksum_verification=True)

@@ -85,6 +85,10 @@ fn scan_local(path: &FsPath, timeout: Duration) -> ScanOutcome {
     run_with_timeout(timeout, move || read_all(Scan::new(p)))
 }
 
+/// The parquet-testing files whose pages do not match their CRC-32 (parquet's reader, built
+/// without its `crc` feature, reads them): refused by default ([`corrupt_checksums_are_refused`]).
+const CORRUPT_CHECKSUM: &str = "corrupt-checksum";
+
 /// Scan a local path with its file mapped into memory (`memory_map`), with a deadline.
 fn scan_mapped(path: &FsPath, timeout: Duration) -> ScanOutcome {
     let p = path.to_str().expect("utf-8 path").to_owned();
@@ -136,7 +140,7 @@ fn compare(
 fn data_files_match_reference() {
     let data = PathBuf::from(TESTING).join("data");
     let files = files_under(&data, &|n| {
-        n.ends_with(".parquet") && !n.contains(".encrypted")
+        n.ends_with(".parquet") && !n.contains(".encrypted") && !n.contains(CORRUPT_CHECKSUM)
     });
     assert!(!files.is_empty(), "no parquet files in {}", data.display());
 
@@ -204,7 +208,7 @@ fn data_files_match_reference_with_each_kernel() {
     use rayquet::__kernels::{force, Kernels};
     let data = PathBuf::from(TESTING).join("data");
     let mut files = files_under(&data, &|n| {
-        n.ends_with(".parquet") && !n.contains(".encrypted")
+        n.ends_with(".parquet") && !n.contains(".encrypted") && !n.contains(CORRUPT_CHECKSUM)
     });
     let dir = tempfile::tempdir().expect("temp dir");
     let lineitem = dir.path().join("lineitem.parquet");
@@ -440,4 +444,45 @@ fn directory_scan_is_lexical_and_url_list_keeps_order() {
     );
     let (schema, expected) = reference_concat(&[&p2, &p10, &p1]);
     common::assert_same_rows(&schema, &expected, &got, "from_urls");
+}
+
+/// The parquet-testing files written with page checksums read as parquet's reader reads them
+/// (the others' data files: `data_files_match_reference`); the two whose pages were damaged
+/// after their checksums were taken are refused, naming the page, unless checksums are not
+/// verified: then they read as parquet's reader (which does not verify them) reads them.
+#[test]
+fn corrupt_checksums_are_refused() {
+    let data = PathBuf::from(TESTING).join("data");
+    let files = files_under(&data, &|n| n.contains(CORRUPT_CHECKSUM));
+    assert_eq!(files.len(), 2, "{files:?}");
+    let intact = files_under(&data, &|n| {
+        n.contains("checksum") && !n.contains(CORRUPT_CHECKSUM)
+    });
+    assert!(intact.len() >= 3, "{intact:?}");
+    for path in &files {
+        let name = short(path);
+        let (schema, expected) = reference_of(path).expect("parquet's reader reads it");
+        let e = match scan_local(path, DATA_TIMEOUT) {
+            Outcome::Done(Err(e)) => e,
+            Outcome::Done(Ok(_)) => panic!("{name}: read, not refused"),
+            Outcome::Panicked(m) => panic!("{name}: panicked: {m}"),
+            Outcome::TimedOut => panic!("{name}: timed out"),
+        };
+        assert_eq!(e.kind(), rayquet::ErrorKind::CorruptData, "{name}: {e}");
+        assert!(e.message().contains("CRC-32 mismatch"), "{name}: {e}");
+        assert!(e.message().contains("page 0"), "{name}: {e}");
+        assert_eq!(e.row_group(), Some(0), "{name}: {e}");
+        let p = path.to_str().expect("utf-8 path").to_owned();
+        let unverified = run_with_timeout(DATA_TIMEOUT, move || {
+            read_all(Scan::new(p).map(|s| s.verify_checksums(false)))
+        });
+        if let Err(m) = compare(
+            &format!("{name} (unverified)"),
+            unverified,
+            &schema,
+            &expected,
+        ) {
+            panic!("{m}");
+        }
+    }
 }

@@ -374,7 +374,6 @@ fn table() -> &'static Table {
             if i == 0 {
                 deleted.extend(500..1000);
             }
-            deleted.push(total + 10); // past the end: ignored
             let part = if i % 2 == 0 { "p0" } else { "p1" };
             let size = std::fs::metadata(&path).unwrap().len();
             let base = Spec {
@@ -978,6 +977,38 @@ fn errors_name_the_task_file() {
     assert_eq!(rows, s.reference(&Tasks::schema(&["a"])).num_rows());
     assert!(e.to_string().contains("planner failed"), "{e}");
     assert!(reader.next().is_none(), "fused");
+}
+
+/// A deleted position the file does not have (its table's metadata and its data file
+/// disagree) is a `CorruptTable` error naming the file, whether the task's deletes or its
+/// loader's hold it; the last position a file has is fine.
+#[test]
+fn deleted_rows_past_the_file_are_corrupt_table() {
+    let t = table();
+    let s = &t.specs[1];
+    let rows = ParquetRecordBatchReaderBuilder::try_new(File::open(&s.path).unwrap())
+        .unwrap()
+        .metadata()
+        .file_metadata()
+        .num_rows() as u64;
+    for (past, fails) in [
+        (rows - 1, false),
+        (rows, true),
+        (rows + 10, true),
+        (1 << 40, true),
+    ] {
+        let task = s.task(&["a"], 0).deleted_rows([past]);
+        let got = common::read_all(Ok(Scan::from_tasks(Tasks::schema(&["a"]), [task])));
+        match (got, fails) {
+            (Ok(_), false) => {}
+            (Err(e), true) => {
+                assert_eq!(e.kind(), ErrorKind::CorruptTable, "{e}");
+                assert!(e.to_string().contains("f1.parquet"), "{e}");
+                assert!(e.message().contains(&format!("position {past}")), "{e}");
+            }
+            (got, _) => panic!("position {past} of {rows}: {:?}", got.map(|r| r.1.len())),
+        }
+    }
 }
 
 #[test]

@@ -115,6 +115,10 @@ pub struct ScanArgs {
     /// modifies while they are scanned.
     #[arg(long)]
     mmap: bool,
+    /// Do not verify the CRC-32 checksums pages carry (verified by default: a page that does
+    /// not match is an error naming it).
+    #[arg(long)]
+    no_verify_checksums: bool,
 }
 
 /// What a scan measured, whichever engine ran it.
@@ -274,6 +278,7 @@ fn options(args: &ScanArgs) -> ScanOptions {
         o = o.no_footer_cache();
     }
     o.memory_map(args.mmap)
+        .verify_checksums(!args.no_verify_checksums)
 }
 
 /// Start the scan of the table or files named on the command line.

@@ -21,10 +21,7 @@ use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
 use delta_kernel::actions::deletion_vector::DeletionVectorDescriptor;
-use delta_kernel::{
-    DeltaResult, DeltaResultIteratorStatic, Engine, EvaluationHandler, FileMeta, FileSlice,
-    JsonHandler, ParquetHandler, StorageHandler,
-};
+use delta_kernel::{DeltaResult, DeltaResultIteratorStatic, FileMeta, FileSlice, StorageHandler};
 use futures::future::{BoxFuture, FutureExt, Shared};
 use object_store::{ObjectStore, ObjectStoreExt};
 use url::Url;
@@ -163,35 +160,12 @@ impl StorageHandler for Fetched {
     }
 }
 
-/// The engine a deletion vector is decoded with: its storage is [`Fetched`], the rest is the
-/// table's engine.
-struct DvEngine {
-    storage: Arc<Fetched>,
-    inner: Arc<dyn Engine>,
-}
-
-impl Engine for DvEngine {
-    fn evaluation_handler(&self) -> Arc<dyn EvaluationHandler> {
-        self.inner.evaluation_handler()
-    }
-    fn storage_handler(&self) -> Arc<dyn StorageHandler> {
-        self.storage.clone()
-    }
-    fn json_handler(&self) -> Arc<dyn JsonHandler> {
-        self.inner.json_handler()
-    }
-    fn parquet_handler(&self) -> Arc<dyn ParquetHandler> {
-        self.inner.parquet_handler()
-    }
-}
-
 /// Loads one data file's deletion vector while its footer is fetched.
 pub(crate) struct DvLoader {
     pub dv: DeletionVectorDescriptor,
     pub root: Url,
     pub file: String,
     pub files: Arc<DvFiles>,
-    pub engine: Arc<dyn Engine>,
 }
 
 impl std::fmt::Debug for DvLoader {
@@ -203,52 +177,60 @@ impl std::fmt::Debug for DvLoader {
 }
 
 /// What one decoding attempt on the pool gave.
-enum Attempt {
+pub(crate) enum Attempt {
     Rows(RoaringTreemap),
     /// The kernel needs this DV file first.
     Needs(Url),
 }
 
+/// One attempt at decoding `dv` (of the table at `root`, for data file `name`) with the DV
+/// file `fetched`, if one was: the deleted rows, their count checked against the log's
+/// cardinality; or the DV file the kernel asked for and that is not fetched yet. CPU work.
+pub(crate) fn attempt(
+    dv: &DeletionVectorDescriptor,
+    root: &Url,
+    fetched: Option<(Url, Bytes)>,
+    name: &str,
+) -> Result<Attempt> {
+    let had_file = fetched.is_some();
+    let storage = Arc::new(Fetched {
+        file: fetched,
+        missing: Mutex::new(None),
+    });
+    match dv.read(Arc::clone(&storage) as Arc<dyn StorageHandler>, root) {
+        Ok(rows) if rows.len() as i64 != dv.cardinality => Err(Error::new(
+            ErrorKind::CorruptTable,
+            format!(
+                "its deletion vector deletes {} rows; the log says {}",
+                rows.len(),
+                dv.cardinality
+            ),
+        )
+        .with_path(name)),
+        Ok(rows) => Ok(Attempt::Rows(rows)),
+        Err(e) => match storage.missing() {
+            Some(url) if !had_file => Ok(Attempt::Needs(url)),
+            _ => Err(Error::new(
+                ErrorKind::CorruptData,
+                format!("reading its deletion vector: {e}"),
+            )
+            .with_path(name)),
+        },
+    }
+}
+
 impl DeleteLoader for DvLoader {
     fn load(&self, ctx: LoadContext) -> BoxFuture<'static, Result<RoaringTreemap>> {
         let (dv, root, file) = (self.dv.clone(), self.root.clone(), self.file.clone());
-        let (files, engine) = (Arc::clone(&self.files), Arc::clone(&self.engine));
+        let files = Arc::clone(&self.files);
         Box::pin(async move {
             let mut fetched: Option<(Url, Bytes)> = None;
             loop {
-                let storage = Arc::new(Fetched {
-                    file: fetched.clone(),
-                    missing: Mutex::new(None),
-                });
-                let dv_engine = DvEngine {
-                    storage: Arc::clone(&storage),
-                    inner: Arc::clone(&engine),
-                };
-                let (dv, root, name) = (dv.clone(), root.clone(), file.clone());
-                let had_file = fetched.is_some();
-                let attempt = ctx
-                    .spawn_cpu(move || match dv.read(dv_engine.storage_handler(), &root) {
-                        Ok(rows) if rows.len() as i64 != dv.cardinality => Err(Error::new(
-                            ErrorKind::CorruptTable,
-                            format!(
-                                "its deletion vector deletes {} rows; the log says {}",
-                                rows.len(),
-                                dv.cardinality
-                            ),
-                        )
-                        .with_path(name)),
-                        Ok(rows) => Ok(Attempt::Rows(rows)),
-                        Err(e) => match storage.missing() {
-                            Some(url) if !had_file => Ok(Attempt::Needs(url)),
-                            _ => Err(Error::new(
-                                ErrorKind::CorruptData,
-                                format!("reading its deletion vector: {e}"),
-                            )
-                            .with_path(name)),
-                        },
-                    })
+                let (dv, root, name, got) = (dv.clone(), root.clone(), file.clone(), fetched);
+                let found = ctx
+                    .spawn_cpu(move || attempt(&dv, &root, got, &name))
                     .await?;
-                match attempt {
+                match found {
                     Attempt::Rows(rows) => return Ok(rows),
                     Attempt::Needs(url) => {
                         let bytes = files.get(&url).await.map_err(|e| {

@@ -34,6 +34,9 @@
 
 mod dv;
 mod engine;
+#[cfg(feature = "fuzzing")]
+#[doc(hidden)]
+pub mod fuzzing;
 mod handler;
 mod log_cache;
 mod log_check;

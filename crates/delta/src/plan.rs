@@ -372,7 +372,6 @@ impl Context {
                 root: self.root.clone(),
                 file: location.to_string(),
                 files: Arc::clone(&self.dv_files),
-                engine: Arc::clone(&self.engine) as Arc<dyn Engine>,
             }));
         }
         let engine: Arc<dyn Engine> = Arc::clone(&self.engine) as Arc<dyn Engine>;

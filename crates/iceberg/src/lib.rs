@@ -125,6 +125,9 @@
 
 mod deletes;
 mod dv;
+#[cfg(feature = "fuzzing")]
+#[doc(hidden)]
+pub mod fuzzing;
 mod integrity;
 pub mod normalize;
 mod plan;
