@@ -281,8 +281,7 @@ pub fn set_footer_field(b: &mut Vec<u8>, path: &[i16], value: i64) -> usize {
         let Some(t) = toks
             .tokens
             .iter()
-            .filter(|t| t.path == path && t.kind == thrift::Kind::Int && t.value != value)
-            .next_back()
+            .rfind(|t| t.path == path && t.kind == thrift::Kind::Int && t.value != value)
             .cloned()
         else {
             return set;
@@ -419,9 +418,8 @@ pub fn rewrite_page(b: &mut Vec<u8>, at: usize, header: &[u8], data: &[u8]) {
             [4, 2] | [4, 6] => i == rg,
             _ => false,
         };
-        if sized {
-            edits.push((t.clone(), t.value + delta));
-        } else if OFFSETS.contains(&t.path.as_slice()) && t.value > at as i64 {
+        let moved = OFFSETS.contains(&t.path.as_slice()) && t.value > at as i64;
+        if sized || moved {
             edits.push((t.clone(), t.value + delta));
         }
     }
