@@ -12,4 +12,6 @@ from="${1:?usage: fuzz/seeds.sh DIR_OF_PARQUET_FILES}"
 RAYQUET_SEEDS_FROM="$(realpath "$from")" RAYQUET_SEEDS_TO="$PWD/fuzz/corpus" \
     nice -n 10 cargo test -p rayquet-fuzz-replay --release --test replay -- \
     --ignored write_seeds --nocapture
+RAYQUET_SEEDS_TO="$PWD/fuzz/corpus" nice -n 10 cargo test -p rayquet-fuzz-replay --release \
+    --test tables -- --ignored write_table_seeds --nocapture
 du -sh fuzz/corpus/*
