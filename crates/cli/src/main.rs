@@ -10,8 +10,9 @@
 //! rayquet gen /tmp/data --files 16 --row-groups 8 --rows 65536 --compression zstd
 //! # with the `datafusion` feature:
 //! rayquet sql "SELECT l_returnflag, count(*) FROM t GROUP BY 1" --parquet t=s3://bucket/lineitem/
-//! rayquet worker --listen 0.0.0.0:50051
-//! rayquet sql "SELECT count(*) FROM t" --iceberg t=warehouse/db/events --workers http://a:50051,http://b:50051
+//! rayquet worker --listen 0.0.0.0:50051 --token-file /etc/rayquet/token --allow s3://bucket/lineitem/
+//! rayquet sql "SELECT count(*) FROM t" --iceberg t=warehouse/db/events --workers http://a:50051,http://b:50051 \
+//!     --token-file /etc/rayquet/token
 //! ```
 //!
 //! Errors are printed as `error: <message>` on stderr with exit code 1.

@@ -15,10 +15,10 @@ use rayquet::{ScanBuilder, ScanOptions};
 use rayquet_datafusion::datafusion::arrow::array::RecordBatch;
 use rayquet_datafusion::datafusion::arrow::util::pretty::pretty_format_batches;
 use rayquet_datafusion::datafusion::prelude::SessionContext;
-use rayquet_datafusion::{RayquetTable, WorkerScan};
+use rayquet_datafusion::{guard, RayquetTable, WorkerScan};
 use url::Url;
 
-use crate::format::{count, parse_key_value, write_out};
+use crate::format::{count, parse_bytes, parse_key_value, write_out};
 use crate::CliResult;
 
 #[derive(Debug, Args)]
@@ -63,6 +63,8 @@ pub struct SqlArgs {
     /// their own command line and environment: no credential is sent to them.
     #[arg(long = "option", value_name = "KEY=VALUE", value_parser = parse_key_value)]
     options: Vec<(String, String)>,
+    #[command(flatten)]
+    credentials: ClientCredentialArgs,
     /// Write every result row to this Arrow IPC file.
     #[arg(long, value_name = "FILE.arrow")]
     out: Option<PathBuf>,
@@ -75,15 +77,141 @@ pub struct SqlArgs {
     json: bool,
 }
 
+/// What `rayquet sql --workers` presents to the workers.
+#[derive(Debug, Args)]
+pub struct ClientCredentialArgs {
+    /// The workers' bearer token, in this file (first line); or in the environment variable
+    /// RAYQUET_WORKER_TOKEN.
+    #[arg(long, value_name = "FILE")]
+    token_file: Option<PathBuf>,
+    /// For https:// workers: the CA (PEM) their certificates chain to (default: the system's).
+    #[arg(long, value_name = "CA.pem")]
+    tls_ca: Option<PathBuf>,
+    /// For workers that ask for one (mutual TLS): this client's certificate (PEM), with
+    /// --tls-key.
+    #[arg(long, value_name = "CERT.pem", requires = "tls_key")]
+    tls_cert: Option<PathBuf>,
+    /// The key of --tls-cert (PEM).
+    #[arg(long, value_name = "KEY.pem", requires = "tls_cert")]
+    tls_key: Option<PathBuf>,
+}
+
+/// The environment variable a worker's or a coordinator's token can come from.
+const TOKEN_VAR: &str = "RAYQUET_WORKER_TOKEN";
+
+/// The token of `--token-file`, else of [`TOKEN_VAR`].
+fn token(file: Option<&PathBuf>) -> CliResult<Option<guard::Token>> {
+    Ok(match (file, std::env::var(TOKEN_VAR).ok()) {
+        (Some(f), _) => Some(guard::Token::from_file(f)?),
+        (None, Some(v)) if !v.is_empty() => Some(guard::Token::new(&v)?),
+        _ => None,
+    })
+}
+
+impl ClientCredentialArgs {
+    fn credentials(&self) -> CliResult<guard::Credentials> {
+        let mut c = guard::Credentials::none();
+        if let Some(t) = token(self.token_file.as_ref())? {
+            c = c.token(t);
+        }
+        if let Some(ca) = &self.tls_ca {
+            c = c.ca_file(ca)?;
+        }
+        if let (Some(cert), Some(key)) = (&self.tls_cert, &self.tls_key) {
+            c = c.identity_files(cert, key)?;
+        }
+        Ok(c)
+    }
+}
+
 #[derive(Debug, Args)]
 pub struct WorkerArgs {
     /// Address to listen on, e.g. 0.0.0.0:50051 (port 0: any free port; the URL is printed).
+    /// An address other than loopback needs --token-file (or RAYQUET_WORKER_TOKEN) or
+    /// --tls-client-ca, unless --insecure.
     #[arg(long, value_name = "HOST:PORT")]
     listen: String,
     /// Object-store option for the stores this worker reads through, e.g.
     /// aws_region=eu-west-1 (repeatable; the environment is read too).
     #[arg(long = "option", value_name = "KEY=VALUE", value_parser = parse_key_value)]
     options: Vec<(String, String)>,
+    /// The bearer token every call must carry, in this file (first line, at least 16
+    /// characters); or in the environment variable RAYQUET_WORKER_TOKEN.
+    #[arg(long, value_name = "FILE")]
+    token_file: Option<PathBuf>,
+    /// Serve TLS (https://) with this certificate (PEM chain), with --tls-key.
+    #[arg(long, value_name = "CERT.pem", requires = "tls_key")]
+    tls_cert: Option<PathBuf>,
+    /// The key of --tls-cert (PEM).
+    #[arg(long, value_name = "KEY.pem", requires = "tls_cert")]
+    tls_key: Option<PathBuf>,
+    /// Mutual TLS: accept only clients whose certificate chains to this CA (PEM).
+    #[arg(long, value_name = "CA.pem", requires = "tls_cert")]
+    tls_client_ca: Option<PathBuf>,
+    /// The CA (PEM) other workers' certificates chain to, when a query has this worker read
+    /// from them (shuffles); default: --tls-client-ca, else the system's.
+    #[arg(long, value_name = "CA.pem")]
+    tls_peer_ca: Option<PathBuf>,
+    /// Units may read only under this root: a local directory or an object-store prefix
+    /// (s3://bucket/prefix, gs://..., az://...), repeatable. None given: object-store URLs
+    /// only, no local file.
+    #[arg(long, value_name = "ROOT")]
+    allow: Vec<String>,
+    /// Another worker this one may read from in a query (its URL as the coordinator's
+    /// --workers name it), repeatable. None given: it dials no other worker.
+    #[arg(long, value_name = "URL")]
+    peer: Vec<Url>,
+    /// The largest gRPC message it decodes (a plan, a batch of units).
+    #[arg(long, value_name = "BYTES", value_parser = parse_bytes, default_value = "64M")]
+    max_message_size: usize,
+    /// Calls it serves at once; past that, a call is refused.
+    #[arg(long, value_name = "N", default_value_t = 512)]
+    max_calls: usize,
+    /// DataFusion's memory pool for the queries it runs (e.g. 4G; default: unbounded).
+    #[arg(long, value_name = "BYTES", value_parser = parse_bytes)]
+    memory_limit: Option<usize>,
+    /// Listen on a non-loopback address without a token or client certificates: anyone who
+    /// reaches the port can run queries with this worker's credentials.
+    #[arg(long)]
+    insecure: bool,
+}
+
+impl WorkerArgs {
+    /// What this worker lets in: its credentials, roots, peers and limits.
+    fn guard(&self) -> CliResult<guard::WorkerGuard> {
+        let token = token(self.token_file.as_ref())?;
+        let tls = match (&self.tls_cert, &self.tls_key) {
+            (Some(c), Some(k)) => Some(guard::ServerTls::from_files(
+                c,
+                k,
+                self.tls_client_ca.as_deref(),
+            )?),
+            _ => None,
+        };
+        let mut peer_credentials = guard::Credentials::none();
+        if let Some(t) = &token {
+            peer_credentials = peer_credentials.token(t.clone());
+        }
+        if let Some(ca) = self.tls_peer_ca.as_ref().or(self.tls_client_ca.as_ref()) {
+            peer_credentials = peer_credentials.ca_file(ca)?;
+        }
+        if let (Some(c), Some(k), Some(_)) = (&self.tls_cert, &self.tls_key, &self.tls_client_ca) {
+            peer_credentials = peer_credentials.identity_files(c, k)?;
+        }
+        Ok(guard::WorkerGuard {
+            token,
+            tls,
+            roots: guard::Roots::parse(&self.allow)?,
+            peers: self.peer.clone(),
+            peer_credentials,
+            limits: guard::Limits {
+                max_message_bytes: self.max_message_size,
+                max_calls: self.max_calls.max(1),
+                memory_limit: self.memory_limit,
+                ..Default::default()
+            },
+        })
+    }
 }
 
 fn scan_options(options: &[(String, String)]) -> ScanOptions {
@@ -182,7 +310,11 @@ pub fn run(mut args: SqlArgs) -> CliResult<()> {
     let options = scan_options(&args.options);
     let ctx = match args.workers.is_empty() {
         true => rayquet_datafusion::local_session(),
-        false => rayquet_datafusion::distributed_session(args.workers.clone(), options.clone())?,
+        false => rayquet_datafusion::distributed_session_with(
+            args.workers.clone(),
+            options.clone(),
+            args.credentials.credentials()?,
+        )?,
     };
     register(&ctx, &mut args, &options)?;
     let start = Instant::now();
@@ -288,18 +420,35 @@ fn write_ipc(path: &std::path::Path, batches: &[RecordBatch]) -> CliResult<()> {
 
 pub fn worker(args: WorkerArgs) -> CliResult<()> {
     let options = scan_options(&args.options);
+    let guard = args.guard()?;
     runtime()?.block_on(async {
         let listener = tokio::net::TcpListener::bind(&args.listen)
             .await
             .map_err(|e| format!("listening on {}: {e}", args.listen))?;
         let addr = listener.local_addr()?;
+        if !addr.ip().is_loopback() && !guard.authenticates() {
+            if !args.insecure {
+                return Err(format!(
+                    "refusing to serve on {addr} without authentication: anyone who reaches \
+                     it could run queries with this worker's credentials. Give --token-file \
+                     (or {TOKEN_VAR}) or --tls-client-ca, or --insecure to serve anyway"
+                )
+                .into());
+            }
+            eprintln!(
+                "WARNING: rayquet worker on {addr} without authentication (--insecure): \
+                 anyone who reaches it can run queries with this worker's credentials"
+            );
+        }
+        let (worker, _stats) = rayquet_datafusion::guarded_worker(options, &guard)?;
+        let scheme = if guard.tls.is_some() { "https" } else { "http" };
         let mut stdout = std::io::stdout().lock();
         write_out(
             &mut stdout,
-            format_args!("rayquet worker listening on http://{addr}\n"),
+            format_args!("rayquet worker listening on {scheme}://{addr}\n"),
         )?;
         drop(stdout);
-        rayquet_datafusion::serve(listener, options).await?;
+        rayquet_datafusion::serve_guarded(listener, worker, &guard).await?;
         Ok(())
     })
 }

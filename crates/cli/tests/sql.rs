@@ -41,6 +41,9 @@ impl Worker {
     fn start() -> Worker {
         let mut child = Command::new(env!("CARGO_BIN_EXE_rayquet"))
             .args(["worker", "--listen", "127.0.0.1:0"])
+            // The tests' data lies in temporary directories; the workers read each other.
+            .args(["--allow", std::env::temp_dir().to_str().unwrap()])
+            .args(["--peer", "http://127.0.0.1"])
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
             .spawn()

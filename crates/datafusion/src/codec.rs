@@ -19,7 +19,7 @@ use rayquet::ScanOptions;
 
 use crate::exec::{RayquetScanExec, ScanSpec};
 use crate::feed::Planner;
-use crate::worker::WorkerStats;
+use crate::worker::Remote;
 
 /// The node on the wire.
 #[derive(Clone, PartialEq, ::prost::Message)]
@@ -38,7 +38,8 @@ struct ScanNode {
 #[derive(Debug, Clone, Default)]
 pub struct RayquetCodec {
     options: ScanOptions,
-    stats: Option<Arc<WorkerStats>>,
+    /// On a worker: its counters and the roots its units must read under.
+    remote: Option<Remote>,
 }
 
 impl RayquetCodec {
@@ -46,13 +47,14 @@ impl RayquetCodec {
     pub fn new(options: ScanOptions) -> Self {
         RayquetCodec {
             options,
-            stats: None,
+            remote: None,
         }
     }
 
-    /// Count the units and rows this process's rebuilt nodes scan in `stats`.
-    pub(crate) fn with_stats(mut self, stats: Arc<WorkerStats>) -> Self {
-        self.stats = Some(stats);
+    /// The nodes this process rebuilds count their units and rows, and check their units'
+    /// paths, as `remote` says (a worker's).
+    pub(crate) fn with_remote(mut self, remote: Remote) -> Self {
+        self.remote = Some(remote);
         self
     }
 }
@@ -77,7 +79,7 @@ impl PhysicalExtensionCodec for RayquetCodec {
             node.partitions as usize,
             self.options.clone(),
             None,
-            self.stats.clone(),
+            self.remote.clone(),
             0,
         )))
     }

@@ -45,7 +45,7 @@ use crate::dynamic::Dynamic;
 use crate::feed::{Planner, UnitKind};
 use crate::order::SortKey;
 use crate::stream::{reader_stream, Shape};
-use crate::worker::WorkerStats;
+use crate::worker::Remote;
 
 /// What a scan reads, as every process that reads its units rebuilds it.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -91,7 +91,8 @@ pub struct RayquetScanExec {
     /// This process's options: stores, pools, memory budget.
     options: ScanOptions,
     stats: Statistics,
-    worker: Option<Arc<WorkerStats>>,
+    /// On a worker: what it counts, and the roots its units must read under.
+    worker: Option<Remote>,
     metrics: ExecutionPlanMetricsSet,
     props: Arc<PlanProperties>,
     /// Units planned (on the coordinator; 0 where the node was decoded).
@@ -107,7 +108,7 @@ impl RayquetScanExec {
         partitions: usize,
         options: ScanOptions,
         stats: Option<Statistics>,
-        worker: Option<Arc<WorkerStats>>,
+        worker: Option<Remote>,
         units: usize,
     ) -> Self {
         let schema: SchemaRef = Arc::new(spec.schema.clone());
@@ -318,6 +319,7 @@ impl ExecutionPlan for RayquetScanExec {
         let units_seen = MetricBuilder::new(&self.metrics).counter("units", partition);
         let rows_seen = MetricBuilder::new(&self.metrics).output_rows(partition);
         let worker = self.worker.clone();
+        let spec = Arc::clone(&self.spec);
         let units = self
             .feed
             .feed(partition, Arc::clone(&ctx))?
@@ -329,7 +331,7 @@ impl ExecutionPlan for RayquetScanExec {
                 let unit = unit.and_then(|u| UnitKind::decode(&u))?;
                 units_seen.add(1);
                 if let Some(w) = &worker {
-                    w.unit(unit.path());
+                    w.admit(&unit, &spec)?;
                 }
                 Ok(unit)
             })

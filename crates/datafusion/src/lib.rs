@@ -23,7 +23,9 @@
 //!
 //! # Across machines
 //!
-//! Each worker machine runs [`serve`] (or `rayquet worker --listen 0.0.0.0:50051`); the
+//! Each worker machine runs [`guarded_worker`] + [`serve_guarded`] (or `rayquet worker
+//! --listen 0.0.0.0:50051 --token-file ...`: see [`guard`] for what a worker refuses; [`serve`]
+//! runs any plan it is sent, for a trusted network only); the
 //! coordinator plans (listing, Iceberg planning, Delta log replay) and streams work units to
 //! them: a Parquet file, an Iceberg task with its delete files, a Delta file with its deletion
 //! vector. Units carry no credentials: every worker reads through the stores of its own
@@ -70,6 +72,7 @@ mod dynamic;
 mod exec;
 mod feed;
 mod filter;
+pub mod guard;
 mod meta;
 mod order;
 mod session;
@@ -86,12 +89,14 @@ pub use codec::RayquetCodec;
 pub use exec::RayquetScanExec;
 pub use feed::{Planner, Unit};
 pub use session::{
-    collect_distributed, distributed_session, local_session, name_failed_workers, scan_nodes,
-    worker_scans, WorkerScan, BROADCAST_BYTES, BROADCAST_ROWS,
+    collect_distributed, distributed_session, distributed_session_with, local_session,
+    name_failed_workers, scan_nodes, worker_scans, WorkerScan, BROADCAST_BYTES, BROADCAST_ROWS,
 };
 pub use statements::{collect_sql, parse_statements};
 pub use table::{RayquetTable, DEFAULT_UNIT_BYTES};
-pub use worker::{serve, serve_worker, worker, WorkerStats, RECENT_UNITS};
+pub use worker::{
+    guarded_worker, serve, serve_guarded, serve_worker, worker, WorkerStats, RECENT_UNITS,
+};
 
 /// DataFusion, datafusion-distributed and datafusion-proto, the versions this crate uses.
 pub use datafusion;

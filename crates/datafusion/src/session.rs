@@ -301,6 +301,17 @@ pub const BROADCAST_ROWS: usize = 512 << 10;
 /// whose build side is estimated below [`BROADCAST_BYTES`] (or [`BROADCAST_ROWS`]) broadcast
 /// it instead of shuffling both sides.
 pub fn distributed_session(workers: Vec<Url>, options: ScanOptions) -> Result<SessionContext> {
+    distributed_session_with(workers, options, crate::guard::Credentials::none())
+}
+
+/// [`distributed_session`] presenting `credentials` to the workers: TLS for their `https://`
+/// URLs (the CA their certificates chain to, a client certificate for mutual TLS) and a bearer
+/// token on every call, as guarded workers ([`crate::serve_guarded`]) require.
+pub fn distributed_session_with(
+    workers: Vec<Url>,
+    options: ScanOptions,
+    credentials: crate::guard::Credentials,
+) -> Result<SessionContext> {
     if workers.is_empty() {
         return Err(DataFusionError::Configuration(
             "a distributed session needs at least one worker".into(),
@@ -316,6 +327,7 @@ pub fn distributed_session(workers: Vec<Url>, options: ScanOptions) -> Result<Se
         .with_config(config)
         .with_default_features()
         .with_distributed_worker_resolver(Workers(workers.clone()))
+        .with_distributed_channel_resolver(crate::guard::SecureChannels::new(credentials))
         .with_physical_optimizer_rule(Arc::new(ScanStages))
         .with_distributed_planner()
         .with_distributed_user_codec(RayquetCodec::new(options))

@@ -16,6 +16,9 @@ use datafusion_distributed::{DistributedExt, Worker, WorkerQueryContext};
 use rayquet::ScanOptions;
 
 use crate::codec::RayquetCodec;
+use crate::exec::{Plan, ScanSpec};
+use crate::feed::UnitKind;
+use crate::guard::{check_plan, Roots, SecureChannels, WorkerGuard};
 
 /// The data files of this many recent units are kept ([`WorkerStats::files`]): a worker that
 /// runs for months keeps a bounded list.
@@ -61,23 +64,112 @@ impl WorkerStats {
     }
 }
 
+/// What a worker's rebuilt scan nodes share: its counters, and (a guarded worker's) the roots
+/// every path of a unit must lie under.
+#[derive(Clone, Debug)]
+pub(crate) struct Remote {
+    pub stats: Arc<WorkerStats>,
+    pub roots: Option<Arc<Roots>>,
+}
+
+impl Remote {
+    /// A unit received for the scan `spec`: its paths checked against the roots (an error
+    /// naming the first outside them, before anything is opened), then counted.
+    pub fn admit(&self, unit: &UnitKind, spec: &ScanSpec) -> rayquet::Result<()> {
+        if let Some(roots) = &self.roots {
+            let paths: Vec<String> = match (unit, &spec.plan) {
+                (UnitKind::Parquet(t), _) => vec![t.location().to_string()],
+                (UnitKind::Iceberg(u), _) => u.paths().into_iter().map(String::from).collect(),
+                (UnitKind::Delta(u), Plan::Delta(plan)) => plan.paths(u)?,
+                (UnitKind::Delta(u), _) => vec![u.path.clone()],
+            };
+            for p in paths {
+                roots.check(&p).map_err(|e| {
+                    rayquet::Error::new(rayquet::ErrorKind::PermissionDenied, e.to_string())
+                        .with_path(p.clone())
+                })?;
+            }
+        }
+        self.stats.unit(unit.path());
+        Ok(())
+    }
+
+    pub fn rows(&self, n: usize) {
+        self.stats.rows(n);
+    }
+}
+
 /// A datafusion-distributed worker that runs rayquet scan units with `options`, and the
 /// counters of what it scanned. Serve it with `worker.into_worker_server()` on a tonic server,
-/// or with [`serve`].
+/// or with [`serve`]. It runs any plan it is sent: see [`guarded_worker`] for one that checks.
 pub fn worker(options: ScanOptions) -> (Worker, Arc<WorkerStats>) {
+    make_worker(options, None).expect("an unguarded worker has no memory pool to build")
+}
+
+/// A worker as [`worker`] makes, checking what it lets in as `guard` says (see
+/// [`crate::guard`]): every plan, every unit's paths, the peers it dials, its memory pool.
+/// Serve it with [`serve_guarded`], which adds the credentials and the limits of the calls.
+pub fn guarded_worker(
+    options: ScanOptions,
+    guard: &WorkerGuard,
+) -> Result<(Worker, Arc<WorkerStats>)> {
+    let (worker, stats) = make_worker(options, Some(guard))?;
+    let worker = match guard.limits.memory_limit {
+        Some(bytes) => worker.with_runtime_env(Arc::new(
+            datafusion::execution::runtime_env::RuntimeEnvBuilder::new()
+                .with_memory_limit(bytes, 1.0)
+                .build()?,
+        )),
+        None => worker,
+    };
+    // FlightData chunks well below the largest message the peers decode.
+    Ok((
+        worker.with_max_message_size(guard.limits.max_message_bytes / 2),
+        stats,
+    ))
+}
+
+fn make_worker(
+    options: ScanOptions,
+    guard: Option<&WorkerGuard>,
+) -> Result<(Worker, Arc<WorkerStats>)> {
     let stats = Arc::new(WorkerStats::default());
-    let codec = RayquetCodec::new(options).with_stats(Arc::clone(&stats));
+    let remote = Remote {
+        stats: Arc::clone(&stats),
+        roots: guard.map(|g| Arc::new(g.roots.clone())),
+    };
+    let codec = RayquetCodec::new(options).with_remote(remote);
+    let channels = guard.map(|g| SecureChannels::new(g.peer_credentials.clone()).only(&g.peers));
     let worker = Worker::from_session_builder(move |ctx: WorkerQueryContext| {
-        let codec = codec.clone();
-        async move { Ok::<SessionState, DataFusionError>(worker_session(ctx, codec)) }
+        let (codec, channels) = (codec.clone(), channels.clone());
+        async move { Ok::<SessionState, DataFusionError>(worker_session(ctx, codec, channels)) }
     });
-    (worker, stats)
+    Ok((worker, stats))
 }
 
 /// The worker's session: the one datafusion-distributed prepared (its config carries the
-/// query's work unit channels), with the rayquet codec.
-fn worker_session(ctx: WorkerQueryContext, codec: RayquetCodec) -> SessionState {
-    ctx.builder.with_distributed_user_codec(codec).build()
+/// query's work unit channels), with the rayquet codec; a guarded worker's also checks every
+/// plan ([`check_plan`]) and dials only its peers, presenting its credentials.
+fn worker_session(
+    ctx: WorkerQueryContext,
+    codec: RayquetCodec,
+    channels: Option<SecureChannels>,
+) -> SessionState {
+    let builder = ctx.builder.with_distributed_user_codec(codec);
+    match channels {
+        None => builder.build(),
+        Some(channels) => builder
+            .with_distributed_channel_resolver(channels)
+            .with_distributed_worker_plan_rewrite_handler(
+                |ev: datafusion_distributed::WorkerPlanRewriteEvent| {
+                    check_plan(&ev.plan)?;
+                    Ok(datafusion_distributed::WorkerPlanRewriteEventResponse::new(
+                        ev.plan,
+                    ))
+                },
+            )
+            .build(),
+    }
 }
 
 /// Serve a rayquet worker with `options` on `listener` until the future is dropped or the
@@ -111,6 +203,52 @@ pub async fn serve_worker(listener: tokio::net::TcpListener, worker: Worker) -> 
         .serve_with_incoming(incoming(listener))
         .await
         .map_err(|e| DataFusionError::External(Box::new(e)))
+}
+
+/// Serve a worker made with [`guarded_worker`] on `listener` as `guard` says: TLS (and mutual
+/// TLS) if set, its bearer token checked on every call, messages of at most
+/// `limits.max_message_bytes` decoded, at most `limits.max_calls` calls at once (a call past
+/// that is refused, the others go on), HTTP/2 keepalives that drop peers which stop answering.
+///
+/// ```no_run
+/// # async fn example() -> datafusion::error::Result<()> {
+/// use rayquet_datafusion::guard::{Token, WorkerGuard};
+/// let guard = WorkerGuard {
+///     token: Some(Token::from_file("/etc/rayquet/token".as_ref())?),
+///     ..Default::default()
+/// };
+/// let (worker, _stats) = rayquet_datafusion::guarded_worker(rayquet::ScanOptions::new(), &guard)?;
+/// let listener = tokio::net::TcpListener::bind("0.0.0.0:50051").await?;
+/// rayquet_datafusion::serve_guarded(listener, worker, &guard).await
+/// # }
+/// ```
+pub async fn serve_guarded(
+    listener: tokio::net::TcpListener,
+    worker: Worker,
+    guard: &WorkerGuard,
+) -> Result<()> {
+    let err = |e: tonic::transport::Error| DataFusionError::External(Box::new(e));
+    let limits = guard.limits;
+    let mut server = tonic::transport::Server::builder()
+        .http2_keepalive_interval(Some(limits.keepalive))
+        .http2_keepalive_timeout(Some(limits.keepalive))
+        .tcp_keepalive(Some(limits.keepalive * 3));
+    if let Some(tls) = guard.tls_config() {
+        server = server.tls_config(tls).map_err(err)?;
+    }
+    let service = worker
+        .into_worker_server()
+        .max_decoding_message_size(limits.max_message_bytes);
+    let service =
+        tonic::service::interceptor::InterceptedService::new(service, guard.interceptor());
+    server
+        .layer(tower::ServiceBuilder::new().load_shed().layer(
+            tower::limit::GlobalConcurrencyLimitLayer::new(limits.max_calls),
+        ))
+        .add_service(service)
+        .serve_with_incoming(incoming(listener))
+        .await
+        .map_err(err)
 }
 
 #[cfg(test)]

@@ -115,6 +115,27 @@ impl DvUnit {
 }
 
 impl ScanPlan {
+    /// Every object `unit` reads: its data file and its deletion vector's file (an inline one
+    /// reads none). What a worker checks against the roots it may read
+    /// (`rayquet_datafusion::guard`) before it opens any.
+    pub fn paths(&self, unit: &FileUnit) -> Result<Vec<String>> {
+        let data = self.location(unit)?;
+        let mut out = vec![data.clone()];
+        if let Some(dv) = &unit.deletion_vector {
+            let file = Url::parse(&data).map_err(|e| {
+                Error::new(ErrorKind::InvalidArgument, format!("bad file URL: {e}"))
+                    .with_path(&data)
+            })?;
+            let descriptor = dv.clone().descriptor(&file)?;
+            let at = descriptor.absolute_path(&self.root).map_err(|e| {
+                Error::new(ErrorKind::CorruptTable, format!("its deletion vector: {e}"))
+                    .with_path(&data)
+            })?;
+            out.extend(at.map(String::from));
+        }
+        Ok(out)
+    }
+
     /// Where `unit`'s data file is: the table root joined with its path (a URL).
     pub fn location(&self, unit: &FileUnit) -> Result<String> {
         self.root.join(&unit.path).map(String::from).map_err(|e| {

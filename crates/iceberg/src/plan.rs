@@ -108,6 +108,19 @@ pub struct TaskUnit {
     pub row_groups: Option<std::ops::Range<usize>>,
 }
 
+impl TaskUnit {
+    /// Every file the unit reads: its data file, its delete files and its deletion vector's
+    /// Puffin file, as the manifests name them. What a worker checks against the roots it may
+    /// read (`rayquet_datafusion::guard`) before it opens any.
+    pub fn paths(&self) -> Vec<&str> {
+        let mut out = vec![self.path.as_str()];
+        out.extend(self.positions.iter().map(String::as_str));
+        out.extend(self.equality.iter().map(|(p, _)| p.as_str()));
+        out.extend(self.deletion_vector.as_ref().map(|dv| dv.path.as_str()));
+        out
+    }
+}
+
 impl ScanPlan {
     pub(crate) fn new(
         schema: Arc<Schema>,
