@@ -34,6 +34,28 @@
 //! a setting in every DataFusion engine's session alike (the coordinator's, for the workers),
 //! e.g. `datafusion.optimizer.hash_join_single_partition_threshold=4194304` to give the
 //! single-process engines the join plans of the distributed session.
+//!
+//! ## Workers elsewhere (`benches/netns/run.sh`)
+//!
+//! ```sh
+//! tpch --data DIR --remote NAME=URL,URL,.. [--token-file FILE] [--tls-ca CA.pem]
+//!     [--tls-cert CERT.pem --tls-key KEY.pem] --engines datafusion,NAME      # rayquet workers
+//! tpch --data DIR --remote-df NAME=URL,URL,.. --engines datafusion,NAME   # DataFusion's scan
+//! tpch --serve HOST:PORT                                  # a plain worker for --remote-df
+//! tpch --proxy LISTEN=UPSTREAM [--proxy ..] --delay-ms D  # a TCP proxy adding D ms each way
+//! ```
+//!
+//! `--remote NAME=URLS` (repeatable) adds an engine `NAME`: the provider's tables
+//! (`require_remote`) on those running `rayquet worker`s, through a coordinator presenting
+//! `--token-file` (bearer token), `--tls-ca` (the CA of `https://` workers' certificates) and
+//! `--tls-cert`/`--tls-key` (its client certificate, for mutual TLS), one set for every
+//! `--remote` engine. `--remote-df NAME=URLS` adds an engine `NAME` of DataFusion's own Parquet
+//! tables on those workers, which must be unguarded (a guarded worker refuses DataFusion's file
+//! scans): `--serve HOST:PORT` runs one (`rayquet_datafusion::serve`, no authentication) until
+//! killed, printing `listening on http://HOST:PORT`. `--proxy LISTEN=UPSTREAM` forwards every
+//! connection to `LISTEN` on to `UPSTREAM`, holding each chunk read `--delay-ms` before
+//! writing it (both ways, in order, without limiting throughput): a link's latency, where
+//! `tc netem` is missing. Neither `--serve` nor `--proxy` runs queries.
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
@@ -44,7 +66,10 @@ use std::time::{Duration, Instant};
 use datafusion::arrow::array::RecordBatch;
 use datafusion::prelude::{ParquetReadOptions, SessionConfig, SessionContext};
 use rayquet::ScanOptions;
-use rayquet_datafusion::{datafusion, distributed_session, RayquetTable, WorkerScan};
+use rayquet_datafusion::guard::{Credentials, Token};
+use rayquet_datafusion::{
+    datafusion, distributed_session, distributed_session_with, RayquetTable, WorkerScan,
+};
 use url::Url;
 
 #[global_allocator]
@@ -72,12 +97,32 @@ struct Args {
     explain: bool,
     /// `KEY=VALUE` settings made in every DataFusion engine's session (`SET KEY = VALUE`).
     settings: Vec<(String, String)>,
+    /// `--serve`: run a plain worker on this address instead of queries.
+    serve: Option<String>,
+    /// `--proxy LISTEN=UPSTREAM`: run delaying TCP proxies instead of queries.
+    proxies: Vec<(String, String)>,
+    /// `--delay-ms`: what each proxy holds every chunk.
+    delay_ms: u64,
+    /// `--remote NAME=URLS`: engines of the provider on running rayquet workers.
+    remotes: Vec<(String, Vec<Url>)>,
+    /// `--remote-df NAME=URLS`: engines of DataFusion's scan on running plain workers.
+    remote_dfs: Vec<(String, Vec<Url>)>,
+    /// What `--remote` engines present to their workers.
+    token_file: Option<PathBuf>,
+    tls_ca: Option<PathBuf>,
+    tls_cert: Option<PathBuf>,
+    tls_key: Option<PathBuf>,
 }
 
 const USAGE: &str = "usage: tpch --data DIR [--runs 6] [--queries q1,q6,selective,PATH.sql] \
      [--engines datafusion,rayquet,workers1,workers3,duckdb,dfworkers3] [--python PATH] \
-     [--threads N] [--json FILE] [--explain] [--set KEY=VALUE ...]\n(DIR holds <table>.parquet or <table>/ for the 8 TPC-H tables; \
-     see crates/datafusion/benches/tpch.rs's docs)";
+     [--threads N] [--json FILE] [--explain] [--set KEY=VALUE ...] \
+     [--remote NAME=URL,URL.. ...] [--remote-df NAME=URL,URL.. ...] [--token-file FILE] \
+     [--tls-ca CA.pem] [--tls-cert CERT.pem --tls-key KEY.pem]\n\
+     \x20      tpch --serve HOST:PORT\n\
+     \x20      tpch --proxy LISTEN=UPSTREAM [--proxy ...] --delay-ms D\n\
+     (DIR holds <table>.parquet or <table>/ for the 8 TPC-H tables; a --remote or --remote-df \
+     NAME is an engine to name in --engines; see crates/datafusion/benches/tpch.rs's docs)";
 
 fn args() -> Args {
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
@@ -93,6 +138,15 @@ fn args() -> Args {
         json: None,
         explain: false,
         settings: vec![],
+        serve: None,
+        proxies: vec![],
+        delay_ms: 0,
+        remotes: vec![],
+        remote_dfs: vec![],
+        token_file: None,
+        tls_ca: None,
+        tls_cert: None,
+        tls_key: None,
     };
     let mut it = std::env::args().skip(1);
     while let Some(arg) = it.next() {
@@ -116,6 +170,21 @@ fn args() -> Args {
                     .unwrap_or_else(|| usage("--set KEY=VALUE"));
                 a.settings.push((k.trim().into(), v.trim().into()));
             }
+            "--serve" => a.serve = Some(value()),
+            "--proxy" => {
+                let kv = value();
+                let (l, u) = kv
+                    .split_once('=')
+                    .unwrap_or_else(|| usage("--proxy LISTEN=UPSTREAM"));
+                a.proxies.push((l.into(), u.into()));
+            }
+            "--delay-ms" => a.delay_ms = value().parse().unwrap_or_else(|_| usage("--delay-ms D")),
+            "--remote" => a.remotes.push(remote_engine(&value())),
+            "--remote-df" => a.remote_dfs.push(remote_engine(&value())),
+            "--token-file" => a.token_file = Some(value().into()),
+            "--tls-ca" => a.tls_ca = Some(value().into()),
+            "--tls-cert" => a.tls_cert = Some(value().into()),
+            "--tls-key" => a.tls_key = Some(value().into()),
             "--bench" => {}
             "-h" | "--help" => {
                 println!("{USAGE}");
@@ -124,6 +193,12 @@ fn args() -> Args {
             other => usage(&format!("unknown argument {other}")),
         }
     }
+    if a.serve.is_some() || !a.proxies.is_empty() {
+        return a;
+    }
+    if a.tls_cert.is_some() != a.tls_key.is_some() {
+        usage("--tls-cert and --tls-key go together");
+    }
     if a.data.as_os_str().is_empty() {
         usage("--data DIR (the TPC-H tables as Parquet) is required");
     }
@@ -131,6 +206,36 @@ fn args() -> Args {
         usage("--runs must be at least 2 (run 1 is reported apart)");
     }
     a
+}
+
+/// `NAME=URL,URL,...` of `--remote` and `--remote-df`: the engine's name and its workers.
+fn remote_engine(spec: &str) -> (String, Vec<Url>) {
+    let (name, urls) = spec
+        .split_once('=')
+        .unwrap_or_else(|| usage("--remote NAME=URL,URL,..."));
+    let urls: Vec<Url> = urls
+        .split(',')
+        .map(|u| Url::parse(u.trim()).unwrap_or_else(|e| usage(&format!("worker URL {u}: {e}"))))
+        .collect();
+    (name.trim().into(), urls)
+}
+
+/// What `--remote` engines present to their workers: `--token-file`, `--tls-ca`,
+/// `--tls-cert`/`--tls-key`.
+fn credentials(args: &Args) -> Credentials {
+    let mut c = Credentials::none();
+    if let Some(f) = &args.token_file {
+        c = c.token(Token::from_file(f).unwrap_or_else(|e| usage(&e.to_string())));
+    }
+    if let Some(ca) = &args.tls_ca {
+        c = c.ca_file(ca).unwrap_or_else(|e| usage(&e.to_string()));
+    }
+    if let (Some(cert), Some(key)) = (&args.tls_cert, &args.tls_key) {
+        c = c
+            .identity_files(cert, key)
+            .unwrap_or_else(|e| usage(&e.to_string()));
+    }
+    c
 }
 
 /// A wrong command line: say what is wrong and how to call the bench, and exit with 2.
@@ -293,9 +398,48 @@ fn register_parquet(ctx: &SessionContext, data: &Path, t: &str) {
         .expect("register_parquet");
 }
 
+/// The provider's tables (`own_scan`: DataFusion's own Parquet tables) on a coordinator of
+/// the external workers `urls`, presenting `creds` to them.
+fn remote(args: &Args, urls: &[Url], own_scan: bool, creds: Credentials) -> Kind {
+    let ctx = distributed_session_with(urls.to_vec(), ScanOptions::new(), creds)
+        .unwrap_or_else(|e| panic!("a session on {urls:?}: {e}"));
+    for t in TABLES {
+        if own_scan {
+            register_parquet(&ctx, &args.data, t);
+            continue;
+        }
+        let table = RayquetTable::parquet(&table_path(&args.data, t), ScanOptions::new())
+            .unwrap_or_else(|e| panic!("{t}: {e}"))
+            .require_remote(true);
+        ctx.register_table(t, Arc::new(table)).unwrap();
+    }
+    Kind::Workers {
+        ctx,
+        urls: urls.to_vec(),
+        _workers: vec![],
+    }
+}
+
 fn engine(name: &str, args: &Args) -> Engine {
     let data = &args.data;
+    let find = |list: &[(String, Vec<Url>)]| {
+        list.iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, urls)| urls.clone())
+    };
     let kind = match name {
+        _ if find(&args.remotes).is_some() => remote(
+            args,
+            &find(&args.remotes).unwrap(),
+            false,
+            credentials(args),
+        ),
+        _ if find(&args.remote_dfs).is_some() => remote(
+            args,
+            &find(&args.remote_dfs).unwrap(),
+            true,
+            Credentials::none(),
+        ),
         "datafusion" => {
             let ctx = SessionContext::new_with_config(config(args.threads));
             TABLES.iter().for_each(|t| register_parquet(&ctx, data, t));
@@ -485,6 +629,12 @@ fn main() {
         .enable_all()
         .build()
         .unwrap();
+    if let Some(addr) = &args.serve {
+        return rt.block_on(serve(addr));
+    }
+    if !args.proxies.is_empty() {
+        return rt.block_on(proxies(&args.proxies, Duration::from_millis(args.delay_ms)));
+    }
     let _guard = rt.enter();
     let mut engines: Vec<Engine> = args.engines.iter().map(|n| engine(n, &args)).collect();
     let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
@@ -622,7 +772,11 @@ fn report(args: &Args, names: &[String], results: &[(String, Vec<Measured>)]) {
                 }
             }
         }
-        let w3 = names.iter().position(|n| n == "workers3");
+        // The units of `workers3`, else of the first engine on workers (`--remote`).
+        let w3 = names
+            .iter()
+            .position(|n| n == "workers3")
+            .or_else(|| measured.iter().position(|m| !m.per_worker.is_empty()));
         let units = w3.map_or("-".into(), |i| {
             let u = &measured[i].per_worker;
             u.iter().map(u64::to_string).collect::<Vec<_>>().join("+")
@@ -690,4 +844,107 @@ fn report(args: &Args, names: &[String], results: &[(String, Vec<Measured>)]) {
         });
         std::fs::write(path, serde_json::to_string_pretty(&json).unwrap()).unwrap();
     }
+}
+
+/// `--serve`: a plain, unauthenticated worker (DataFusion's own scans allowed, for
+/// `--remote-df`) on `addr` until the process is killed.
+async fn serve(addr: &str) {
+    let listener = tokio::net::TcpListener::bind(addr)
+        .await
+        .unwrap_or_else(|e| panic!("listening on {addr}: {e}"));
+    println!("listening on http://{}", listener.local_addr().unwrap());
+    std::io::stdout().flush().unwrap();
+    rayquet_datafusion::serve(listener, ScanOptions::new())
+        .await
+        .unwrap_or_else(|e| panic!("the worker on {addr}: {e}"));
+}
+
+/// `--proxy`: every `(LISTEN, UPSTREAM)` pair forwarding connections with `delay` added each
+/// way ([`relay`]), until the process is killed.
+async fn proxies(pairs: &[(String, String)], delay: Duration) {
+    let mut tasks = Vec::new();
+    for (listen, upstream) in pairs {
+        let listener = tokio::net::TcpListener::bind(listen)
+            .await
+            .unwrap_or_else(|e| panic!("listening on {listen}: {e}"));
+        println!(
+            "proxy {} -> {upstream}, {} ms each way",
+            listener.local_addr().unwrap(),
+            delay.as_millis()
+        );
+        let upstream = upstream.clone();
+        tasks.push(tokio::spawn(async move {
+            loop {
+                let Ok((client, _)) = listener.accept().await else {
+                    continue;
+                };
+                let upstream = upstream.clone();
+                tokio::spawn(async move {
+                    match tokio::net::TcpStream::connect(&upstream).await {
+                        Ok(server) => {
+                            let _ = client.set_nodelay(true);
+                            let _ = server.set_nodelay(true);
+                            let (cr, cw) = client.into_split();
+                            let (sr, sw) = server.into_split();
+                            tokio::join!(relay(cr, sw, delay), relay(sr, cw, delay));
+                        }
+                        Err(e) => eprintln!("proxy: connecting to {upstream}: {e}"),
+                    }
+                });
+            }
+        }));
+    }
+    std::io::stdout().flush().unwrap();
+    futures::future::join_all(tasks).await;
+}
+
+/// One direction of a proxied connection: each chunk read from `from` is written to `to`
+/// `delay` after it was read, in order. A reader task stamps chunks with their deadline onto a
+/// channel, a writer sleeps until each deadline, so many chunks are in flight at once (the
+/// link's throughput is not one chunk per `delay`). End of input (or an error) closes `to`'s
+/// write side once everything before it is written.
+async fn relay(
+    from: tokio::net::tcp::OwnedReadHalf,
+    to: tokio::net::tcp::OwnedWriteHalf,
+    delay: Duration,
+) {
+    let (tx, mut rx) = tokio::sync::mpsc::channel::<(tokio::time::Instant, Vec<u8>)>(4096);
+    let reader = async move {
+        let mut buf = vec![0u8; 256 << 10];
+        loop {
+            if from.readable().await.is_err() {
+                break;
+            }
+            match from.try_read(&mut buf) {
+                Ok(0) => break,
+                Ok(n) => {
+                    let due = tokio::time::Instant::now() + delay;
+                    if tx.send((due, buf[..n].to_vec())).await.is_err() {
+                        break;
+                    }
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => continue,
+                Err(_) => break,
+            }
+        }
+        // `tx` dropped: the writer ends after the last chunk.
+    };
+    let writer = async move {
+        while let Some((due, bytes)) = rx.recv().await {
+            tokio::time::sleep_until(due).await;
+            let mut rest = &bytes[..];
+            while !rest.is_empty() {
+                if to.writable().await.is_err() {
+                    return;
+                }
+                match to.try_write(rest) {
+                    Ok(n) => rest = &rest[n..],
+                    Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => continue,
+                    Err(_) => return,
+                }
+            }
+        }
+        // `to` dropped here: its write side is shut down (the peer reads end of input).
+    };
+    tokio::join!(reader, writer);
 }
