@@ -646,3 +646,279 @@ async fn tpch_on_three_tls_workers_matches_datafusion() {
     }
     assert_eq!(checked, 22);
 }
+
+/// A network of namespaces for [`queries_cross_a_real_network_stack`]: a bridge in this
+/// namespace and a veth pair to each namespace; removed (with every process in them) on drop.
+struct Namespaces {
+    names: Vec<String>,
+    bridge: String,
+}
+
+impl Namespaces {
+    /// `n` namespaces `<prefix>0..n`, at `<net>.10+i`, the bridge at `<net>.1`.
+    fn new(prefix: &str, net: &str, n: usize) -> Result<Namespaces, String> {
+        let ip = |args: &[&str]| -> Result<(), String> {
+            let out = Command::new("ip")
+                .args(args)
+                .output()
+                .map_err(|e| e.to_string())?;
+            match out.status.success() {
+                true => Ok(()),
+                false => Err(format!(
+                    "ip {}: {}",
+                    args.join(" "),
+                    String::from_utf8_lossy(&out.stderr)
+                )),
+            }
+        };
+        let me = Namespaces {
+            names: (0..n).map(|i| format!("{prefix}{i}")).collect(),
+            bridge: format!("{prefix}br"),
+        };
+        ip(&["link", "add", &me.bridge, "type", "bridge"])?;
+        ip(&["addr", "add", &format!("{net}.1/24"), "dev", &me.bridge])?;
+        ip(&["link", "set", &me.bridge, "up"])?;
+        for (i, ns) in me.names.iter().enumerate() {
+            let host_end = format!("{ns}v");
+            ip(&["netns", "add", ns])?;
+            ip(&[
+                "link", "add", &host_end, "type", "veth", "peer", "name", "eth0", "netns", ns,
+            ])?;
+            ip(&["link", "set", &host_end, "master", &me.bridge, "up"])?;
+            let addr = format!("{net}.{}/24", 10 + i);
+            ip(&["-n", ns, "addr", "add", &addr, "dev", "eth0"])?;
+            ip(&["-n", ns, "link", "set", "eth0", "up"])?;
+            ip(&["-n", ns, "link", "set", "lo", "up"])?;
+        }
+        Ok(me)
+    }
+}
+
+impl Drop for Namespaces {
+    fn drop(&mut self) {
+        for ns in &self.names {
+            let pids = Command::new("ip").args(["netns", "pids", ns]).output();
+            for pid in pids
+                .map(|o| o.stdout)
+                .unwrap_or_default()
+                .split(|b| *b == b'\n')
+            {
+                if let Ok(pid) = std::str::from_utf8(pid).unwrap_or("").trim().parse::<i32>() {
+                    let _ = Command::new("kill").arg(pid.to_string()).status();
+                }
+            }
+            let _ = Command::new("ip").args(["netns", "del", ns]).status();
+        }
+        let _ = Command::new("ip")
+            .args(["link", "del", &self.bridge])
+            .status();
+    }
+}
+
+/// A TCP proxy from `listen` to `upstream` holding every chunk `delay` before passing it on,
+/// both ways, in order: a link's latency where `tc netem` is missing. Runs on the current
+/// tokio runtime until the test ends.
+async fn delay_proxy(
+    listen: std::net::SocketAddr,
+    upstream: std::net::SocketAddr,
+    delay: std::time::Duration,
+) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let listener = tokio::net::TcpListener::bind(listen).await.unwrap();
+    tokio::spawn(async move {
+        while let Ok((down, _)) = listener.accept().await {
+            let Ok(up) = tokio::net::TcpStream::connect(upstream).await else {
+                continue;
+            };
+            let _ = (down.set_nodelay(true), up.set_nodelay(true));
+            let (dr, dw) = down.into_split();
+            let (ur, uw) = up.into_split();
+            for (mut r, mut w) in [(dr, uw), (ur, dw)] {
+                let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+                tokio::spawn(async move {
+                    let mut buf = vec![0u8; 64 << 10];
+                    while let Ok(n @ 1..) = r.read(&mut buf).await {
+                        let due = tokio::time::Instant::now() + delay;
+                        if tx.send((due, buf[..n].to_vec())).is_err() {
+                            break;
+                        }
+                    }
+                });
+                tokio::spawn(async move {
+                    while let Some((due, bytes)) = rx.recv().await {
+                        tokio::time::sleep_until(due).await;
+                        if w.write_all(&bytes).await.is_err() {
+                            break;
+                        }
+                    }
+                    let _ = w.shutdown().await;
+                });
+            }
+        }
+    });
+}
+
+/// Machines that are apart: the coordinator and three mutual-TLS workers each in a network
+/// namespace of its own, every hop (coordinator to worker, worker to worker in shuffles)
+/// through a proxy adding 1 ms, then 10 ms, each way; TPC-H queries with joins and shuffles
+/// give the rows of the query in one process. Needs root (`ip netns`), as CI has; set
+/// `RAYQUET_SKIP_NETNS=1` to skip it elsewhere.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn queries_cross_a_real_network_stack() {
+    if std::env::var_os("RAYQUET_SKIP_NETNS").is_some() {
+        eprintln!("skipped: RAYQUET_SKIP_NETNS is set");
+        return;
+    }
+    let data = tpch_tables();
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    // Names and a subnet of this run's own (interface names have at most 15 bytes).
+    let pid = std::process::id();
+    let prefix = format!("rq{}", pid % 100_000);
+    let net = format!("10.{}.{}", 100 + pid % 100, (pid / 100) % 250);
+    let ns = Namespaces::new(&prefix, &net, 4).unwrap_or_else(|e| {
+        panic!("network namespaces (needs root; RAYQUET_SKIP_NETNS=1 skips this test): {e}")
+    });
+    let host = format!("{net}.1");
+    let token = write(d, "token", TOKEN);
+    let (ca_issuer, ca_pem) = ca("rayquet netns CA");
+    let ca_file = write(d, "ca.pem", &ca_pem);
+    let mut p = rcgen::CertificateParams::new(vec![]).unwrap();
+    p.subject_alt_names = std::iter::once(host.clone())
+        .chain((11..14).map(|i| format!("{net}.{i}")))
+        .map(|a| rcgen::SanType::IpAddress(a.parse().unwrap()))
+        .collect();
+    p.extended_key_usages = vec![
+        rcgen::ExtendedKeyUsagePurpose::ServerAuth,
+        rcgen::ExtendedKeyUsagePurpose::ClientAuth,
+    ];
+    let key = rcgen::KeyPair::generate().unwrap();
+    let cert = write(
+        d,
+        "worker.pem",
+        &p.signed_by(&key, &ca_issuer).unwrap().pem(),
+    );
+    let key = write(d, "worker.key", &key.serialize_pem());
+    let (client_cert, client_key) = leaf(&ca_issuer, false);
+    let (client_cert, client_key) = (
+        write(d, "client.pem", &client_cert),
+        write(d, "client.key", &client_key),
+    );
+    let rayquet_bin = env!("CARGO_BIN_EXE_rayquet");
+    let tables: Vec<String> = [
+        "customer", "lineitem", "nation", "orders", "region", "supplier",
+    ]
+    .iter()
+    .map(|t| format!("{t}={}", data.join(format!("{t}.parquet")).display()))
+    .collect();
+    let queries = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../benches/tpch/queries");
+    let run = |netns: Option<&str>, q: &str, extra: &[&str]| -> Vec<String> {
+        let path = queries.join(format!("{q}.sql"));
+        let mut cmd = match netns {
+            Some(n) => {
+                let mut c = Command::new("ip");
+                c.args(["netns", "exec", n, rayquet_bin]);
+                c
+            }
+            None => Command::new(rayquet_bin),
+        };
+        cmd.args([
+            "sql",
+            "-f",
+            path.to_str().unwrap(),
+            "--json",
+            "--max-rows",
+            "0",
+        ]);
+        for t in &tables {
+            cmd.args(["--parquet", t]);
+        }
+        let out = cmd
+            .args(extra)
+            .env_remove("RAYQUET_WORKER_TOKEN")
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{q}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let mut rows: Vec<String> = v["result"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r.to_string())
+            .collect();
+        rows.sort();
+        rows
+    };
+    let queries = ["q3", "q5", "q10", "q13"];
+    let local: Vec<Vec<String>> = queries.iter().map(|q| run(None, q, &[])).collect();
+    for (delay, base) in [(1u64, 7100u16), (10, 7200)] {
+        // The workers, each in its namespace, and a proxy to each on the bridge.
+        let mut urls = Vec::new();
+        let mut workers = Vec::new();
+        for k in 1..=3 {
+            let addr = format!("{net}.{}", 10 + k);
+            let mut child = Command::new("ip")
+                .args([
+                    "netns",
+                    "exec",
+                    &ns.names[k],
+                    rayquet_bin,
+                    "worker",
+                    "--listen",
+                ])
+                .arg(format!("{addr}:{base}"))
+                .args([
+                    "--tls-cert",
+                    &cert,
+                    "--tls-key",
+                    &key,
+                    "--tls-client-ca",
+                    &ca_file,
+                ])
+                .args(["--token-file", &token, "--allow", data.to_str().unwrap()])
+                .args(["--peer", &format!("https://{host}")])
+                .stdout(Stdio::piped())
+                .stderr(Stdio::inherit())
+                .spawn()
+                .unwrap();
+            let mut line = String::new();
+            BufReader::new(child.stdout.take().unwrap())
+                .read_line(&mut line)
+                .unwrap();
+            assert!(line.contains("listening on https://"), "worker {k}: {line}");
+            let proxy: std::net::SocketAddr =
+                format!("{host}:{}", base + k as u16).parse().unwrap();
+            let upstream = format!("{addr}:{base}").parse().unwrap();
+            delay_proxy(proxy, upstream, std::time::Duration::from_millis(delay)).await;
+            urls.push(format!("https://{proxy}"));
+            workers.push(child);
+        }
+        let urls = urls.join(",");
+        let creds = [
+            "--workers",
+            &urls,
+            "--token-file",
+            &token,
+            "--tls-ca",
+            &ca_file,
+            "--tls-cert",
+            &client_cert,
+            "--tls-key",
+            &client_key,
+        ];
+        for (q, want) in queries.iter().zip(&local) {
+            let got = tokio::task::block_in_place(|| run(Some(&ns.names[0]), q, &creds));
+            assert!(!want.is_empty(), "{q}");
+            assert_eq!(&got, want, "{q} at {delay} ms");
+        }
+        for mut w in workers {
+            let _ = w.kill();
+            let _ = w.wait();
+        }
+    }
+    drop(ns);
+}
