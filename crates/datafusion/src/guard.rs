@@ -271,7 +271,7 @@ impl WorkerGuard {
 /// The operators a rayquet query's stages hold (by `ExecutionPlan::name`): rayquet's scan,
 /// DataFusion's compute operators, datafusion-distributed's network and task nodes. None of them
 /// reads or writes a file; `DataSourceExec` is let in only for in-memory data (`VALUES`).
-const ALLOWED: &[&str] = &[
+pub const ALLOWED: &[&str] = &[
     "RayquetScanExec",
     // DataFusion: projections, filters, aggregates, joins, sorts, limits, repartitions.
     "ProjectionExec",
