@@ -8,9 +8,12 @@
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Command, Output, Stdio};
 
 use rayquet_datafusion::datafusion::prelude::SessionContext;
+
+mod common;
+use common::{ca, leaf, write, Tls, Worker};
 
 /// A token of the tests' workers.
 const TOKEN: &str = "test-token-0123456789abcdef";
@@ -22,48 +25,6 @@ fn rayquet(args: &[&str], env: &[(&str, &str)]) -> Output {
         .envs(env.iter().copied())
         .output()
         .expect("run rayquet")
-}
-
-/// A `rayquet worker` process, killed when dropped.
-struct Worker {
-    child: Child,
-    url: String,
-}
-
-impl Worker {
-    /// A worker with these arguments after `--listen 127.0.0.1:0`; `None` when it exits
-    /// instead of listening (its stderr then in the error).
-    fn start(args: &[&str]) -> Result<Worker, String> {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_rayquet"))
-            .args(["worker", "--listen", "127.0.0.1:0"])
-            .args(args)
-            .env_remove("RAYQUET_WORKER_TOKEN")
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("start a worker");
-        let mut line = String::new();
-        BufReader::new(child.stdout.take().unwrap())
-            .read_line(&mut line)
-            .expect("the worker's first line");
-        match line.trim().strip_prefix("rayquet worker listening on ") {
-            Some(url) => Ok(Worker {
-                url: url.to_string(),
-                child,
-            }),
-            None => {
-                let out = child.wait_with_output().unwrap();
-                Err(String::from_utf8_lossy(&out.stderr).into_owned())
-            }
-        }
-    }
-}
-
-impl Drop for Worker {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
 }
 
 /// A small dataset (`rayquet gen`) under `dir/data`, and a token file `dir/token`.
@@ -197,80 +158,23 @@ fn calls_without_the_token_are_refused() {
     assert_eq!(got, local);
 }
 
-/// A CA: its issuer and certificate (PEM).
-fn ca(name: &str) -> (rcgen::Issuer<'static, rcgen::KeyPair>, String) {
-    let mut p = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
-    p.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
-    p.distinguished_name.push(rcgen::DnType::CommonName, name);
-    p.key_usages = vec![
-        rcgen::KeyUsagePurpose::KeyCertSign,
-        rcgen::KeyUsagePurpose::CrlSign,
-    ];
-    let key = rcgen::KeyPair::generate().unwrap();
-    let cert = p.self_signed(&key).unwrap();
-    (rcgen::Issuer::new(p, key), cert.pem())
-}
-
-/// A certificate and key (PEM) signed by `ca`: a server's for 127.0.0.1 and localhost, or a
-/// client's.
-fn leaf(ca: &rcgen::Issuer<'static, rcgen::KeyPair>, server: bool) -> (String, String) {
-    let names = match server {
-        true => vec!["127.0.0.1".to_string(), "localhost".to_string()],
-        false => vec!["coordinator".to_string()],
-    };
-    let mut p = rcgen::CertificateParams::new(names).unwrap();
-    // A worker's certificate serves its port and, under mutual TLS, is what it presents to its
-    // peers when it reads from them: both uses.
-    p.extended_key_usages = match server {
-        true => vec![
-            rcgen::ExtendedKeyUsagePurpose::ServerAuth,
-            rcgen::ExtendedKeyUsagePurpose::ClientAuth,
-        ],
-        false => vec![rcgen::ExtendedKeyUsagePurpose::ClientAuth],
-    };
-    let key = rcgen::KeyPair::generate().unwrap();
-    let cert = p.signed_by(&key, ca).unwrap();
-    (cert.pem(), key.serialize_pem())
-}
-
-fn write(dir: &Path, name: &str, text: &str) -> String {
-    let p = dir.join(name);
-    std::fs::write(&p, text).unwrap();
-    p.display().to_string()
-}
-
 #[test]
 fn mutual_tls_admits_only_certificates_of_its_ca() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     let (data, token) = setup(d);
-    let (ours, ours_pem) = ca("rayquet test CA");
+    let (tls, _) = Tls::new(d);
     let (theirs, theirs_pem) = ca("another CA");
-    let (server_cert, server_key) = leaf(&ours, true);
-    let (client_cert, client_key) = leaf(&ours, false);
     let (other_cert, other_key) = leaf(&theirs, false);
-    let ca_file = write(d, "ca.pem", &ours_pem);
     let other_ca = write(d, "other-ca.pem", &theirs_pem);
-    let w = Worker::start(&[
-        "--tls-cert",
-        &write(d, "server.pem", &server_cert),
-        "--tls-key",
-        &write(d, "server.key", &server_key),
-        "--tls-client-ca",
-        &ca_file,
-        "--token-file",
-        token.to_str().unwrap(),
-        "--allow",
-        d.to_str().unwrap(),
-    ])
-    .unwrap();
+    let token = token.to_str().unwrap();
+    let mut args = tls.worker_args().to_vec();
+    args.extend(["--token-file", token, "--allow", d.to_str().unwrap()]);
+    let w = Worker::start(&args).unwrap();
     assert!(w.url.starts_with("https://"), "{}", w.url);
     let local = sql(&data, &[]).unwrap();
-    let token = token.to_str().unwrap();
-    let client = (
-        write(d, "client.pem", &client_cert),
-        write(d, "client.key", &client_key),
-    );
+    let ca_file = &tls.ca;
+    let client = (&tls.client_cert, &tls.client_key);
     let other = (
         write(d, "other.pem", &other_cert),
         write(d, "other.key", &other_key),
@@ -281,13 +185,13 @@ fn mutual_tls_admits_only_certificates_of_its_ca() {
         "--token-file",
         token,
         "--tls-ca",
-        &ca_file,
+        ca_file,
     ];
     // The right CA, certificate and token: the in-process answer.
     let args: Vec<&str> = ok
         .iter()
         .copied()
-        .chain(["--tls-cert", &client.0, "--tls-key", &client.1])
+        .chain(["--tls-cert", client.0, "--tls-key", client.1])
         .collect();
     assert_eq!(sql(&data, &args).unwrap(), local);
     // No client certificate; one of another CA; the worker's certificate not trusted.
@@ -310,9 +214,9 @@ fn mutual_tls_admits_only_certificates_of_its_ca() {
             "--tls-ca",
             &other_ca,
             "--tls-cert",
-            &client.0,
+            client.0,
             "--tls-key",
-            &client.1,
+            client.1,
         ],
     )
     .unwrap_err();
@@ -546,34 +450,13 @@ async fn tpch_on_three_tls_workers_matches_datafusion() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     let token = write(d, "token", TOKEN);
-    let (ca_issuer, ca_pem) = ca("rayquet test CA");
-    let ca_file = write(d, "ca.pem", &ca_pem);
-    let (cert, key) = leaf(&ca_issuer, true);
-    let (client_cert, client_key) = leaf(&ca_issuer, false);
-    let (cert, key) = (write(d, "worker.pem", &cert), write(d, "worker.key", &key));
-    let (client_cert, client_key) = (
-        write(d, "client.pem", &client_cert),
-        write(d, "client.key", &client_key),
-    );
+    let (tls, _) = Tls::new(d);
     let root = data.to_str().unwrap();
+    let mut worker_args = tls.worker_args().to_vec();
+    worker_args.extend(["--token-file", &token, "--allow", root]);
+    worker_args.extend(["--peer", "https://127.0.0.1"]);
     let workers: Vec<Worker> = (0..3)
-        .map(|_| {
-            Worker::start(&[
-                "--tls-cert",
-                &cert,
-                "--tls-key",
-                &key,
-                "--tls-client-ca",
-                &ca_file,
-                "--token-file",
-                &token,
-                "--allow",
-                root,
-                "--peer",
-                "https://127.0.0.1",
-            ])
-            .unwrap()
-        })
+        .map(|_| Worker::start(&worker_args).unwrap())
         .collect();
     let urls: Vec<&str> = workers.iter().map(|w| w.url.as_str()).collect();
     assert!(urls.iter().all(|u| u.starts_with("https://")), "{urls:?}");
@@ -612,22 +495,9 @@ async fn tpch_on_three_tls_workers_matches_datafusion() {
         for t in &tables {
             args.extend(["--parquet", t.as_str()]);
         }
-        args.extend([
-            "--workers",
-            &urls,
-            "--token-file",
-            &token,
-            "--tls-ca",
-            &ca_file,
-            "--tls-cert",
-            &client_cert,
-            "--tls-key",
-            &client_key,
-            "--out",
-            out.to_str().unwrap(),
-            "--max-rows",
-            "0",
-        ]);
+        args.extend(["--workers", &urls, "--token-file", &token]);
+        args.extend(tls.client_args());
+        args.extend(["--out", out.to_str().unwrap(), "--max-rows", "0"]);
         let o = rayquet(&args, &[]);
         assert!(
             o.status.success(),
@@ -781,29 +651,17 @@ async fn queries_cross_a_real_network_stack() {
     });
     let host = format!("{net}.1");
     let token = write(d, "token", TOKEN);
+    // The workers' certificate names their addresses on the bridge.
     let (ca_issuer, ca_pem) = ca("rayquet netns CA");
-    let ca_file = write(d, "ca.pem", &ca_pem);
     let mut p = rcgen::CertificateParams::new(vec![]).unwrap();
     p.subject_alt_names = std::iter::once(host.clone())
         .chain((11..14).map(|i| format!("{net}.{i}")))
         .map(|a| rcgen::SanType::IpAddress(a.parse().unwrap()))
         .collect();
-    p.extended_key_usages = vec![
-        rcgen::ExtendedKeyUsagePurpose::ServerAuth,
-        rcgen::ExtendedKeyUsagePurpose::ClientAuth,
-    ];
+    p.extended_key_usages = common::extended_key_usages(true);
     let key = rcgen::KeyPair::generate().unwrap();
-    let cert = write(
-        d,
-        "worker.pem",
-        &p.signed_by(&key, &ca_issuer).unwrap().pem(),
-    );
-    let key = write(d, "worker.key", &key.serialize_pem());
-    let (client_cert, client_key) = leaf(&ca_issuer, false);
-    let (client_cert, client_key) = (
-        write(d, "client.pem", &client_cert),
-        write(d, "client.key", &client_key),
-    );
+    let cert = p.signed_by(&key, &ca_issuer).unwrap().pem();
+    let tls = Tls::of(d, &ca_issuer, &ca_pem, (&cert, &key.serialize_pem()));
     let rayquet_bin = env!("CARGO_BIN_EXE_rayquet");
     let tables: Vec<String> = [
         "customer", "lineitem", "nation", "orders", "region", "supplier",
@@ -871,14 +729,7 @@ async fn queries_cross_a_real_network_stack() {
                     "--listen",
                 ])
                 .arg(format!("{addr}:{base}"))
-                .args([
-                    "--tls-cert",
-                    &cert,
-                    "--tls-key",
-                    &key,
-                    "--tls-client-ca",
-                    &ca_file,
-                ])
+                .args(tls.worker_args())
                 .args(["--token-file", &token, "--allow", data.to_str().unwrap()])
                 .args(["--peer", &format!("https://{host}")])
                 .stdout(Stdio::piped())
@@ -898,18 +749,8 @@ async fn queries_cross_a_real_network_stack() {
             workers.push(child);
         }
         let urls = urls.join(",");
-        let creds = [
-            "--workers",
-            &urls,
-            "--token-file",
-            &token,
-            "--tls-ca",
-            &ca_file,
-            "--tls-cert",
-            &client_cert,
-            "--tls-key",
-            &client_key,
-        ];
+        let mut creds = vec!["--workers", &urls, "--token-file", &token];
+        creds.extend(tls.client_args());
         for (q, want) in queries.iter().zip(&local) {
             let got = tokio::task::block_in_place(|| run(Some(&ns.names[0]), q, &creds));
             assert!(!want.is_empty(), "{q}");

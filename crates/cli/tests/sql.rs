@@ -2,9 +2,11 @@
 //! ports, a coordinator process running SQL on them; the answer equals the in-process run and
 //! parquet's own reader, every worker scans, and a dead worker is a clean error naming it.
 
-use std::io::{BufRead, BufReader};
 use std::path::Path;
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Command, Output, Stdio};
+
+mod common;
+use common::Worker;
 
 use arrow::array::{Array, AsArray};
 use arrow::datatypes::Int64Type;
@@ -31,41 +33,16 @@ fn json(args: &[&str]) -> serde_json::Value {
     serde_json::from_str(stdout.trim()).unwrap_or_else(|e| panic!("{e}: {stdout}"))
 }
 
-/// A `rayquet worker` process, killed when dropped.
-struct Worker {
-    child: Child,
-    url: String,
-}
-
-impl Worker {
-    fn start() -> Worker {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_rayquet"))
-            .args(["worker", "--listen", "127.0.0.1:0"])
-            // The tests' data lies in temporary directories; the workers read each other.
-            .args(["--allow", std::env::temp_dir().to_str().unwrap()])
-            .args(["--peer", "http://127.0.0.1"])
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .expect("start a worker");
-        let mut line = String::new();
-        BufReader::new(child.stdout.take().unwrap())
-            .read_line(&mut line)
-            .expect("the worker's first line");
-        let url = line
-            .trim()
-            .strip_prefix("rayquet worker listening on ")
-            .unwrap_or_else(|| panic!("unexpected first line {line:?}"))
-            .to_string();
-        Worker { child, url }
-    }
-}
-
-impl Drop for Worker {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
+/// A worker reading the tests' data, in temporary directories, and its peers on loopback.
+fn worker() -> Worker {
+    let tmp = std::env::temp_dir();
+    let args = [
+        "--allow",
+        tmp.to_str().unwrap(),
+        "--peer",
+        "http://127.0.0.1",
+    ];
+    Worker::start(&args).unwrap_or_else(|e| panic!("the worker did not start: {e}"))
 }
 
 fn gen(dir: &Path) {
@@ -131,7 +108,7 @@ fn sql_on_worker_processes_equals_the_local_run() {
         "counts per l_returnflag against parquet's reader"
     );
 
-    let workers: Vec<Worker> = (0..3).map(|_| Worker::start()).collect();
+    let workers: Vec<Worker> = (0..3).map(|_| worker()).collect();
     let urls = workers
         .iter()
         .map(|w| w.url.as_str())
@@ -323,7 +300,7 @@ fn statements_files_and_comments() {
 fn a_dead_worker_is_a_clean_error_naming_it() {
     let dir = tempfile::tempdir().unwrap();
     gen(dir.path());
-    let live = Worker::start();
+    let live = worker();
     let dead = {
         let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         format!("http://{}", l.local_addr().unwrap())
