@@ -34,7 +34,7 @@ pub fn log(data: &[u8]) {
         return;
     }
     for line in bytes.split(|&b| b == b'\n') {
-        if line.iter().all(|b| b.is_ascii_whitespace()) {
+        if line.iter().all(|&b| crate::log_check::json_whitespace(b)) {
             continue;
         }
         let v: serde_json::Value = serde_json::from_slice(line).expect("an accepted line parses");

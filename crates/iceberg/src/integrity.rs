@@ -130,6 +130,60 @@ fn walk(b: &[u8]) -> Result<Container<'_>, String> {
     Ok(Container { meta, blocks })
 }
 
+/// Check the names apache-avro 0.21 unwraps rather than checks while it parses schema `v` (a
+/// named type's name and aliases, a type given by name, the name of a `type` object): an
+/// invalid one panics inside `Schema::parse_str`. Record fields' own names, which it checks,
+/// are left to it. The JSON's depth is bounded by serde_json's recursion limit.
+fn avro_names(v: &serde_json::Value) -> Result<(), String> {
+    use serde_json::Value;
+    match v {
+        Value::String(t) => avro_name(t),
+        Value::Array(union) => union.iter().try_for_each(avro_names),
+        Value::Object(o) => {
+            if let Some(Value::String(n)) = o.get("name") {
+                avro_name(n)?;
+            }
+            if let Some(Value::Array(aliases)) = o.get("aliases") {
+                aliases
+                    .iter()
+                    .filter_map(Value::as_str)
+                    .try_for_each(avro_name)?;
+            }
+            for key in ["type", "items", "values"] {
+                if let Some(t) = o.get(key) {
+                    avro_names(t)?;
+                }
+            }
+            if let Some(Value::Array(fields)) = o.get("fields") {
+                for t in fields.iter().filter_map(|f| f.get("type")) {
+                    avro_names(t)?;
+                }
+            }
+            Ok(())
+        }
+        _ => Ok(()),
+    }
+}
+
+/// An Avro full name, as apache-avro's default validator takes it: an optional (possibly
+/// empty) dotted namespace, then a name, each part `[A-Za-z_][A-Za-z0-9_]*`.
+fn avro_name(full: &str) -> Result<(), String> {
+    let part = |p: &str| {
+        let mut b = p.bytes();
+        b.next()
+            .is_some_and(|c| c.is_ascii_alphabetic() || c == b'_')
+            && b.all(|c| c.is_ascii_alphanumeric() || c == b'_')
+    };
+    let ok = match full.rsplit_once('.') {
+        None => part(full),
+        Some((ns, name)) => part(name) && (ns.is_empty() || ns.split('.').all(part)),
+    };
+    match ok {
+        true => Ok(()),
+        false => Err(format!("{full:?} is not an Avro name")),
+    }
+}
+
 /// Verify `b` as an Avro object container file and hand every record to `each`, with the
 /// file's schema first to `kind`. `Ok(false)` when the codec is not one apache-avro decodes:
 /// then only the structure was checked.
@@ -149,6 +203,9 @@ fn records(
         .map_err(|e| e.to_string())
         .and_then(|s| {
             let s = crate::normalize::decodable_schema(s).unwrap_or_else(|| s.to_string());
+            if let Ok(json) = serde_json::from_str::<serde_json::Value>(&s) {
+                avro_names(&json)?;
+            }
             Schema::parse_str(&s).map_err(|e| e.to_string())
         })
         .map_err(|e| format!("the header's schema: {e}"))?;
