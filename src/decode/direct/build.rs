@@ -54,15 +54,21 @@ pub(crate) trait Build: Send {
 /// A batch's values would exceed the batch byte limit (`crate::decode::bound`).
 pub(crate) const LIMIT: Fallback = Fallback("a batch's values past the batch byte limit");
 
-/// A builder for leaf `physical` read as `dt`, and the width of its plain values (`None`: byte
-/// arrays); `None` when this pair is left to parquet.
+/// A builder for leaf `physical` (of `type_length` bytes, fixed-length byte arrays) read as
+/// `dt`, and the width of its plain values (`None`: byte arrays); `None` when this pair is
+/// left to parquet.
 pub(crate) fn builder_for(
-    physical: PhysicalType,
+    (physical, type_length): (PhysicalType, i32),
     dt: &DataType,
     nullable: bool,
 ) -> Option<(Box<dyn Build>, Option<usize>)> {
     use DataType as D;
     use PhysicalType as P;
+    if let (P::FIXED_LEN_BYTE_ARRAY, D::Decimal128(_, _)) = (physical, dt) {
+        let width = usize::try_from(type_length).ok()?;
+        let b = super::decimal::BeDecimal::new(width, nullable)?;
+        return Some((Box::new(b), Some(width)));
+    }
     let width = match physical {
         P::INT32 | P::FLOAT => 4,
         P::INT64 | P::DOUBLE => 8,
@@ -105,24 +111,24 @@ pub(crate) fn builder_for(
 }
 
 /// Validity of the rows appended, for a nullable column.
-fn nulls(nullable: bool) -> Option<BooleanBufferBuilder> {
+pub(super) fn nulls(nullable: bool) -> Option<BooleanBufferBuilder> {
     nullable.then(|| BooleanBufferBuilder::new(0))
 }
 
 /// The null buffer of the rows appended (none when every row is valid), builder emptied.
-fn finish_nulls(b: &mut Option<BooleanBufferBuilder>) -> Option<NullBuffer> {
+pub(super) fn finish_nulls(b: &mut Option<BooleanBufferBuilder>) -> Option<NullBuffer> {
     let n = NullBuffer::new(b.as_mut()?.finish());
     (n.null_count() > 0).then_some(n)
 }
 
-fn array(data: arrow::array::ArrayDataBuilder) -> Result<ArrayRef, Fallback> {
+pub(super) fn array(data: arrow::array::ArrayDataBuilder) -> Result<ArrayRef, Fallback> {
     data.build()
         .map(make_array)
         .map_err(|_| Fallback("a value Arrow's validation refused"))
 }
 
 /// `rows` are valid, for a nullable column.
-fn all_valid(nulls: &mut Option<BooleanBufferBuilder>, rows: usize) {
+pub(super) fn all_valid(nulls: &mut Option<BooleanBufferBuilder>, rows: usize) {
     if let Some(n) = nulls.as_mut() {
         n.append_n(rows, true);
     }
@@ -133,13 +139,13 @@ fn all_valid(nulls: &mut Option<BooleanBufferBuilder>, rows: usize) {
 /// the rows of their span: a dense kernel call per run then beats a loop per row (most rows
 /// kept: a filter that drops few rows, scattered deleted rows); `None` otherwise.
 #[inline]
-fn runs<'a>(rows: &'a [u32], left: &'a [u32], first: usize) -> Option<Runs<'a>> {
+pub(super) fn runs<'a>(rows: &'a [u32], left: &'a [u32], first: usize) -> Option<Runs<'a>> {
     let (&a, &b) = (rows.first()?, rows.last()?);
     (((b - a) as usize) < rows.len() * 2).then_some(Runs { rows, left, first })
 }
 
 /// The runs of [`runs`].
-struct Runs<'a> {
+pub(super) struct Runs<'a> {
     rows: &'a [u32],
     left: &'a [u32],
     first: usize,

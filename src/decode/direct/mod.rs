@@ -39,6 +39,7 @@
 //! always does. Runs on the decode pool only, like every decoder.
 
 mod build;
+mod decimal;
 mod page;
 mod selected;
 
@@ -742,7 +743,8 @@ fn leaf_reader(
     if rows != Rows::Scattered && !whole(col, nullable, field.data_type(), rows == Rows::Every) {
         return None;
     }
-    let (build, width) = builder_for(cd.physical_type(), field.data_type(), nullable)?;
+    let physical = (cd.physical_type(), cd.type_length());
+    let (build, width) = builder_for(physical, field.data_type(), nullable)?;
     Some((Arc::clone(field), nullable, build, width))
 }
 
