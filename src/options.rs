@@ -3,7 +3,11 @@
 //! parquet's `ArrowReaderOptions`. Its setters are the [`ScanBuilder`](crate::ScanBuilder) methods, the same on
 //! every builder.
 //!
-//! Also the one place where the footer read-size policy lives ([`ScanOptions::footer_read`]).
+//! Also the one place where the request plan's sizes live: how a footer is read
+//! ([`ScanOptions::footer_read`]) and how byte ranges become requests
+//! ([`ScanOptions::coalesce_gap`], [`ScanOptions::request_size`]), each by the [`Reach`] of the
+//! file's store. They depend on sizes and the store only, never on timings, so the same scan
+//! makes the same requests every run.
 //!
 //! Invariant: the defaults here are the documented ones (README's option table); every stage
 //! reads its knobs from this struct and from nowhere else.
@@ -31,13 +35,21 @@ const DEFAULT_FOOTER_SIZE_HINT: u64 = 512 << 10;
 /// read would bring is mostly not wanted.
 const NARROW_FOOTER_SIZE_HINT: u64 = 64 << 10;
 /// Files of known size up to this are read whole in one request by default (no second round
-/// trip for their data), unless the scan reads only part of each file.
+/// trip for their data): always on a far store, where one round trip (~30 ms on S3) costs
+/// more than reading the rest of such a file (~2 MiB at ~70 MB/s per connection); on a near
+/// one unless the scan reads only part of each file.
 const WHOLE_FILE_BYTES: u64 = 2 << 20;
-/// Default largest gap between two byte ranges that are merged into one request. Requests
-/// run in parallel (up to `max_requests_in_flight`), so a gap costs bandwidth and saves little.
-const DEFAULT_COALESCE_GAP: usize = 64 << 10;
-/// Default size of the parallel requests a large range is split into.
-const DEFAULT_REQUEST_SIZE: usize = 2 << 20;
+/// Default largest gap between two byte ranges merged into one request, near stores: a
+/// request costs microseconds, a gap's bytes cost their reading.
+const NEAR_COALESCE_GAP: usize = 64 << 10;
+/// Default largest gap merged on far stores, object_store's own: a round trip is worth about
+/// a megabyte of bandwidth, and each GET is billed.
+const FAR_COALESCE_GAP: usize = 1 << 20;
+/// Default size of the parallel requests a large range is split into, near stores.
+const NEAR_REQUEST_SIZE: usize = 2 << 20;
+/// Default size of the requests a large range is split into, far stores (polars' target
+/// request size): fewer, longer GETs, still many in flight across row groups.
+const FAR_REQUEST_SIZE: usize = 8 << 20;
 /// Default number of footers loaded ahead of the file being scheduled.
 const DEFAULT_FOOTERS_AHEAD: usize = 16;
 /// Default number of decoded batches a row group may hold undelivered (part of its reservation).
@@ -47,8 +59,9 @@ const DEFAULT_PREFETCH_BYTES: usize = 128 << 20;
 /// Default uncompressed size of a row group above which it is split by columns.
 const DEFAULT_SPLIT_BYTES: usize = 1 << 20;
 
-/// How a scan fetches: request sizes and counts, how far it reads ahead. The defaults suit
-/// object stores and local disks alike; change them after measuring (see BENCHMARKS.md).
+/// How a scan fetches: request sizes and counts, how far it reads ahead. Where object stores
+/// and local disks want different values, a field is an `Option` whose `None` (the default)
+/// picks by each file's store; change them after measuring (see BENCHMARKS.md).
 /// One value, set with [`ScanBuilder::io_tuning`](crate::ScanBuilder::io_tuning), like
 /// object_store's `RetryConfig`; build it from the defaults:
 ///
@@ -62,16 +75,20 @@ const DEFAULT_SPLIT_BYTES: usize = 1 << 20;
 pub struct IoTuning {
     /// GET requests a scan may have in flight at once (default 48).
     pub max_requests_in_flight: usize,
-    /// Bytes of the suffix read that fetches a footer (`None`, the default: 512 KiB, files
-    /// of known size up to 2 MiB read whole; with a projection, filter or row selection,
-    /// 64 KiB: metadata and page index, as most data will be skipped). Files no larger than
-    /// the read are fetched whole in one request and their data served from those bytes.
+    /// Bytes of the suffix read that fetches a footer (`None`, the default: 512 KiB; with a
+    /// projection, filter or row selection, 64 KiB: metadata and page index, as most data
+    /// will be skipped; files of known size up to 2 MiB read whole, on object stores always,
+    /// on local disks and in memory by full scans). Files no larger than the read are fetched
+    /// whole in one request and their data served from those bytes.
     pub footer_size_hint: Option<usize>,
-    /// Largest gap between two byte ranges fetched as one request (default 64 KiB: parallel
-    /// requests cost little, bytes of unread columns cost bandwidth).
-    pub coalesce_gap: usize,
-    /// Size of the parallel requests a large byte range is split into (default 2 MiB).
-    pub request_size: usize,
+    /// Largest gap between two byte ranges fetched as one request (`None`, the default: 1 MiB
+    /// on object stores, where a round trip is worth about that much bandwidth; 64 KiB on
+    /// local disks and in memory, where requests cost little and bytes of unread columns
+    /// cost their reading; a store of the caller's own counts as an object store).
+    pub coalesce_gap: Option<usize>,
+    /// Size of the parallel requests a large byte range is split into (`None`, the default:
+    /// 8 MiB on object stores, 2 MiB on local disks and in memory).
+    pub request_size: Option<usize>,
     /// Footers loaded concurrently ahead of the file being scheduled (default 16; more while
     /// the bytes they bring stay under a quarter of the memory budget).
     pub footers_ahead: usize,
@@ -95,8 +112,8 @@ impl Default for IoTuning {
         IoTuning {
             max_requests_in_flight: DEFAULT_REQUESTS_IN_FLIGHT,
             footer_size_hint: None,
-            coalesce_gap: DEFAULT_COALESCE_GAP,
-            request_size: DEFAULT_REQUEST_SIZE,
+            coalesce_gap: None,
+            request_size: None,
             footers_ahead: DEFAULT_FOOTERS_AHEAD,
             decode_ahead: DEFAULT_DECODE_AHEAD,
             split_bytes: DEFAULT_SPLIT_BYTES,
@@ -118,12 +135,12 @@ impl IoTuning {
     }
     /// Set [`IoTuning::coalesce_gap`].
     pub fn coalesce_gap(mut self, bytes: usize) -> Self {
-        self.coalesce_gap = bytes;
+        self.coalesce_gap = Some(bytes);
         self
     }
     /// Set [`IoTuning::request_size`].
     pub fn request_size(mut self, bytes: usize) -> Self {
-        self.request_size = bytes;
+        self.request_size = Some(bytes);
         self
     }
     /// Set [`IoTuning::footers_ahead`].
@@ -291,7 +308,7 @@ impl ScanOptions {
             ("max_requests_in_flight", t.max_requests_in_flight),
             ("decode_ahead", t.decode_ahead),
             ("footers_ahead", t.footers_ahead),
-            ("request_size", t.request_size),
+            ("request_size", t.request_size.unwrap_or(1)),
         ];
         if let Some((name, _)) = positive.iter().find(|(_, v)| *v == 0) {
             return Err(Error::new(
@@ -325,17 +342,65 @@ impl ScanOptions {
         Ok(())
     }
 
-    /// Bytes of the suffix read that loads the footer of a file of `size` bytes (when known):
-    /// the caller's [`IoTuning::footer_size_hint`]; else 64 KiB when the scan reads only
-    /// part of the file (`narrow`: a projection, filter, selection, byte range...); else the
-    /// whole file when it is at most 2 MiB (one round trip instead of footer, then data);
-    /// else 512 KiB, whose data is reused. The one place this policy lives.
-    pub(crate) fn footer_read(&self, size: Option<u64>, narrow: bool) -> u64 {
-        match (self.tuning.footer_size_hint, size) {
+    /// Bytes of the suffix read that loads the footer of a file of `size` bytes (when known)
+    /// on a store of `reach`: the caller's [`IoTuning::footer_size_hint`]; else the whole
+    /// file when it is at most 2 MiB and the store is far, or the scan reads all of it (one
+    /// round trip instead of footer, then data); else 64 KiB when the scan reads only part of
+    /// the file (`narrow`: a projection, filter, selection, byte range...); else 512 KiB,
+    /// whose data is reused.
+    pub(crate) fn footer_read(&self, size: Option<u64>, narrow: bool, reach: Reach) -> u64 {
+        let whole = size.filter(|&s| s <= WHOLE_FILE_BYTES && (reach == Reach::Far || !narrow));
+        match (self.tuning.footer_size_hint, whole) {
             (Some(h), _) => h as u64,
-            (None, _) if narrow => NARROW_FOOTER_SIZE_HINT,
-            (None, Some(size)) if size <= WHOLE_FILE_BYTES => size,
-            (None, _) => DEFAULT_FOOTER_SIZE_HINT,
+            (None, Some(size)) => size,
+            (None, None) if narrow => NARROW_FOOTER_SIZE_HINT,
+            (None, None) => DEFAULT_FOOTER_SIZE_HINT,
+        }
+    }
+
+    /// Largest gap merged between two byte ranges of one request, on a store of `reach`.
+    pub(crate) fn coalesce_gap(&self, reach: Reach) -> u64 {
+        let default = match reach {
+            Reach::Near => NEAR_COALESCE_GAP,
+            Reach::Far => FAR_COALESCE_GAP,
+        };
+        self.tuning.coalesce_gap.unwrap_or(default) as u64
+    }
+
+    /// Size of the requests a large range is split into, on a store of `reach`.
+    pub(crate) fn request_size(&self, reach: Reach) -> u64 {
+        let default = match reach {
+            Reach::Near => NEAR_REQUEST_SIZE,
+            Reach::Far => FAR_REQUEST_SIZE,
+        };
+        self.tuning.request_size.unwrap_or(default) as u64
+    }
+}
+
+/// How far a file's store is, as the request plan weighs it: what one round trip costs
+/// against the bytes it could bring instead. Decided from the store alone (never from
+/// timings), so the same scan makes the same requests every run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Reach {
+    /// A local disk or memory (object_store's `LocalFileSystem` and `InMemory`): a request
+    /// costs microseconds, so only the bytes wanted are read.
+    Near,
+    /// Any other store (S3, GCS, Azure, HTTP, or a store of the caller's own): a round trip
+    /// costs tens of milliseconds, worth a megabyte or more of bandwidth, so requests are
+    /// merged and small files read whole.
+    Far,
+}
+
+impl Reach {
+    /// The reach of `store`: near for object_store's local file system (with or without a
+    /// prefix) and in-memory store, far for every other.
+    pub(crate) fn of(store: &dyn ObjectStore) -> Reach {
+        // object_store names its stores in `Display`; a wrapper (a limit, a throttle, a
+        // caller's own) names itself first and is taken as far.
+        let name = store.to_string();
+        match name.starts_with("LocalFileSystem(") || name == "InMemory" {
+            true => Reach::Near,
+            false => Reach::Far,
         }
     }
 }

@@ -67,11 +67,18 @@ def workloads():
     for key, sql in FILTERS.items():
         w.append({"id": f"local-filter-{key}", "source": "lineitem", "filter": key,
                   "desc": f"local, all columns WHERE {sql}"})
-    for shape, what in (("small", "100 files x ~1 MB"), ("large", "4 files x 2 row groups of ~15 MB")):
-        w.append({"id": f"s3-{shape}", "source": shape, "s3": True, "delay": False,
-                  "desc": f"S3 (moto on loopback), {what}, full scan"})
-        w.append({"id": f"s3-{shape}-delay", "source": shape, "s3": True, "delay": True,
-                  "desc": f"S3 through the first-byte delay proxy, {what}, full scan"})
+    # Over S3: each shape read whole, its two columns, and its rows of one month (the filter a
+    # scan can prune row groups and pages by); each straight from moto and through the proxy.
+    reads = (("", {}, "full scan"),
+             ("-2col", {"columns": TWO_COLUMNS}, "2 columns (l_orderkey, l_extendedprice)"),
+             ("-shipdate", {"filter": "shipdate"}, f"all columns WHERE {FILTERS['shipdate']}"))
+    for shape, what in (("small", "100 files x ~1 MB"), ("large", "4 files x 2 row groups of ~15 MB"),
+                        ("tiny", "many files (--tiny-files, 10,000) x ~10 KB")):
+        for suffix, extra, read in reads:
+            w.append({"id": f"s3-{shape}{suffix}", "source": shape, "s3": True, "delay": False,
+                      "desc": f"S3 (moto on loopback), {what}, {read}", **extra})
+            w.append({"id": f"s3-{shape}{suffix}-delay", "source": shape, "s3": True, "delay": True,
+                      "desc": f"S3 through the first-byte delay proxy, {what}, {read}", **extra})
     return w
 
 
@@ -1055,6 +1062,8 @@ def parse_args(argv):
     ap.add_argument("--pyarrow-io-threads-s3", type=int, default=32, help="pa.set_io_thread_count on S3 (32)")
     ap.add_argument("--delay-ms", type=float, default=50.0, help="first-byte delay of the proxy (50)")
     ap.add_argument("--small-file-bytes", type=float, default=1e6, help="S3 small shape file size (1e6)")
+    ap.add_argument("--tiny-files", type=int, default=10000, help="S3 tiny shape file count (10000)")
+    ap.add_argument("--tiny-file-bytes", type=float, default=1e4, help="S3 tiny shape file size (1e4)")
     ap.add_argument("--large-row-group-bytes", type=float, default=15e6, help="S3 large shape row group (15e6)")
     ap.add_argument("--bound-concurrency", type=int, default=0,
                     help="requests in flight assumed by the latency bound (0: one per file)")
@@ -1140,7 +1149,8 @@ def run(args, servers):
     wl = args.workload_list
     shapes, shape_dirs = {}, {"lineitem": lineitem}
     for name, files, groups, target in (("small", 100, 1, args.small_file_bytes),
-                                        ("large", 4, 2, args.large_row_group_bytes)):
+                                        ("large", 4, 2, args.large_row_group_bytes),
+                                        ("tiny", args.tiny_files, 1, args.tiny_file_bytes)):
         if any(w["source"] == name for w in wl):
             shape_dirs[name], have = derive_shape(args, lineitem, args.data_dir, name, files, groups, target)
             shapes[name] = have["shape"]

@@ -23,7 +23,7 @@ use crate::flow::held::Held;
 use crate::flow::part::{part_cap, PartCtl};
 use crate::limits::{Charge, SharedLimits};
 use crate::metrics::Metrics;
-use crate::options::ScanOptions;
+use crate::options::{Reach, ScanOptions};
 use crate::plan::file::{FileRun, Mode};
 use crate::plan::prune::Verdict;
 use crate::plan::slots::{self, SlotPlan};
@@ -84,7 +84,9 @@ impl Lookahead {
         (index, task): (u64, &FileTask),
     ) -> AheadPermit {
         let (narrow, _) = open::footer_plan(opts, plain, task);
-        let bytes = opts.footer_read(task.size, narrow);
+        // The task's store is not resolved yet: reserve for a far one, whose reads are the
+        // larger (a small file read whole).
+        let bytes = opts.footer_read(task.size, narrow, Reach::Far);
         let kib = ((bytes >> 10) as u32).clamp(1, self.max_kib);
         let permit = Arc::clone(&self.permits)
             .acquire_many_owned(kib)

@@ -12,9 +12,6 @@
 
 use std::sync::Arc;
 
-use std::sync::atomic::AtomicU64;
-use std::sync::atomic::Ordering::Relaxed;
-
 use crate::decode::assemble::Assembler;
 use crate::decode::direct;
 use crate::decode::part::{PartDecoder, PartRows};
@@ -28,6 +25,7 @@ use crate::flow::part::PartCtl;
 use crate::footer::FileMeta;
 use crate::io::chunk::SparseChunk;
 use crate::metrics::Metrics;
+use crate::options::Reach;
 use crate::plan::file::FileRun;
 use crate::plan::prune::Verdict;
 use crate::plan::selection::SelectedRows;
@@ -49,6 +47,8 @@ pub(crate) async fn fetch_slot(
     mut held: Held,
     slot: usize,
 ) -> Result<()> {
+    // Taken before the first await: a probe reports even if this slot fails or is dropped.
+    let mut probe = sh.late.probe(slot);
     let rg = plan.row_group;
     let meta = Arc::clone(&run.meta);
     let mut plan = plan;
@@ -66,7 +66,11 @@ pub(crate) async fn fetch_slot(
                 .selection
                 .as_ref()
                 .is_some_and(|s| s.row_count() as u64 * 4 <= plan.rows);
-            let single = narrowed || clustered || !sh.late.worth_it();
+            // Whether it would save bytes is decided by the scan's first slots (probes), so the
+            // same scan makes the same requests every run (`late`). A probe fetches in one
+            // round and measures what a second round would have fetched.
+            let measure = probe.is_some() && !(narrowed || clustered);
+            let single = narrowed || clustered || measure || !sh.late.worth_it(slot).await;
             let mut wanted = stage.ranges.clone();
             if single {
                 wanted.extend(plan.parts.iter().flat_map(|p| p.ranges.iter().cloned()));
@@ -98,7 +102,7 @@ pub(crate) async fn fetch_slot(
             let keep: Vec<usize> = reused.iter().map(|(_, k)| *k).collect();
             let metrics = Arc::clone(sh.metrics());
             // The second round reads only the pages holding selected rows: their runs.
-            let late_pages = !single && slots::has_offset_index(&meta, rg);
+            let late_pages = (!single || measure) && slots::has_offset_index(&meta, rg);
             let work = move || {
                 let t = std::time::Instant::now();
                 let md = (r.meta.reader.metadata().as_ref(), &*r.meta.file.name);
@@ -173,9 +177,9 @@ pub(crate) async fn fetch_slot(
             Metrics::add(&sh.metrics().rows_filtered, read - kept_rows);
             Metrics::add(&sh.metrics().dictionary_filtered, out.dictionary as u64);
             if kept_rows == 0 {
-                if !single {
+                if let Some(probe) = probe.take().filter(|_| !single || measure) {
                     // Late materialization saved every other column's bytes.
-                    sh.late.record(late_bytes(&meta, &plan, stage)?, 0);
+                    probe.record(late_bytes(&meta, &plan, stage)?, 0);
                 }
                 sh.decode.outbox.send(Event::SlotDone { slot, batches: 0 });
                 return Ok(());
@@ -183,6 +187,10 @@ pub(crate) async fn fetch_slot(
             // Pages the decoders must not touch: left out by the plan, or by this round.
             let mut left_out = plan.page_level;
             let chunk = if single {
+                if let Some(probe) = probe.take().filter(|_| measure) {
+                    let after = second_round(&meta, &plan, stage, runs.as_ref(), late_pages)?;
+                    probe.record(late_bytes(&meta, &plan, stage)?, after);
+                }
                 first
             } else {
                 let mut ranges = Vec::new();
@@ -197,7 +205,9 @@ pub(crate) async fn fetch_slot(
                     }
                     ranges.extend(r.into_iter().filter(|r| !first.covers(r)));
                 }
-                sh.late.record(late_bytes(&meta, &plan, stage)?, after);
+                if let Some(probe) = probe.take() {
+                    probe.record(late_bytes(&meta, &plan, stage)?, after);
+                }
                 let second = fetch_ranges(sh, &meta, &ranges, late_pages, rg).await?;
                 held.fetched(second.bytes());
                 let mut chunk = first;
@@ -269,6 +279,25 @@ fn late_bytes(meta: &FileMeta, plan: &SlotPlan, stage: &FilterStage) -> Result<u
     Ok(before)
 }
 
+/// Bytes a second round would have fetched for `plan` with `stage`: the pages of its other
+/// columns that hold the rows of `runs` (all their pages without `late_pages`).
+fn second_round(
+    meta: &FileMeta,
+    plan: &SlotPlan,
+    stage: &FilterStage,
+    runs: Option<&SelectedRows>,
+    late_pages: bool,
+) -> Result<u64> {
+    let mut after = 0;
+    for leaf in plan.parts.iter().flat_map(|p| &p.leaves) {
+        if !stage.leaves.contains(leaf) {
+            let (r, _) = slots::chunk_ranges(meta, plan.row_group, *leaf, runs, late_pages)?;
+            after += r.iter().map(|r| r.end - r.start).sum::<u64>();
+        }
+    }
+    Ok(after)
+}
+
 /// Fetch `ranges` of `meta`'s file (serving what its footer read holds).
 async fn fetch_ranges(
     sh: &DriveCtx,
@@ -277,14 +306,15 @@ async fn fetch_ranges(
     page_level: bool,
     rg: usize,
 ) -> Result<SparseChunk> {
-    let gap = sh.opts.tuning.coalesce_gap as u64;
+    let reach = Reach::of(meta.file.store.as_ref());
+    let gap = sh.opts.coalesce_gap(reach);
     // Page-level plans skip data between pages: coalescing across large gaps would fetch it.
     let gap = if page_level {
         gap.min(PAGE_COALESCE_GAP)
     } else {
         gap
     };
-    let request = sh.opts.tuning.request_size as u64;
+    let request = sh.opts.request_size(reach);
     let (chunk, _) = sh
         .fetcher
         .ranges(
@@ -332,29 +362,4 @@ fn reusable(run: &FileRun, stage_leaves: &[usize]) -> Vec<(usize, usize)> {
                 .flatten()
         })
         .collect()
-}
-
-/// Bytes of the non-filter columns' pages that late materialization could have fetched
-/// (`before`: under the page index's selection) and did fetch (`after`: pages holding
-/// matches), summed over the row groups that used it.
-#[derive(Debug, Default)]
-pub(crate) struct LateStats {
-    before: AtomicU64,
-    after: AtomicU64,
-    slots: AtomicU64,
-}
-
-impl LateStats {
-    pub fn record(&self, before: u64, after: u64) {
-        Metrics::add(&self.before, before);
-        Metrics::add(&self.after, after);
-        Metrics::add(&self.slots, 1);
-    }
-
-    /// Keep paying a round trip per row group for late materialization while it saves at
-    /// least a tenth of the bytes (judged after a few row groups).
-    pub fn worth_it(&self) -> bool {
-        let (b, a) = (self.before.load(Relaxed), self.after.load(Relaxed));
-        self.slots.load(Relaxed) < 4 || a * 10 < b * 9
-    }
 }

@@ -2,13 +2,14 @@
 //! ([`driver`]) pulls the scan's tasks ([`tasks`]), opens their files ahead of need ([`open`]:
 //! footer, deleted rows, bloom filters), plans each file's slots, admits them under the budget
 //! in delivery order and fetches each slot's bytes, then hands them to the decoders
-//! ([`materialize`]).
+//! ([`materialize`]), in one round or two as the scan's first slots decided ([`late`]).
 //!
 //! The orchestrator: it imports every stage below it (`input`, `io`, `footer`, `plan`,
 //! `decode`, `flow`); nothing imports it but `scan`. Invariant: nothing here decodes; every
 //! CPU step is sent to the decode pool.
 
 pub(crate) mod driver;
+pub(crate) mod late;
 pub(crate) mod materialize;
 pub(crate) mod open;
 pub(crate) mod tasks;
@@ -31,7 +32,7 @@ pub(crate) struct DriveCtx {
     pub mode: Mode,
     pub fetcher: Fetcher,
     pub stores: Mutex<Stores>,
-    pub late: materialize::LateStats,
+    pub late: late::LateStats,
     pub decode: Arc<DecodeCtx>,
 }
 

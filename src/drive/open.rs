@@ -16,10 +16,14 @@ use crate::error::Result;
 use crate::footer;
 use crate::input::FileRef;
 use crate::metrics::Metrics;
-use crate::options::ScanOptions;
+use crate::options::{Reach, ScanOptions};
 use crate::plan::file::{prepare, Blooms, FileRun, Mode};
 use crate::plan::prune::{bloom, Verdict};
 use crate::task::{FileTask, LoadContext};
+
+/// The IO window a scan opens at once when it opens a file on a far store: about what 48
+/// requests in flight bring in one 30 ms round trip at ~50 MB/s each.
+const FAR_WINDOW: u64 = 64 << 20;
 
 /// How the footer of `task`'s file is read in a scan with `opts` (`plain`: a scan of plain
 /// files): (`narrow`: the scan reads only part of the file, so it wants the metadata and not
@@ -90,6 +94,9 @@ pub(crate) async fn open(ctx: Arc<DriveCtx>, index: u64, task: FileTask) -> Resu
         }
     };
     let name = file.name.clone();
+    if Reach::of(file.store.as_ref()) == Reach::Far {
+        ctx.decode.flow.budget.far_store(FAR_WINDOW);
+    }
     let plain = matches!(ctx.mode, Mode::Plain { .. });
     let (narrow, want_index) = footer_plan(opts, plain, &task);
     let views = decode_views(opts, &ctx.mode);
@@ -132,6 +139,7 @@ async fn check_blooms(ctx: &DriveCtx, run: &mut FileRun, blooms: Blooms) -> Resu
         .iter()
         .flat_map(|(_, r)| r.iter().map(|x| x.1.clone()))
         .collect();
+    let reach = Reach::of(meta.file.store.as_ref());
     let (chunk, fetched) = ctx
         .fetcher
         .ranges(
@@ -139,8 +147,8 @@ async fn check_blooms(ctx: &DriveCtx, run: &mut FileRun, blooms: Blooms) -> Resu
             meta.size,
             &ranges,
             &meta.cached,
-            opts.tuning.coalesce_gap as u64,
-            opts.tuning.request_size as u64,
+            opts.coalesce_gap(reach),
+            opts.request_size(reach),
         )
         .await?;
     Metrics::add(&ctx.metrics().metadata_bytes, fetched);

@@ -23,7 +23,7 @@ use crate::input::FileRef;
 use crate::io::chunk::SparseChunk;
 use crate::io::fetch::Fetcher;
 use crate::metrics::Metrics;
-use crate::options::ScanOptions;
+use crate::options::{Reach, ScanOptions};
 
 /// Size of the Parquet footer tail: 4-byte metadata length and the `PAR1` magic.
 pub(crate) const FOOTER_TAIL: u64 = 8;
@@ -167,7 +167,7 @@ pub(crate) async fn load(
             (meta, hit.indexed)
         }
         None => {
-            let hint = opts.footer_read(file.size, narrow);
+            let hint = opts.footer_read(file.size, narrow, Reach::of(file.store.as_ref()));
             let (size, metadata, prefix, prefix_start) =
                 fetch_metadata(fetcher, &file, hint).await?;
             let (guard, what) = on_pool("footer decoding");
@@ -187,7 +187,7 @@ pub(crate) async fn load(
                 meta.cached.clone()
             } else {
                 let ranges = [range];
-                let request = opts.tuning.request_size as u64;
+                let request = opts.request_size(Reach::of(meta.file.store.as_ref()));
                 let f = fetcher.ranges(
                     (&meta.file, "the page index"),
                     size,
@@ -270,7 +270,9 @@ pub fn read_metadata(
         memory_map: false,
     };
     let name = file.name.clone();
-    let hint = ScanOptions::default().footer_read(size, true);
+    // Only the metadata is wanted, no data follows: a small file is not worth reading whole
+    // on any store, so the read is sized as on a near one.
+    let hint = ScanOptions::default().footer_read(size, true, Reach::Near);
     let io = crate::runtime::io_handle();
     let (_, metadata, _, _) =
         crate::runtime::block_on_io(

@@ -9,6 +9,7 @@ mod generated;
 mod hive;
 mod latency;
 mod pipeline;
+mod requests;
 mod stream;
 mod tasks;
 mod writers;
