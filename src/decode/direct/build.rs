@@ -444,22 +444,55 @@ impl<T: Word> Build for Fixed<T> {
                 _ => {}
             }
         }
-        let (out, nulls) = (&mut self.out, &mut self.nulls);
         let dict = &self.dict;
+        let words = Words {
+            out: &mut self.out,
+            nulls: &mut self.nulls,
+        };
+        words.walk(
+            page,
+            rows,
+            |k| dict.get(k as usize),
+            |i| Ok(T::from_plain(&values, i, width)),
+        )
+    }
+
+    fn finish(&mut self, dt: &DataType) -> Result<ArrayRef, Fallback> {
+        finish_words(&mut self.out, &mut self.nulls, dt)
+    }
+}
+
+/// A fixed-width column's output: one word per row and, when nullable, its validity. Shared
+/// by [`Fixed`] and the big-endian decimals of [`super::decimal`].
+pub(super) struct Words<'a, V> {
+    pub(super) out: &'a mut Vec<V>,
+    pub(super) nulls: &'a mut Option<BooleanBufferBuilder>,
+}
+
+impl<V: Default> Words<'_, V> {
+    /// Appends `rows` of `page` one at a time (the sparse path): a null as `V::default()`, a
+    /// dictionary index through `index` (`None` past its end), the i-th plain value through
+    /// `plain`.
+    pub(super) fn walk(
+        self,
+        page: &mut DataPage,
+        rows: &[u32],
+        index: impl Fn(u32) -> Option<V>,
+        plain: impl Fn(usize) -> Result<V, Fallback>,
+    ) -> Result<(), Fallback> {
+        let Words { out, nulls } = self;
         out.reserve(rows.len());
         page.walk(rows, |at| {
             let v = match at {
                 At::Null => {
-                    out.push(T::default());
+                    out.push(V::default());
                     if let Some(n) = nulls.as_mut() {
                         n.append(false);
                     }
                     return Ok(());
                 }
-                At::Index(k) => dict
-                    .get(k as usize)
-                    .ok_or(Fallback("an index past the dictionary"))?,
-                At::Plain(i) => T::from_plain(&values, i, width),
+                At::Index(k) => index(k).ok_or(Fallback("an index past the dictionary"))?,
+                At::Plain(i) => plain(i)?,
                 At::Bytes { .. } => return Err(Fallback("byte arrays in a fixed-width column")),
             };
             out.push(v);
@@ -469,15 +502,20 @@ impl<T: Word> Build for Fixed<T> {
             Ok(())
         })
     }
+}
 
-    fn finish(&mut self, dt: &DataType) -> Result<ArrayRef, Fallback> {
-        let out = std::mem::take(&mut self.out);
-        let data = ArrayData::builder(dt.clone())
-            .len(out.len())
-            .add_buffer(Buffer::from_vec(out))
-            .nulls(finish_nulls(&mut self.nulls));
-        array(data)
-    }
+/// The array of the words appended (`out` and `nulls` emptied), typed `dt`.
+pub(super) fn finish_words<V: ArrowNativeType>(
+    out: &mut Vec<V>,
+    nulls: &mut Option<BooleanBufferBuilder>,
+    dt: &DataType,
+) -> Result<ArrayRef, Fallback> {
+    let out = std::mem::take(out);
+    let data = ArrayData::builder(dt.clone())
+        .len(out.len())
+        .add_buffer(Buffer::from_vec(out))
+        .nulls(finish_nulls(nulls));
+    array(data)
 }
 
 /// A [`Fixed`] column chunk's dictionary: its page's plain values, `width` (4 or 8) bytes

@@ -10,12 +10,11 @@
 //! checked to hold them; an index past the dictionary, or fewer plain values than rows, is a
 //! [`Fallback`].
 
-use arrow::array::{ArrayData, ArrayRef, BooleanBufferBuilder};
-use arrow::buffer::Buffer;
+use arrow::array::{ArrayRef, BooleanBufferBuilder};
 use arrow::datatypes::DataType;
 
-use super::build::{all_valid, array, finish_nulls, nulls, runs, Build, DictPage};
-use super::page::{At, DataPage, Kind};
+use super::build::{all_valid, finish_words, nulls, runs, Build, DictPage, Words};
+use super::page::{DataPage, Kind};
 use super::Fallback;
 
 /// `bytes` (1 to 16 of them), big-endian two's complement, sign-extended to an `i128`.
@@ -115,41 +114,25 @@ impl Build for BeDecimal {
             }
         }
         let (width, dict) = (self.width, &self.dict);
-        let (out, nulls) = (&mut self.out, &mut self.nulls);
-        out.reserve(rows.len());
-        page.walk(rows, |at| {
-            let v = match at {
-                At::Null => {
-                    out.push(0);
-                    if let Some(n) = nulls.as_mut() {
-                        n.append(false);
-                    }
-                    return Ok(());
-                }
-                At::Index(k) => *dict
-                    .get(k as usize)
-                    .ok_or(Fallback("an index past the dictionary"))?,
-                At::Plain(i) => values
+        let words = Words {
+            out: &mut self.out,
+            nulls: &mut self.nulls,
+        };
+        words.walk(
+            page,
+            rows,
+            |k| dict.get(k as usize).copied(),
+            |i| {
+                values
                     .get(i * width..i * width + width)
                     .map(be_i128)
-                    .ok_or(Fallback("fewer plain values than rows"))?,
-                At::Bytes { .. } => return Err(Fallback("byte arrays in a fixed-width column")),
-            };
-            out.push(v);
-            if let Some(n) = nulls.as_mut() {
-                n.append(true);
-            }
-            Ok(())
-        })
+                    .ok_or(Fallback("fewer plain values than rows"))
+            },
+        )
     }
 
     fn finish(&mut self, dt: &DataType) -> Result<ArrayRef, Fallback> {
-        let out = std::mem::take(&mut self.out);
-        let data = ArrayData::builder(dt.clone())
-            .len(out.len())
-            .add_buffer(Buffer::from_vec(out))
-            .nulls(finish_nulls(&mut self.nulls));
-        array(data)
+        finish_words(&mut self.out, &mut self.nulls, dt)
     }
 }
 
