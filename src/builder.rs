@@ -109,7 +109,10 @@ pub trait ScanBuilder: Sized {
     /// An object-store configuration option for the stores the scan builds from URLs, such as
     /// `aws_endpoint`, `aws_allow_http`, `aws_region`, `google_service_account` or
     /// `azure_storage_account_name` (the keys of object_store's `AmazonS3ConfigKey`,
-    /// `GoogleConfigKey`, `AzureConfigKey`). Options override the environment.
+    /// `GoogleConfigKey`, `AzureConfigKey`), or an Iceberg FileIO property as pyiceberg names
+    /// it (`s3.endpoint`, `s3.access-key-id`, `client.region`, `adls.account-name`...; see
+    /// [`store_key`](crate::layer::store_key)). Options override the environment. A key no
+    /// store knows makes the scan's build fail with `InvalidArgument`, naming it.
     fn store_option(mut self, key: impl Into<String>, value: impl Into<String>) -> Self {
         self.options_mut()
             .store_options

@@ -68,10 +68,19 @@ pub fn take_filter(options: &mut ScanOptions) -> Option<Expr> {
     options.filter.take()
 }
 
+pub use crate::input::store_keys::{store_key, StoreKey};
+
 /// The object-store configuration keys and values set with
 /// [`ScanBuilder::store_option`](crate::ScanBuilder::store_option).
 pub fn store_options(options: &ScanOptions) -> &[(String, String)] {
     &options.store_options
+}
+
+/// Put `pairs` before the store options already set, so the caller's own keys win (later
+/// keys win): a table layer's defaults, such as the properties a catalog vends with a table.
+pub fn default_store_options(options: &mut ScanOptions, pairs: Vec<(String, String)>) {
+    let own = std::mem::replace(&mut options.store_options, pairs);
+    options.store_options.extend(own);
 }
 
 /// The IO runtime scans with these options use: the one given to

@@ -271,7 +271,7 @@ impl Scan {
         let io = opts.io_handle();
         let pool = opts.pool();
         let metrics = Arc::new(Metrics::default());
-        let mut stores = Stores::new(&opts, Some(Arc::clone(&metrics)));
+        let mut stores = Stores::new(&opts, Some(Arc::clone(&metrics)))?;
         let (mode, files, tasks, hive) = match source {
             Source::Files(inputs) => {
                 let (resolved, back) = block_on_io(&io, async move {

@@ -151,3 +151,15 @@ def test_page_checksums_are_verified(tmp_path):
     # pyarrow with its own verification refuses the file too.
     with pytest.raises(OSError):
         pq.read_table(path, page_checksum_verification=True)
+
+
+def test_unknown_storage_option_is_an_error_naming_it(dataset):
+    _, files, _ = dataset
+    with pytest.raises(ValueError) as info:
+        rayquet.scan(files[0], storage_options={"s3.acess-key-id": "x"}).read_all()
+    msg = str(info.value)
+    assert "s3.acess-key-id" in msg and "s3.access-key-id" in msg
+    assert info.value.kind == "InvalidArgument"
+    # pyiceberg's own FileIO names are store options, not errors.
+    n = rayquet.scan(files[0], storage_options={"s3.region": "us-east-1"}).read_all().num_rows
+    assert n == pq.read_metadata(files[0]).num_rows

@@ -233,7 +233,7 @@ pub(crate) async fn dataset(
     partitioning: &crate::Partitioning,
 ) -> Result<Dataset> {
     let input = Input::parse(url_or_path)?;
-    let mut stores = Stores::new(options, None);
+    let mut stores = Stores::new(options, None)?;
     let files = resolve(vec![input], &mut stores).await?;
     let rels: Vec<Option<String>> = files.iter().map(|l| l.under.clone()).collect();
     let names: Vec<Arc<str>> = files.iter().map(|l| l.file.name.clone()).collect();

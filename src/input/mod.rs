@@ -9,6 +9,7 @@ pub(crate) mod hive;
 pub(crate) mod list;
 pub(crate) mod location;
 pub(crate) mod retry;
+pub(crate) mod store_keys;
 pub(crate) mod stores;
 
 pub use hive::Partitioning;

@@ -19,8 +19,9 @@ use crate::input::retry;
 use crate::metrics::Metrics;
 use crate::options::ScanOptions;
 
-/// Apply the caller's options whose key the builder knows (object_store's config key names,
-/// case-insensitive); other keys belong to other backends and are skipped.
+/// Apply the options whose key the builder knows (object_store's config key names,
+/// case-insensitive, after [`super::store_keys::normalize`] checked that some store knows
+/// each); other keys belong to other backends.
 #[cfg(feature = "cloud")]
 fn configure<B, K: std::str::FromStr>(
     builder: B,
@@ -77,14 +78,15 @@ impl Stores {
     /// The stores of a scan with `options` (its store options, its own stores by URL root, its
     /// retry and HTTP client configuration); their requests and retries are counted in
     /// `metrics`.
-    pub fn new(options: &ScanOptions, metrics: Option<Arc<Metrics>>) -> Self {
-        Stores {
+    /// Fails on a store option no store knows ([`super::store_keys::normalize`]).
+    pub fn new(options: &ScanOptions, metrics: Option<Arc<Metrics>>) -> Result<Self> {
+        Ok(Stores {
             cache: options
                 .stores
                 .iter()
                 .map(|(k, v)| (root_key(k), Arc::clone(v)))
                 .collect(),
-            options: options.store_options.clone(),
+            options: super::store_keys::normalize(&options.store_options)?,
             local: None,
             http: retry::Http {
                 #[cfg(feature = "cloud")]
@@ -93,7 +95,7 @@ impl Stores {
                 client: options.client_options.clone(),
                 metrics,
             },
-        }
+        })
     }
 
     /// The store for local paths: the caller's for `file://`, else the local file system.
@@ -246,7 +248,7 @@ pub(crate) fn store_for(
     location: &str,
     literal: bool,
 ) -> Result<(Arc<dyn ObjectStore>, Path)> {
-    let mut stores = Stores::new(options, None);
+    let mut stores = Stores::new(options, None)?;
     let f = stores.file(location, None, literal)?;
     Ok((f.store, f.path))
 }

@@ -205,3 +205,37 @@ fn env_child() {
     common::assert_same_rows(&schema.unwrap(), &expected, &batches, &url);
     eprintln!("env_child: ok");
 }
+
+/// pyiceberg's FileIO property names (what a catalog's configuration and `storage_options`
+/// copied from pyiceberg carry) configure the store as object_store's own keys do.
+#[test]
+fn pyiceberg_file_io_keys_configure_the_store() {
+    let s3 = S3::get();
+    let data = dataset(&s3, "fileio", "t");
+    let (local, key) = &data.files[1];
+    let url = format!("s3://fileio/{key}");
+    let scan = Scan::new(&url).map(|s| {
+        s.store_option("s3.endpoint", &s3.endpoint)
+            .store_option("s3.region", "us-east-1")
+            .store_option("s3.access-key-id", "test")
+            .store_option("s3.secret-access-key", "test")
+            .store_option("s3.path-style-access", "true")
+    });
+    let (schema, batches) =
+        scan_outcome(&url, scan).unwrap_or_else(|e| panic!("{url}: {:?} error: {e}", e.kind()));
+    let (ref_schema, expected) = reference(local, None, 1024).expect("reference");
+    assert_eq!(schema.fields(), ref_schema.fields(), "{url}: schema");
+    common::assert_same_rows(&ref_schema, &expected, &batches, &url);
+
+    // A misspelled key fails the build, naming it and the key meant, before any request.
+    let e = Scan::new(&url)
+        .unwrap()
+        .store_option("s3.endpoint", &s3.endpoint)
+        .store_option("s3.acces-key-id", "test")
+        .build()
+        .expect_err("a misspelled store option must fail the scan");
+    assert_eq!(e.kind(), ErrorKind::InvalidArgument, "{e}");
+    let msg = e.to_string();
+    assert!(msg.contains("\"s3.acces-key-id\""), "{msg}");
+    assert!(msg.contains("\"s3.access-key-id\""), "{msg}");
+}

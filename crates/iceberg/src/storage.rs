@@ -36,47 +36,25 @@ use rayquet::{ErrorKind, ScanBuilder, ScanOptions};
 use crate::integrity::Checker;
 use serde::{Deserialize, Serialize};
 
-/// object_store configuration keys for iceberg FileIO properties (keys it does not know are
-/// left out; object_store keys given directly pass through).
+/// object_store configuration keys for iceberg FileIO properties (rayquet's
+/// [`store_key`](rayquet::layer::store_key): `s3.*`, `gcs.*`, `adls.*`, `client.*` as pyiceberg
+/// names them). A table's FileIO properties mix catalog settings (`uri`, `token`,
+/// `credential`, `warehouse`...) with storage ones: what is not storage is left out here,
+/// where a caller's own store options would be an error. object_store keys given directly
+/// (`aws_*`, `google_*`, `azure_*`) pass through.
 pub fn store_options<K: AsRef<str>, V: AsRef<str>>(
     props: impl IntoIterator<Item = (K, V)>,
 ) -> Vec<(String, String)> {
+    use rayquet::layer::{store_key, StoreKey};
     let mut out = Vec::new();
     for (k, v) in props {
         let (k, v) = (k.as_ref(), v.as_ref());
-        let key = match k {
-            "s3.endpoint" => "aws_endpoint",
-            "s3.access-key-id" => "aws_access_key_id",
-            "s3.secret-access-key" => "aws_secret_access_key",
-            "s3.session-token" => "aws_session_token",
-            "s3.region" | "client.region" => "aws_region",
-            "s3.path-style-access" => {
-                let virtual_hosted = !v.eq_ignore_ascii_case("true");
-                out.push((
-                    "aws_virtual_hosted_style_request".to_string(),
-                    virtual_hosted.to_string(),
-                ));
-                continue;
-            }
-            "s3.allow-anonymous" => "aws_skip_signature",
-            "s3.sse.type" => "aws_server_side_encryption",
-            "s3.sse.key" => "aws_sse_kms_key_id",
-            "gcs.credentials-json" => "google_service_account_key",
-            "gcs.service.path" => "google_service_account",
-            "gcs.allow-anonymous" | "gcs.no-auth" => "google_skip_signature",
-            "adls.account-name" => "azure_storage_account_name",
-            "adls.account-key" => "azure_storage_account_key",
-            "adls.sas-token" => "azure_storage_sas_key",
-            "adls.tenant-id" => "azure_storage_tenant_id",
-            "adls.client-id" => "azure_storage_client_id",
-            "adls.client-secret" => "azure_storage_client_secret",
-            "adls.authority-host" => "azure_storage_authority_host",
-            other if !other.contains('.') => other,
-            _ => continue,
-        };
-        out.push((key.to_string(), v.to_string()));
-        if key == "aws_endpoint" && v.starts_with("http://") {
-            out.push(("aws_allow_http".to_string(), "true".to_string()));
+        let storage = k.contains('.')
+            || ["aws_", "google_", "azure_"]
+                .iter()
+                .any(|p| k.to_ascii_lowercase().starts_with(p));
+        if let (true, StoreKey::Set(pairs)) = (storage, store_key(k, v)) {
+            out.extend(pairs);
         }
     }
     out
