@@ -21,7 +21,7 @@ wait and cancels the scan, as does ``reader.close()`` or dropping the reader. Er
 from __future__ import annotations
 
 import os
-from typing import Iterable, Mapping, Optional, Sequence, Union
+from typing import Any, Iterable, Mapping, Optional, Sequence, Union
 
 # Every result is a pyarrow object: import it now, not inside the first read.
 import pyarrow  # noqa: F401
@@ -215,7 +215,7 @@ def scan(
 
 
 def iceberg(
-    table_location: PathLike,
+    table_location: Union[PathLike, Any],
     snapshot_id: Optional[int] = None,
     ref: Optional[str] = None,
     columns: Optional[Sequence[str]] = None,
@@ -231,12 +231,22 @@ def iceberg(
     string_views: bool = False,
     memory_map: bool = False,
     verify_checksums: bool = True,
+    catalog: Optional[str] = None,
+    **catalog_properties: str,
 ) -> Reader:
     """Scan an Iceberg table (formats v1, v2 and v3: deletes, schema evolution, partitions).
 
     Args:
         table_location: the table's directory (with its ``metadata/`` folder) or a metadata
-            JSON file, a local path or URL.
+            JSON file, a local path or URL; with ``catalog``, ``namespace.table``; or a
+            pyiceberg ``Table`` (its metadata location, read with its FileIO's storage
+            properties under ``storage_options``).
+        catalog: the name of the REST catalog holding the table, configured as pyiceberg
+            configures it (``~/.pyiceberg.yaml`` or ``$PYICEBERG_HOME/.pyiceberg.yaml``,
+            ``PYICEBERG_CATALOG__<NAME>__<KEY>`` variables); ``catalog_properties`` over that
+            configuration, as ``pyiceberg.catalog.load_catalog(name, **properties)`` takes
+            them (``uri=``, ``credential=``, ``token=``, ``warehouse=``,
+            ``**{"s3.endpoint": ...}``).
         snapshot_id: read this snapshot (time travel). Default: the current one.
         ref: read the snapshot this branch or tag points to (wins over ``snapshot_id``).
         columns, filter, limit, batch_size, ordered, storage_options, memory_budget,
@@ -250,15 +260,32 @@ def iceberg(
     Files come in the order Iceberg's planner emits them, which may vary between runs;
     within a file rows keep their order.
     """
-    location = _location(table_location)
+    file_io = None
+    if catalog_properties and catalog is None:
+        raise TypeError(
+            f"iceberg() got unexpected keyword arguments {sorted(catalog_properties)} "
+            "(catalog properties need catalog=NAME)"
+        )
+    if hasattr(table_location, "metadata_location") and hasattr(table_location, "io"):
+        if catalog is not None:
+            raise ValueError("pass a pyiceberg Table or a catalog with a table name, not both")
+        # A pyiceberg Table: its current metadata and its FileIO's properties.
+        file_io = {str(k): str(v) for k, v in dict(table_location.io.properties).items()}
+        location = str(table_location.metadata_location)
+    elif catalog is not None:
+        location = str(table_location)
+    else:
+        location = _location(table_location)
+    props = {str(k): str(v) for k, v in catalog_properties.items()} or None
     _counts(limit, batch_size, memory_budget)
     options = dict(storage_options) if storage_options is not None else None
+    tables = dict(catalog=catalog, catalog_properties=props, file_io_properties=file_io)
     filter = _filter(
         filter,
         lambda: _rayquet.iceberg(
             location, snapshot_id, ref, None, None, 0, DEFAULT_BATCH_SIZE, ordered, options,
             as_of_timestamp=as_of_timestamp, case_sensitive=case_sensitive,
-            memory_budget=memory_budget, memory_map=memory_map,
+            memory_budget=memory_budget, memory_map=memory_map, **tables,
         ),
     )
     return _rayquet.iceberg(
@@ -277,6 +304,7 @@ def iceberg(
         string_views=string_views,
         memory_map=memory_map,
         verify_checksums=verify_checksums,
+        **tables,
     )
 
 

@@ -109,7 +109,7 @@ pub(crate) fn scan(
 #[pyo3(signature = (location, snapshot_id=None, r#ref=None, columns=None, filter=None,
     limit=None, batch_size=None, ordered=true, storage_options=None, *, as_of_timestamp=None,
     case_sensitive=true, memory_budget=None, string_views=false, memory_map=false,
-    verify_checksums=true))]
+    verify_checksums=true, catalog=None, catalog_properties=None, file_io_properties=None))]
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn iceberg(
     py: Python<'_>,
@@ -128,7 +128,16 @@ pub(crate) fn iceberg(
     string_views: bool,
     memory_map: bool,
     verify_checksums: bool,
+    catalog: Option<String>,
+    catalog_properties: Option<HashMap<String, String>>,
+    file_io_properties: Option<HashMap<String, String>>,
 ) -> PyResult<Reader> {
+    // A pyiceberg table's FileIO properties (catalog settings among them: only the storage
+    // ones are kept), under the caller's storage options.
+    let mut storage: Vec<(String, String)> = file_io_properties
+        .map(|p| rayquet_iceberg::storage::store_options(&p))
+        .unwrap_or_default();
+    storage.sort();
     let common = Common {
         columns,
         filter,
@@ -141,9 +150,26 @@ pub(crate) fn iceberg(
         memory_map,
         verify_checksums,
     };
-    let mut scan = common
-        .apply(rayquet_iceberg::TableScan::open(location))?
-        .case_sensitive(case_sensitive);
+    let table = match catalog {
+        Some(name) => {
+            use rayquet_iceberg::catalog::CatalogConfig;
+            let props = catalog_properties.unwrap_or_default();
+            let config = match CatalogConfig::load(&name) {
+                Ok(c) => c,
+                Err(_) if props.contains_key("uri") => {
+                    CatalogConfig::new(name, Vec::<(String, String)>::new())
+                }
+                Err(e) => return Err(to_py(&e)),
+            };
+            let config = props.into_iter().fold(config, |c, (k, v)| c.property(k, v));
+            rayquet_iceberg::TableScan::from_catalog(config, location)
+        }
+        None => rayquet_iceberg::TableScan::open(location),
+    };
+    let table = storage
+        .into_iter()
+        .fold(table, |t, (k, v)| t.store_option(k, v));
+    let mut scan = common.apply(table)?.case_sensitive(case_sensitive);
     if let Some(id) = snapshot_id {
         scan = scan.snapshot_id(id);
     }

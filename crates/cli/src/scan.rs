@@ -74,10 +74,20 @@ pub struct ScanArgs {
     #[arg(long, value_name = "BOOL", default_value_t = true, action = clap::ArgAction::Set)]
     string_views: bool,
     /// Read an Iceberg table: a metadata JSON file (local path or URL) or a table directory
-    /// (its version-hint.text or newest metadata/*.metadata.json). Columns `_file` and `_pos`
+    /// (its version-hint.text or newest metadata/*.metadata.json), or with --catalog
+    /// `namespace.table`. Columns `_file` and `_pos`
     /// give each row's data file and position.
     #[arg(long, value_name = "TABLE", conflicts_with_all = ["paths", "delta", "row_index"])]
     iceberg: Option<String>,
+    /// With --iceberg: TABLE is `namespace.table` in this catalog, configured as pyiceberg
+    /// configures it (`~/.pyiceberg.yaml` or `$PYICEBERG_HOME/.pyiceberg.yaml`, then
+    /// `PYICEBERG_CATALOG__<NAME>__<KEY>` variables, then --catalog-property).
+    #[arg(long, value_name = "NAME", requires = "iceberg")]
+    catalog: Option<String>,
+    /// With --catalog: a catalog property over its configuration, e.g. uri=http://host:8181
+    /// or credential=id:secret (repeatable).
+    #[arg(long, value_name = "KEY=VALUE", value_parser = parse_key_value, requires = "catalog")]
+    catalog_property: Vec<(String, String)>,
     /// With --iceberg: read this snapshot (time travel).
     #[arg(
         long,
@@ -281,11 +291,48 @@ fn options(args: &ScanArgs) -> ScanOptions {
         .verify_checksums(!args.no_verify_checksums)
 }
 
+/// The scan of `table` (`namespace.table`) in catalog `name`, configured as pyiceberg
+/// configures it, with `props` over its configuration.
+#[cfg(feature = "rest")]
+pub(crate) fn catalog_scan(
+    name: &str,
+    props: &[(String, String)],
+    table: &str,
+) -> CliResult<rayquet_iceberg::TableScan> {
+    use rayquet_iceberg::catalog::CatalogConfig;
+    let config = match CatalogConfig::load(name) {
+        Ok(c) => c,
+        // Properties given here may be the whole configuration.
+        Err(_) if props.iter().any(|(k, _)| k == "uri") => {
+            CatalogConfig::new(name, Vec::<(String, String)>::new())
+        }
+        Err(e) => return Err(e.into()),
+    };
+    let config = props
+        .iter()
+        .fold(config, |c, (k, v)| c.property(k.clone(), v.clone()));
+    Ok(rayquet_iceberg::TableScan::from_catalog(config, table))
+}
+
+/// Without the `rest` feature there is no catalog client.
+#[cfg(not(feature = "rest"))]
+pub(crate) fn catalog_scan(
+    name: &str,
+    _props: &[(String, String)],
+    _table: &str,
+) -> CliResult<rayquet_iceberg::TableScan> {
+    Err(format!("--catalog {name}: this rayquet was built without the `rest` feature").into())
+}
+
 /// Start the scan of the table or files named on the command line.
 fn open_reader(paths: &[String], args: &ScanArgs, options: &ScanOptions) -> CliResult<ScanReader> {
     let options = options.clone();
     if let Some(table) = &args.iceberg {
-        let mut scan = rayquet_iceberg::TableScan::open(table.as_str()).with_options(options);
+        let scan = match &args.catalog {
+            Some(name) => catalog_scan(name, &args.catalog_property, table)?,
+            None => rayquet_iceberg::TableScan::open(table.as_str()),
+        };
+        let mut scan = scan.with_options(options);
         if let Some(id) = args.snapshot {
             scan = scan.snapshot_id(id);
         }

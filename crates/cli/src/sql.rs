@@ -42,12 +42,20 @@ pub struct SqlArgs {
     /// it) or a URL (s3://, gs://, az://, file://) of one (repeatable).
     #[arg(long, value_name = "NAME=PATH_OR_URL", value_parser = parse_key_value)]
     parquet: Vec<(String, String)>,
-    /// An Iceberg table as table NAME: a metadata JSON file or a table directory (repeatable).
+    /// An Iceberg table as table NAME: a metadata JSON file or a table directory, or with
+    /// --catalog `namespace.table` (repeatable).
     #[arg(long, value_name = "NAME=TABLE", value_parser = parse_key_value)]
     iceberg: Vec<(String, String)>,
     /// A Delta table as table NAME: its root directory or URL (repeatable).
     #[arg(long, value_name = "NAME=TABLE", value_parser = parse_key_value)]
     delta: Vec<(String, String)>,
+    /// The --iceberg tables are `namespace.table` in this catalog, configured as pyiceberg
+    /// configures it (`~/.pyiceberg.yaml`, `PYICEBERG_CATALOG__<NAME>__<KEY>` variables).
+    #[arg(long, value_name = "NAME")]
+    catalog: Option<String>,
+    /// With --catalog: a catalog property over its configuration (repeatable).
+    #[arg(long, value_name = "KEY=VALUE", value_parser = parse_key_value, requires = "catalog")]
+    catalog_property: Vec<(String, String)>,
     /// Read Iceberg table NAME at this snapshot (repeatable).
     #[arg(long, value_name = "NAME=ID", value_parser = parse_key_value)]
     snapshot: Vec<(String, String)>,
@@ -269,7 +277,10 @@ fn register(ctx: &SessionContext, args: &mut SqlArgs, options: &ScanOptions) -> 
         tables.push(RayquetTable::parquet(path, options.clone())?);
     }
     for (name, path) in &args.iceberg {
-        let mut scan = rayquet_iceberg::TableScan::open(path.as_str());
+        let mut scan = match &args.catalog {
+            Some(catalog) => crate::scan::catalog_scan(catalog, &args.catalog_property, path)?,
+            None => rayquet_iceberg::TableScan::open(path.as_str()),
+        };
         if let Some(id) = pinned(&args.snapshot, name)? {
             scan = scan.snapshot_id(id);
         }

@@ -381,6 +381,7 @@ impl RayquetTable {
                     units,
                     stats,
                     ordering,
+                    store_defaults: Vec::new(),
                 })
             }
             Source::Iceberg(scan) => {
@@ -393,6 +394,8 @@ impl RayquetTable {
                 if let Some(f) = filter {
                     scan = scan.filter(f);
                 }
+                let file_io = scan.table().map_err(df)?.file_io().config().props().clone();
+                let store_defaults = rayquet_iceberg::storage::store_options(&file_io);
                 let planned = scan.plan().map_err(df)?;
                 // Planned on rayquet's IO runtime, whatever runtime polls this.
                 let units: Vec<rayquet_iceberg::TaskUnit> = rayquet::layer::io_runtime(&options)
@@ -425,6 +428,7 @@ impl RayquetTable {
                     units,
                     stats,
                     ordering: Vec::new(),
+                    store_defaults,
                 })
             }
             Source::Delta(scan) => {
@@ -462,6 +466,7 @@ impl RayquetTable {
                     units,
                     stats,
                     ordering: Vec::new(),
+                    store_defaults: Vec::new(),
                 })
             }
         }
@@ -652,6 +657,9 @@ struct Planned {
     units: Vec<(UnitKind, u64)>,
     stats: Statistics,
     ordering: Vec<SortKey>,
+    /// Store options the table brings (an Iceberg table's FileIO properties: its catalog's
+    /// endpoint and vended credentials), under this process's own.
+    store_defaults: Vec<(String, String)>,
 }
 
 /// What a session tells the tables it plans: the workers their scans are spread over (a
@@ -721,7 +729,10 @@ impl TableProvider for RayquetTable {
             units,
             stats: table_stats,
             ordering,
+            store_defaults,
         } = self.plan(read, delivered, filter.clone(), sizing).await?;
+        let mut options = self.options.clone();
+        rayquet::layer::default_store_options(&mut options, store_defaults);
         let mut stats = crate::stats::scan_statistics(
             state,
             &self.schema,
@@ -760,7 +771,7 @@ impl TableProvider for RayquetTable {
             spec,
             feed,
             partitions,
-            self.options.clone(),
+            options,
             Some(stats),
             None,
             units_count,

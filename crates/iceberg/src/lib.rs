@@ -123,6 +123,8 @@
 //! FileIO configured like the data stores, when rayquet loads the table ([`load_table`]); a
 //! `Table` from another catalog keeps its own FileIO for them.
 
+#[cfg(feature = "rest")]
+pub mod catalog;
 mod deletes;
 mod dv;
 #[cfg(feature = "fuzzing")]
@@ -299,6 +301,9 @@ pub struct TableScan {
     /// The table, once loaded (given, or loaded from `location` with the scan's options).
     table: std::sync::OnceLock<Table>,
     location: Option<String>,
+    /// The catalog and `namespace.table` it is loaded from, when it is named so.
+    #[cfg(feature = "rest")]
+    catalog: Option<(catalog::CatalogConfig, String)>,
     snapshot: Option<i64>,
     reference: Option<String>,
     as_of: Option<i64>,
@@ -341,10 +346,24 @@ impl TableScan {
         Self::with(std::sync::OnceLock::from(table), None)
     }
 
+    /// A scan of `table` (`namespace.table`; nested namespaces dotted, `a.b.table`) in
+    /// `catalog` (pyiceberg's configuration of a catalog by name:
+    /// [`catalog::CatalogConfig::load`]), its current snapshot, all columns. The table is
+    /// loaded when the scan needs it, its FileIO reading through the scan's stores with the
+    /// catalog's vended properties over them (feature `rest`).
+    #[cfg(feature = "rest")]
+    pub fn from_catalog(catalog: catalog::CatalogConfig, table: impl Into<String>) -> Self {
+        let mut scan = Self::with(std::sync::OnceLock::new(), None);
+        scan.catalog = Some((catalog, table.into()));
+        scan
+    }
+
     fn with(table: std::sync::OnceLock<Table>, location: Option<String>) -> Self {
         TableScan {
             table,
             location,
+            #[cfg(feature = "rest")]
+            catalog: None,
             snapshot: None,
             reference: None,
             as_of: None,
@@ -368,6 +387,11 @@ impl TableScan {
     pub fn table(&self) -> Result<&Table> {
         if let Some(t) = self.table.get() {
             return Ok(t);
+        }
+        #[cfg(feature = "rest")]
+        if let Some((catalog, name)) = &self.catalog {
+            let loaded = catalog.load_table(name, &self.options)?;
+            return Ok(self.table.get_or_init(|| loaded));
         }
         let location = self.location.as_deref().unwrap_or_default();
         let loaded = load_table(location, &self.options)?;
@@ -527,31 +551,30 @@ impl TableScan {
     /// scan's IO runtime and its tasks stream in as they come.
     pub fn to_scan(self) -> Result<Scan> {
         let file_io = self.table()?.file_io().clone();
-        let props = storage::store_options(file_io.config().props());
         let Planned {
             plan,
             units,
-            mut options,
+            options,
             vectors,
         } = self.plan()?;
-        // The table's FileIO properties (its catalog's endpoint, region, credentials) for the
-        // data files too.
-        for (k, v) in props {
-            options = options.store_option(k, v);
-        }
         plan.scan_with(plan::UnitSource::Stream(units), options, file_io, vectors)
     }
 
     /// Plan the scan for reading elsewhere: the [`ScanPlan`] its tasks share and the stream of
     /// their [`TaskUnit`]s (iceberg plans on the scan's IO runtime, lazily, as the stream is
     /// polled), both serializable and free of credentials, and the scan's options (its
-    /// columns and filter are in the plan). A process that reads units calls
-    /// [`ScanPlan::scan`] with its own options (stores, credentials, pools).
+    /// columns and filter are in the plan; the table's FileIO storage properties, a catalog's
+    /// vended credentials among them, are under the caller's store options). A process that
+    /// reads units calls [`ScanPlan::scan`] with its own options (stores, credentials, pools).
     pub fn plan(mut self) -> Result<Planned> {
         self.table()?;
         let (snapshot, schema, snapshot_schema) = self.snapshot()?;
         let ids = self.field_ids(&schema)?;
         let mut options = std::mem::take(&mut self.options);
+        // The table's FileIO properties (its catalog's endpoint, region, vended credentials)
+        // for the data files too, under the caller's own store options.
+        let file_io = storage::store_options(self.table()?.file_io().config().props());
+        rayquet::layer::default_store_options(&mut options, file_io);
         rayquet::layer::take_columns(&mut options);
         let filter = rayquet::layer::take_filter(&mut options);
         // Column names as the table spells them (unknown names fail here).
