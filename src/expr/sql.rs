@@ -50,7 +50,7 @@ fn bad(msg: String) -> Error {
 fn unsupported(e: &ast::Expr) -> Error {
     bad(format!(
         "unsupported in a filter: `{e}` (use column <op> literal, IN, IS [NOT] NULL, BETWEEN, \
-         LIKE, ILIKE, AND, OR, NOT)"
+         LIKE, ILIKE, a boolean column, AND, OR, NOT)"
     ))
 }
 
@@ -149,6 +149,13 @@ fn translate(e: &ast::Expr) -> Result<Expr> {
             ast::Value::Boolean(b) => Ok(Expr::Literal(*b)),
             _ => Err(unsupported(e)),
         },
+        // A bare boolean column (`WHERE flag`, `NOT flag`): true where it is true, as SQL
+        // reads it (null is not true).
+        S::Identifier(_) | S::CompoundIdentifier(_) => Ok(Expr::Compare {
+            column: column(e).ok_or_else(|| unsupported(e))?,
+            op: CmpOp::Eq,
+            value: Value::Bool(true),
+        }),
         _ => Err(unsupported(e)),
     }
 }
@@ -251,6 +258,12 @@ mod tests {
     #[test]
     fn translates_the_supported_forms() {
         let p = |s: &str| Expr::parse_sql(s).unwrap();
+        assert_eq!(p("flag"), col("flag").eq(true));
+        assert_eq!(p("NOT s.flag"), col("s.flag").eq(true).negate());
+        assert_eq!(
+            p("flag AND x > 1"),
+            col("flag").eq(true).and(col("x").gt(1))
+        );
         assert_eq!(p("5 > a"), col("a").lt(5));
         assert_eq!(p("a.b <> -2.5"), col("a.b").not_eq(-2.5));
         assert_eq!(p("NOT (x IN (1, 2))").to_string(), "NOT x IN (1, 2)");

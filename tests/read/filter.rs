@@ -2725,3 +2725,49 @@ fn a_corrupt_plain_string_page_read_with_a_selection_is_an_error() {
         assert!(msg.contains("row group 0"), "{what}: {msg}");
     }
 }
+
+/// A bare boolean column as a filter (`flag`, `NOT flag`, `flag AND x > 1`), as SQL reads it,
+/// against arrow's Kleene kernels over the file's rows (a null flag is not true).
+#[test]
+fn bare_boolean_columns_filter_as_sql_does() {
+    use arrow::compute::filter_record_batch;
+    use arrow::compute::kernels::boolean::{and_kleene, not};
+    use arrow::compute::kernels::cmp::gt;
+    let flag: BooleanArray = (0..3000)
+        .map(|i| match i % 5 {
+            0 => None,
+            1 | 3 => Some(true),
+            _ => Some(false),
+        })
+        .collect();
+    let x = Int64Array::from_iter_values((0..3000).map(|i| i % 4));
+    let batch = RecordBatch::try_from_iter([
+        ("flag", Arc::new(flag.clone()) as ArrayRef),
+        ("x", Arc::new(x.clone()) as ArrayRef),
+    ])
+    .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("flags.parquet");
+    let props = WriterProperties::builder()
+        .set_max_row_group_row_count(Some(700))
+        .build();
+    write_file(&path, &batch, props);
+    let x_gt_1 = gt(&x, &Int64Array::new_scalar(1)).unwrap();
+    for (sql, keep) in [
+        ("flag", flag.clone()),
+        ("NOT flag", not(&flag).unwrap()),
+        ("flag AND x > 1", and_kleene(&flag, &x_gt_1).unwrap()),
+        (
+            "x > 1 AND NOT (flag)",
+            and_kleene(&x_gt_1, &not(&flag).unwrap()).unwrap(),
+        ),
+    ] {
+        let want = filter_record_batch(&batch, &keep).unwrap();
+        let scan = Scan::new(path.to_str().unwrap())
+            .unwrap()
+            .filter(Expr::parse_sql(sql).unwrap());
+        let (schema, got) = common::read_all(Ok(scan)).unwrap_or_else(|e| panic!("{sql}: {e}"));
+        assert!(want.num_rows() > 0, "{sql}: the reference keeps rows");
+        common::assert_same_rows(&schema, &[want], &got, sql);
+    }
+}
