@@ -189,3 +189,42 @@ def test_repeated_table_reads_take_footers_from_the_cache(iceberg_table, delta_t
     assert m["footer_cache_hits"] == m["files"]
     assert m["metadata_bytes"] == 0
     assert rows(got) == rows(delta_read(path).select(got.column_names))
+
+
+def test_iceberg_uuid_columns_are_arrow_uuids(tmp_path):
+    """uuid columns (top level and in a struct) as pyiceberg types them: Arrow's arrow.uuid."""
+    import uuid
+
+    from pyiceberg.catalog.sql import SqlCatalog
+    from pyiceberg.schema import Schema
+    from pyiceberg.types import LongType, NestedField, StructType, UUIDType
+
+    catalog = SqlCatalog("t", uri=f"sqlite:///{tmp_path}/c.db", warehouse=f"file://{tmp_path}/w")
+    catalog.create_namespace("db")
+    schema = Schema(
+        NestedField(1, "id", LongType(), required=False),
+        NestedField(2, "u", UUIDType(), required=False),
+        NestedField(3, "s", StructType(NestedField(4, "inner", UUIDType(), required=False)), required=False),
+    )
+    tbl = catalog.create_table("db.uuids", schema=schema)
+    values = [uuid.UUID(int=i * 7919) if i % 3 else None for i in range(50)]
+
+    def uuids(vs):
+        storage = pa.array([v.bytes if v else None for v in vs], pa.binary(16))
+        return pa.ExtensionArray.from_storage(pa.uuid(), storage)
+
+    inner = uuids(list(reversed(values)))
+    data = pa.table(
+        {
+            "id": pa.array(range(50), pa.int64()),
+            "u": uuids(values),
+            "s": pa.StructArray.from_arrays([inner], fields=[pa.field("inner", pa.uuid())]),
+        }
+    )
+    tbl.append(data)
+    want = tbl.scan().to_arrow()
+    got = rayquet.iceberg(tbl.metadata_location).read_all()
+    assert want.schema.field("u").type == pa.uuid()
+    assert got.schema.field("u").type == want.schema.field("u").type
+    assert got.schema.field("s").type == want.schema.field("s").type
+    assert rows(got) == rows(want)

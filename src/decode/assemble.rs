@@ -299,25 +299,32 @@ fn take_aligned(queues: &mut [VecDeque<(RecordBatch, u64)>]) -> Vec<(RecordBatch
         .collect()
 }
 
-/// `batch` with the scan's output schema, when only names' metadata differ (same column
-/// names and types); an error otherwise.
+/// `batch` with the scan's output schema, when only fields' metadata differ, at any depth
+/// (same column names, and types equal but for nested fields' names and metadata, such as
+/// the field ids and physical names of Delta's column mapping); an error otherwise.
 fn conform(batch: RecordBatch, schema: &arrow::datatypes::SchemaRef) -> Result<RecordBatch> {
+    let mismatch = |e: &dyn std::fmt::Display| Error::new(ErrorKind::SchemaMismatch, e.to_string());
     let fields = batch.schema().fields().clone();
-    let same = fields.len() == schema.fields().len()
-        && fields
+    if fields.len() != schema.fields().len()
+        || !fields
             .iter()
             .zip(schema.fields())
-            .all(|(a, b)| a.data_type() == b.data_type() && a.name() == b.name());
-    if !same {
-        return Err(Error::new(
-            ErrorKind::SchemaMismatch,
-            format!(
-                "a batch of {} does not have the scan's schema {schema}",
-                batch.schema()
-            ),
-        ));
+            .all(|(a, b)| a.data_type().equals_datatype(b.data_type()) && a.name() == b.name())
+    {
+        return Err(mismatch(&format!(
+            "a batch of {} does not have the scan's schema {schema}",
+            batch.schema()
+        )));
     }
-    batch
-        .with_schema(Arc::clone(schema))
-        .map_err(|e| Error::new(ErrorKind::SchemaMismatch, e.to_string()))
+    // Nested fields as the output schema has them (top-level metadata is the schema's).
+    let columns = batch
+        .columns()
+        .iter()
+        .zip(schema.fields())
+        .map(|(c, f)| super::retype::retype(c, f.data_type()))
+        .collect::<std::result::Result<Vec<_>, _>>()
+        .map_err(|e| mismatch(&e))?;
+    let options = RecordBatchOptions::new().with_row_count(Some(batch.num_rows()));
+    RecordBatch::try_new_with_options(Arc::clone(schema), columns, &options)
+        .map_err(|e| mismatch(&e))
 }

@@ -37,6 +37,7 @@ pub(crate) mod flat;
 pub(crate) mod pages;
 pub(crate) mod part;
 pub(crate) mod positions;
+pub(crate) mod retype;
 pub(crate) mod rle;
 pub(crate) mod scratch;
 pub(crate) mod snappy;

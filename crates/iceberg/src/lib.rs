@@ -33,7 +33,9 @@
 //! every field, nested ones included), the selected columns in selection order, `_file` run-end
 //! encoded (non-null, id `i32::MAX - 1`), and `_pos` (which iceberg-rust does not support) a
 //! non-null `Int64` with id `i32::MAX - 2`: the row's position in its data file, counting
-//! every row, deleted ones included.
+//! every row, deleted ones included. One departure, as pyiceberg types them: `uuid` columns
+//! (nested ones too) carry Arrow's canonical `arrow.uuid` extension
+//! (`ARROW:extension:name`) over the same `FixedSizeBinary(16)`.
 //!
 //! # Semantics, and where rayquet departs from iceberg-rust 0.10.1
 //!
@@ -1057,7 +1059,7 @@ pub(crate) fn output_schema_with(
                 .fields()
                 .iter()
                 .find(|f| f.metadata().get(FIELD_ID_KEY).and_then(|v| v.parse().ok()) == Some(id))
-                .map(|f| v3_field(f, types))
+                .map(|f| uuid_field(&v3_field(f, types), schema))
                 .ok_or_else(|| {
                     Error::new(
                         ErrorKind::InvalidArgument,
@@ -1118,6 +1120,40 @@ fn v3_field(f: &arrow::datatypes::FieldRef, types: &V3Types) -> arrow::datatypes
     };
     Arc::new(f.as_ref().clone().with_data_type(ty))
 }
+
+/// `f` with its Iceberg `uuid` fields (nested ones too) typed as Arrow's canonical
+/// `arrow.uuid` extension over their 16 bytes, as pyiceberg's `to_arrow()` types them.
+fn uuid_field(f: &arrow::datatypes::FieldRef, schema: &Schema) -> arrow::datatypes::FieldRef {
+    use arrow::datatypes::DataType;
+    use iceberg::spec::PrimitiveType;
+    let ty = match f.data_type() {
+        DataType::FixedSizeBinary(16) => {
+            let id = f.metadata().get(FIELD_ID_KEY).and_then(|v| v.parse().ok());
+            let is_uuid = id
+                .and_then(|id| schema.field_by_id(id))
+                .is_some_and(|field| {
+                    matches!(*field.field_type, Type::Primitive(PrimitiveType::Uuid))
+                });
+            if !is_uuid {
+                return Arc::clone(f);
+            }
+            let mut metadata = f.metadata().clone();
+            metadata.insert(EXTENSION_NAME.to_string(), "arrow.uuid".to_string());
+            return Arc::new(f.as_ref().clone().with_metadata(metadata));
+        }
+        DataType::Struct(children) => {
+            DataType::Struct(children.iter().map(|c| uuid_field(c, schema)).collect())
+        }
+        DataType::List(e) => DataType::List(uuid_field(e, schema)),
+        DataType::LargeList(e) => DataType::LargeList(uuid_field(e, schema)),
+        DataType::Map(e, sorted) => DataType::Map(uuid_field(e, schema), *sorted),
+        _ => return Arc::clone(f),
+    };
+    Arc::new(f.as_ref().clone().with_data_type(ty))
+}
+
+/// The field metadata key naming an Arrow extension type.
+const EXTENSION_NAME: &str = "ARROW:extension:name";
 
 /// A data file's first row id (when the table knows it) and data sequence number.
 pub(crate) type Lineage = (Option<i64>, Option<i64>);
