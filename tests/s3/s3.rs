@@ -2,8 +2,8 @@
 //! (`moto_server`, else `python3 -m moto.server`), or the endpoint in `RAYQUET_S3_ENDPOINT`
 //! (it must accept the unsigned `PUT /bucket` that creates a bucket, as moto does).
 //!
-//! Without a server the tests print `SKIPPED: ...` and pass, except with `CI=true`, where they
-//! fail: CI installs moto (`.ci/run`).
+//! Without moto installed, the tests make a venv of their own and install moto into it
+//! (`rayquet_testkit::s3`); when no server can be started they fail, saying how to fix it.
 #![cfg(feature = "cloud")]
 
 use rayquet::ScanBuilder;
