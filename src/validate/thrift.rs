@@ -336,6 +336,12 @@ impl<'a> Reader<'a> {
         Ok((t, n))
     }
 
+    /// An i32 field as parquet reads it: the varint of any integer wire type (i16, i32, i64,
+    /// which `typed_struct` lets through), truncated to 32 bits.
+    fn parquet_i32(&mut self) -> R<i64> {
+        Ok(i64::from(self.zigzag()? as i32))
+    }
+
     fn i32(&mut self) -> R<i64> {
         let v = self.zigzag()?;
         if v < i32::MIN as i64 || v > i32::MAX as i64 {
@@ -502,8 +508,11 @@ pub(crate) fn file_metadata(bytes: &[u8]) -> R<()> {
                 let mut last = 0;
                 let mut num_children = None;
                 while let Some((id, t)) = r.field(&mut last)? {
-                    if id == 5 && t == ty::I32 {
-                        num_children = Some(r.i32()?);
+                    // parquet reads an i32 field's varint whatever its wire type says (i16,
+                    // i32 or i64, as typed_struct lets through), truncating it to 32 bits:
+                    // the count it will allocate for is that one.
+                    if id == 5 && matches!(t, ty::I16 | ty::I32 | ty::I64) {
+                        num_children = Some(r.parquet_i32()?);
                     } else {
                         r.skip(t, 2)?;
                     }
@@ -601,7 +610,9 @@ pub(crate) fn page_header(bytes: &[u8]) -> R<PageHead> {
         let (mut last, mut got) = (0, [None; N]);
         while let Some((id, t)) = r.field(&mut last)? {
             match want.iter().position(|&w| w == id) {
-                Some(i) if t == ty::I32 => got[i] = Some(r.i32()?),
+                Some(i) if matches!(t, ty::I16 | ty::I32 | ty::I64) => {
+                    got[i] = Some(r.parquet_i32()?)
+                }
                 _ => r.skip(t, 2)?,
             }
         }
@@ -609,11 +620,17 @@ pub(crate) fn page_header(bytes: &[u8]) -> R<PageHead> {
     }
     while let Some((id, t)) = r.field(&mut last)? {
         match (id, t) {
-            (1, ty::I32) => kind = Some(r.i32()?),
-            (2, ty::I32) => uncompressed = Some(r.i32()?),
-            (3, ty::I32) => compressed = Some(r.i32()?),
-            // An i32 on the wire; the checksum's bits.
-            (4, ty::I32) => head.crc = Some(r.i32()? as i32 as u32),
+            // Read as parquet reads them: any integer wire type, truncated to 32 bits.
+            (1..=4, ty::I16 | ty::I32 | ty::I64) => {
+                let v = r.parquet_i32()?;
+                match id {
+                    1 => kind = Some(v),
+                    2 => uncompressed = Some(v),
+                    3 => compressed = Some(v),
+                    // The checksum's bits.
+                    _ => head.crc = Some(v as i32 as u32),
+                }
+            }
             // DataPageHeader: num_values, encoding.
             (5, ty::STRUCT) => [head.values, head.encoding] = inner(&mut r, [1, 2])?,
             // DictionaryPageHeader: num_values.
@@ -670,6 +687,29 @@ mod tests {
             0x19, 0x11, 0x01, 0x19, 0x18, 0x00, 0x19, 0x18, 0x00, 0x15, 0x00, 0x00,
         ];
         assert_eq!(typed_struct(&bytes, COLUMN_INDEX), Ok(bytes.len()));
+    }
+
+    #[test]
+    fn num_children_read_as_parquet_reads_it() {
+        // A footer (found by the `validate` fuzz target) whose schema element sends
+        // num_children as an i64 varint: parquet reads it as an i32 (truncated, 0x48000000)
+        // and reserves that many children. The check must read it the same way and refuse.
+        let footer = [
+            0x15, 0x02, 0x19, 0x4c, 0x48, 0x09, 0x6d, 0x79, 0x5f, 0x72, 0x65, 0x63, 0x6f, 0x72,
+            0x64, 0x15, 0x02, 0x00, 0x35, 0x00, 0x18, 0x01, 0x61, 0x15, 0x02, 0x15, 0x06, 0x4c,
+            0x3c, 0x00, 0x00, 0x00, 0x35, 0x04, 0x18, 0x05, 0x61, 0x72, 0x72, 0x61, 0x79, 0x15,
+            0x02, 0x15, 0x06, 0x4c, 0x3c, 0x00, 0x00, 0x00, 0x15, 0x02, 0x25, 0x04, 0x18, 0x05,
+            0x61, 0x72, 0x15, 0x15, 0x14, 0x16, 0xff, 0xff, 0xff, 0xff, 0xf6, 0xff, 0xff, 0x70,
+            0x00, 0x04, 0x00, 0x00, 0x00, 0x18, 0x04, 0x01, 0x00, 0x00, 0x00, 0x16, 0x00, 0x28,
+            0x04, 0x04, 0x00, 0x00, 0x00, 0x18, 0x04, 0x01, 0x00, 0x00, 0x00, 0x00, 0x19, 0x1c,
+            0x15, 0x00, 0x15, 0x00, 0x15, 0x02, 0x00, 0x3c, 0x29, 0x36, 0x02, 0x02, 0x04, 0x19,
+            0x36, 0x00, 0x00, 0x08, 0x00, 0x00, 0x16, 0xb4, 0x01, 0x15, 0x14, 0x16, 0xff, 0xff,
+            0xff, 0xff, 0xff, 0x10, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0xff, 0xff, 0x70,
+            0x00, 0x00, 0x00, 0x00, 0x00, 0x32, 0x62, 0x31, 0x34, 0x63, 0x66, 0x38, 0x63, 0x61,
+            0x39, 0x30, 0x65, 0x63, 0x29, 0x19, 0x1c, 0x1c, 0x00, 0x00, 0x00,
+        ];
+        let e = file_metadata(&footer).unwrap_err();
+        assert!(e.contains("children"), "{e}");
     }
 
     #[test]
