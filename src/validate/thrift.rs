@@ -342,14 +342,6 @@ impl<'a> Reader<'a> {
         Ok(i64::from(self.zigzag()? as i32))
     }
 
-    fn i32(&mut self) -> R<i64> {
-        let v = self.zigzag()?;
-        if v < i32::MIN as i64 || v > i32::MAX as i64 {
-            return Err(format!("thrift i32 out of range: {v}"));
-        }
-        Ok(v)
-    }
-
     /// Skip a value of type `t`, checking every length in it.
     fn skip(&mut self, t: u8, depth: usize) -> R<()> {
         match t {
