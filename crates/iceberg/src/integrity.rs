@@ -11,7 +11,8 @@
 //! 1. **Container**: magic, header, sync marker; then every block claims a positive count of
 //!    records and a size within the file, ends with the header's sync marker, and the last
 //!    one ends exactly at the end of the file; for the codecs apache-avro decodes, exactly the
-//!    claimed count of records fills exactly the block's (decompressed) bytes.
+//!    claimed count of records fills exactly the block's (decompressed) bytes, each record
+//!    walked within the bounds of [`crate::avro_bounds`] before apache-avro decodes it.
 //! 2. **Manifest list**: every manifest is listed once; each one's entry counts (added,
 //!    existing, deleted files and rows, when given) are remembered for step 3.
 //! 3. **Manifest**: its entries, counted by status, equal the counts its list gave; a live
@@ -220,27 +221,18 @@ fn records(
             None => return Ok(false),
         },
     };
+    let datum =
+        crate::avro_bounds::Datum::new(&schema).map_err(|e| format!("the header's schema: {e}"))?;
     for (count, range) in c.blocks {
-        let mut data = b[range.clone()].to_vec();
-        codec
-            .decompress(&mut data)
-            .map_err(|e| format!("the block at byte {}: {e}", range.start))?;
+        let at = |e: String| format!("the block at byte {}: {e}", range.start);
+        let data = crate::avro_bounds::decompress(codec, &b[range.clone()]).map_err(at)?;
+        // Walked before apache-avro decodes it: no count in the block sizes an allocation.
+        datum.skip(&data, count).map_err(at)?;
         let mut rest = &data[..];
         for i in 0..count {
-            let value = apache_avro::from_avro_datum(&schema, &mut rest, None).map_err(|e| {
-                format!(
-                    "the block at byte {}: record {i} of the {count} it claims: {e}",
-                    range.start
-                )
-            })?;
+            let value = apache_avro::from_avro_datum(&schema, &mut rest, None)
+                .map_err(|e| at(format!("record {i} of the {count} it claims: {e}")))?;
             each(value)?;
-        }
-        if !rest.is_empty() {
-            return Err(format!(
-                "the block at byte {}: {} bytes left after the {count} records it claims",
-                range.start,
-                rest.len()
-            ));
         }
     }
     Ok(true)

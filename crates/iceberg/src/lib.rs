@@ -125,6 +125,7 @@
 //! FileIO configured like the data stores, when rayquet loads the table ([`load_table`]); a
 //! `Table` from another catalog keeps its own FileIO for them.
 
+mod avro_bounds;
 #[cfg(feature = "rest")]
 pub mod catalog;
 mod deletes;
