@@ -4,7 +4,8 @@
     python benches/python_bench.py [--data DIR] [--sf 1] [--runs 6] [--readers ...] [--workloads ...]
 
 Every reader reads into memory (rayquet `scan(...).read_all()`, pyarrow `dataset.to_table()`,
-polars `scan_parquet(...).collect()`, duckdb `read_parquet` -> an Arrow table), each
+polars `scan_parquet(...).collect()`, rayquet-lazy the same polars query over
+`rayquet.polars.scan_parquet(...)`, duckdb `read_parquet` -> an Arrow table), each
 (reader, workload) in a fresh Python process that runs the read `--runs` times, building the
 scan anew each time: **first** is run 1 (a fresh process: imports done, nothing else warm but
 the page cache), **warm** the median of runs 2..N; both are medians over `--processes`
@@ -48,7 +49,7 @@ import subprocess
 import sys
 import time
 
-READERS = ["rayquet", "pyarrow", "polars", "duckdb"]
+READERS = ["rayquet", "rayquet-lazy", "pyarrow", "polars", "duckdb"]
 # rayquet with 8192 rows per batch (the Rust default; the package's is 65536), asked for by
 # name in --readers: the before/after of the package's default in one interleaved run.
 VARIANTS = {"rayquet-8k": {"batch_size": 8192}}
@@ -191,6 +192,18 @@ def child(spec):
 
         def once():
             return rayquet.scan(data, columns=columns, filter=sql, **kw).read_all().num_rows
+    elif reader == "rayquet-lazy":
+        import polars as pl
+        import rayquet.polars as rqpl
+
+        def once():
+            # polars' own query (as the polars reader's), over rayquet's LazyFrame.
+            lf = rqpl.scan_parquet(data)
+            if sql:
+                lf = lf.filter(polars_filter(pl, key))
+            if columns:
+                lf = lf.select(columns)
+            return lf.collect().height
     elif reader == "pyarrow":
         import pyarrow as pa
         import pyarrow.compute as pc

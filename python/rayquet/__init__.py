@@ -40,6 +40,7 @@ from ._errors import (
     StorageError,
     UnsupportedError,
 )
+from ._dataset import Dataset
 from ._rayquet import Reader
 
 __version__ = _rayquet.__version__
@@ -49,6 +50,9 @@ __all__ = [
     "iceberg",
     "DEFAULT_BATCH_SIZE",
     "delta",
+    "dataset",
+    "table",
+    "Dataset",
     "Reader",
     "RayquetError",
     "NotFoundError",
@@ -107,6 +111,35 @@ def _counts(limit, batch_size, memory_budget) -> None:
             raise InvalidArgumentError(
                 f"{name} must be {what}, got {value}", kind="InvalidArgument"
             )
+
+
+def _epoch_millis(value: Any, name: str) -> Optional[int]:
+    """Milliseconds since the epoch from an int, a ``datetime``/``date`` or an ISO 8601 string
+    (UTC when it names no time zone); anything else is an :class:`InvalidArgumentError`."""
+    import datetime as dt
+
+    if value is None or (isinstance(value, int) and not isinstance(value, bool)):
+        return value
+    moment = value
+    if isinstance(value, str):
+        try:
+            moment = dt.datetime.fromisoformat(value)
+        except ValueError:
+            raise InvalidArgumentError(
+                f"{name}: {value!r} is not an ISO 8601 date or time", kind="InvalidArgument"
+            ) from None
+    elif isinstance(value, dt.date) and not isinstance(value, dt.datetime):
+        moment = dt.datetime(value.year, value.month, value.day)
+    if not isinstance(moment, dt.datetime):
+        raise InvalidArgumentError(
+            f"{name} must be milliseconds since the epoch, a datetime or an ISO 8601 string, "
+            f"not {type(value).__name__}",
+            kind="InvalidArgument",
+        )
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=dt.timezone.utc)
+    delta = moment - dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
+    return delta // dt.timedelta(milliseconds=1)
 
 
 Filter = Union[str, "pyarrow.compute.Expression"]
@@ -225,7 +258,7 @@ def iceberg(
     ordered: bool = True,
     storage_options: Optional[Mapping[str, str]] = None,
     *,
-    as_of_timestamp: Optional[int] = None,
+    as_of_timestamp: Union[int, str, "datetime.datetime", None] = None,
     case_sensitive: bool = True,
     memory_budget: Optional[int] = None,
     string_views: bool = False,
@@ -254,7 +287,9 @@ def iceberg(
             columns.
         string_views: accepted for symmetry with :func:`scan`; a table's batches have the
             types of its schema (``string``, ``binary``), whatever it says.
-        as_of_timestamp: read the snapshot current at this time (milliseconds since the epoch).
+        as_of_timestamp: read the snapshot current at this time: milliseconds since the epoch,
+            a ``datetime`` or an ISO 8601 string (``"2026-01-31T12:00:00+01:00"``,
+            ``"2026-01-31"``); one without a time zone is UTC, as Iceberg's timestamps are.
         case_sensitive: match column names case-sensitively.
 
     Files come in the order Iceberg's planner emits them, which may vary between runs;
@@ -277,6 +312,7 @@ def iceberg(
     else:
         location = _location(table_location)
     props = {str(k): str(v) for k, v in catalog_properties.items()} or None
+    as_of_timestamp = _epoch_millis(as_of_timestamp, "as_of_timestamp")
     _counts(limit, batch_size, memory_budget)
     options = dict(storage_options) if storage_options is not None else None
     tables = dict(catalog=catalog, catalog_properties=props, file_io_properties=file_io)
@@ -358,3 +394,98 @@ def delta(
         memory_map=memory_map,
         verify_checksums=verify_checksums,
     )
+
+
+_QUERY_OPTIONS = ("columns", "filter", "limit", "batch_size")
+
+
+def _reusable(function, source, options: dict):
+    """Check ``options`` against ``function``'s parameters now (a misspelt option is a
+    ``TypeError`` here, not at the first scan); the query's own options are ``scan()``'s."""
+    import inspect
+
+    given = sorted(set(options) & set(_QUERY_OPTIONS))
+    if given:
+        raise InvalidArgumentError(
+            f"{', '.join(given)}: pass these to scan(), to_arrow() or count(), not here",
+            kind="InvalidArgument",
+        )
+    inspect.signature(function).bind(source, **options)
+
+    def open_reader(**query):
+        return function(source, **options, **query)
+
+    return open_reader
+
+
+def dataset(paths_or_urls: Union[PathLike, Iterable[PathLike]], **options: Any) -> Dataset:
+    """Parquet files, directories or prefixes as a :class:`Dataset`, scanned any number of times.
+
+    Args:
+        paths_or_urls: what :func:`scan` takes.
+        options: :func:`scan`'s other keyword options (``storage_options``, ``memory_budget``,
+            ``ordered``, ``row_index``...), used by every scan.
+
+    >>> ds = rayquet.dataset("lineitem/")
+    >>> ds.count(), ds.schema
+    >>> ds.to_polars(columns=["l_orderkey"], filter="l_quantity < 5")
+    >>> duckdb.sql("select count(*) from ds")  # as often as wanted
+    """
+    if not isinstance(paths_or_urls, (str, os.PathLike)):
+        paths_or_urls = _locations(paths_or_urls)
+    opener = _reusable(scan, paths_or_urls, options)
+
+    def lazy():
+        from . import polars
+
+        return polars.scan_parquet(paths_or_urls, **options)
+
+    return Dataset(opener, "parquet", str(paths_or_urls), lazy)
+
+
+def _table_format(location: Any, options: dict) -> str:
+    if hasattr(location, "metadata_location") or "catalog" in options:
+        return "iceberg"
+    text = os.fspath(location) if isinstance(location, (str, os.PathLike)) else None
+    if text is not None and text.endswith(".metadata.json"):
+        return "iceberg"
+    if text is not None and "://" not in text:
+        if os.path.isdir(os.path.join(text, "_delta_log")):
+            return "delta"
+        if os.path.isdir(os.path.join(text, "metadata")):
+            return "iceberg"
+    raise InvalidArgumentError(
+        f"cannot tell whether {location!r} is an Iceberg or a Delta table "
+        "(no local _delta_log/ or metadata/ folder): pass format='iceberg' or format='delta'",
+        kind="InvalidArgument",
+    )
+
+
+def table(location: Any, format: Optional[str] = None, **options: Any) -> Dataset:
+    """An Iceberg or Delta table as a :class:`Dataset`, scanned any number of times.
+
+    Args:
+        location: what :func:`iceberg` or :func:`delta` takes.
+        format: ``"iceberg"`` or ``"delta"``; default: a local table's folders tell
+            (``_delta_log/`` or ``metadata/``), as do a pyiceberg ``Table`` and ``catalog=``.
+        options: that function's other keyword options (``snapshot_id``, ``version``,
+            ``storage_options``, catalog properties...), used by every scan.
+    """
+    fmt = format if format is not None else _table_format(location, options)
+    if fmt == "iceberg":
+        function = iceberg
+    elif fmt == "delta":
+        function = delta
+    else:
+        raise InvalidArgumentError(
+            f"format must be 'iceberg' or 'delta', not {fmt!r}", kind="InvalidArgument"
+        )
+    opener = _reusable(function, location, options)
+
+    def lazy():
+        from . import polars
+
+        scan_table = polars.scan_iceberg if fmt == "iceberg" else polars.scan_delta
+        return scan_table(location, **options)
+
+    return Dataset(opener, fmt, str(location), lazy)

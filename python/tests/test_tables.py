@@ -72,6 +72,29 @@ def test_iceberg_snapshot_and_ref(iceberg_table):
     assert rows(rayquet.iceberg(iceberg_location(tbl), ref="main").read_all()) == rows(tbl.scan().to_arrow())
 
 
+def test_iceberg_as_of_a_datetime_or_iso_string(iceberg_table):
+    import datetime as dt
+
+    tbl, s1 = iceberg_table
+    first = tbl.snapshot_by_id(s1)
+    expected = rows(tbl.scan(snapshot_id=s1).to_arrow())
+    at = dt.datetime.fromtimestamp(first.timestamp_ms / 1000, dt.timezone.utc)
+    # The first snapshot's own time, as milliseconds, an aware datetime, a naive one (UTC), an
+    # ISO string with an offset: all read the first snapshot.
+    for when in (
+        first.timestamp_ms,
+        at,
+        at.replace(tzinfo=None),
+        at.astimezone(dt.timezone(dt.timedelta(hours=5))).isoformat(),
+    ):
+        got = rayquet.iceberg(iceberg_location(tbl), as_of_timestamp=when).read_all()
+        assert rows(got) == expected, when
+    with pytest.raises(rayquet.InvalidArgumentError, match="ISO 8601"):
+        rayquet.iceberg(iceberg_location(tbl), as_of_timestamp="yesterday")
+    with pytest.raises(rayquet.InvalidArgumentError, match="as_of_timestamp must be"):
+        rayquet.iceberg(iceberg_location(tbl), as_of_timestamp=1.5)
+
+
 @pytest.mark.parametrize(
     "sql",
     ["i32 < 0", "s = 'bb' AND f > 0.5", "id >= 4990 AND id < 5010", "b IS NULL OR dec > 50"],
