@@ -8,10 +8,11 @@ batch, so a filter pushed into rayquet only has to keep every row polars keeps:
 - an ``&`` pushes the conjuncts that translate and drops the others (polars applies them);
 - an ``|`` or ``~`` pushes only when everything under it translates exactly;
 - comparisons of a column with a literal of its own kind (integers within the column's range,
-  finite floats (polars' JSON writes an infinite or NaN one as null), strings, booleans, dates, timestamps of the same time zone
-  kind), ``is_null``/``is_not_null``, ``is_between``, ``is_in`` of a literal list, and
+  finite floats (polars' JSON writes an infinite or NaN one as null), decimals the column holds
+  exactly, strings, booleans, dates, timestamps of the same time zone kind),
+  ``is_null``/``is_not_null``, ``is_between``, ``is_in`` of a literal list, and
   ``str.starts_with``/``ends_with``/``contains(literal=True)`` translate; anything else
-  (casts, arithmetic, two columns, decimals, nested fields) is left to polars.
+  (casts, arithmetic, two columns, nested fields) is left to polars.
 
 Both evaluators order NaN above every number and treat ``-0.0`` as ``0.0`` (rayquet
 canonicalises NaNs before comparing, ``src/expr/eval.rs``), and a null compared with anything
@@ -229,6 +230,9 @@ def _sql_value(vkind: str, v: Any, ty: pa.DataType) -> str:
     if pa.types.is_date32(ty) and vkind == "Date" and isinstance(v, int):
         day = datetime.date(1970, 1, 1) + datetime.timedelta(days=v)
         return _string(day.isoformat())
+    if pa.types.is_decimal(ty) and vkind in ("Decimal", "Int"):
+        unscaled, scale = (v[0], v[2]) if vkind == "Decimal" else (v, 0)
+        return _decimal_text(unscaled, scale, ty)
     if pa.types.is_timestamp(ty) and vkind == "Datetime":
         value, unit, tz = v
         if unit not in _UNITS or (tz is None) != (ty.tz is None):
@@ -240,6 +244,21 @@ def _sql_value(vkind: str, v: Any, ty: pa.DataType) -> str:
             raise _Skip()
         return _timestamp(int(value), precision, ty.tz is not None)
     raise _Skip()
+
+
+def _decimal_text(unscaled: Any, scale: Any, ty: pa.DataType) -> str:
+    """``unscaled * 10^-scale`` for a decimal column, only when the column holds it exactly
+    (rayquet refuses a literal its column cannot hold; polars compares it exactly)."""
+    if isinstance(unscaled, bool) or not isinstance(unscaled, int) or not isinstance(scale, int):
+        raise _Skip()
+    while scale > ty.scale and unscaled % 10 == 0 and unscaled:
+        unscaled, scale = unscaled // 10, scale - 1
+    if unscaled == 0:
+        scale = min(scale, ty.scale)
+    if scale > ty.scale or scale < 0 or len(str(abs(unscaled))) - scale > ty.precision - ty.scale:
+        raise _Skip()
+    sign, digits = ("-" if unscaled < 0 else ""), str(abs(unscaled)).rjust(scale + 1, "0")
+    return _string(f"{sign}{digits[:len(digits) - scale]}.{digits[len(digits) - scale:]}" if scale else sign + digits)
 
 
 def _python_value(x: Any, ty: pa.DataType) -> str:

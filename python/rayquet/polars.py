@@ -82,16 +82,20 @@ def _lazy(open_reader: Callable[..., Any], name: str, detail: str, options: dict
             "(select, filter, head), not as options",
             kind="InvalidArgument",
         )
-    cached: List[pa.Schema] = []
+    cached: List[pa.Table] = []
 
-    def arrow_schema() -> pa.Schema:
+    def empty() -> pa.Table:
+        # No rows, the scan's schema; made by the reader, not by `Schema.empty_table()`,
+        # whose first call imports pandas when it is installed (0.3 s).
         if not cached:
-            with open_reader(limit=0) as reader:
-                cached.append(reader.schema)
+            cached.append(open_reader(limit=0).read_all())
         return cached[0]
 
+    def arrow_schema() -> pa.Schema:
+        return empty().schema
+
     def schema() -> Any:
-        return pl.from_arrow(arrow_schema().empty_table()).schema
+        return pl.from_arrow(empty()).schema
 
     def source(
         with_columns: Optional[List[str]],
@@ -116,10 +120,10 @@ def _lazy(open_reader: Callable[..., Any], name: str, detail: str, options: dict
         )
         left = n_rows
         with reader:
-            for batch in reader:
+            for group in _groups(reader):
                 if left is not None and left <= 0:
                     return
-                frame = pl.from_arrow(batch)
+                frame = pl.from_arrow(group)
                 if predicate is not None:
                     frame = frame.filter(predicate)
                 if with_columns is not None:
@@ -131,3 +135,26 @@ def _lazy(open_reader: Callable[..., Any], name: str, detail: str, options: dict
                     yield frame
 
     return register_io_source(source, schema=schema, explain_name=name, explain_detail=detail)
+
+
+#: A frame handed to polars holds batches up to this many rows or bytes: each frame costs
+#: polars' plugin machinery about half a millisecond, so 112 batches of SF1 lineitem's two
+#: columns took 0.105 s against 0.078 s in groups of 1M rows (0.070 s for polars' own scan).
+GROUP_ROWS = 1 << 20
+GROUP_BYTES = 64 << 20
+
+
+def _groups(reader: Any) -> Iterator[pa.Table]:
+    """The reader's batches as tables of whole batches, each up to the group limits (a batch
+    larger than them alone)."""
+    pending: List[pa.RecordBatch] = []
+    rows = size = 0
+    for batch in reader:
+        pending.append(batch)
+        rows += batch.num_rows
+        size += batch.nbytes
+        if rows >= GROUP_ROWS or size >= GROUP_BYTES:
+            yield pa.Table.from_batches(pending)
+            pending, rows, size = [], 0, 0
+    if pending:
+        yield pa.Table.from_batches(pending)

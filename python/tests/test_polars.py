@@ -5,6 +5,7 @@ own evaluation of each predicate."""
 from __future__ import annotations
 
 import datetime as dt
+from decimal import Decimal
 
 import pyarrow as pa
 import pytest
@@ -56,7 +57,8 @@ QUERIES = {
         ~(pl.col("i32") >= 0) & pl.col("d").is_between(dt.date(2021, 3, 1), dt.date(2021, 6, 1))
     ),
     "starts_with": lambda lf: lf.filter(pl.col("s").str.starts_with("aa")).select("id", "s"),
-    "decimal (left to polars)": lambda lf: lf.filter(pl.col("dec") > 10).select("id", "dec"),
+    "decimal": lambda lf: lf.filter(pl.col("dec") > Decimal("10.25")).select("id", "dec"),
+    "decimal finer than its column (left to polars)": lambda lf: lf.filter(pl.col("dec") > Decimal("10.251")),
     "arithmetic (left to polars)": lambda lf: lf.filter((pl.col("i32") * 2) > 50),
     "half translatable": lambda lf: lf.filter((pl.col("i32") > 10) & ((pl.col("i32") % 3) == 0)),
     "is_null count": lambda lf: lf.filter(pl.col("i32").is_null()).select(pl.len()),
@@ -110,6 +112,8 @@ PREDICATES = [
     ~pl.col("s").is_in(["a"]),
     pl.col("i32").is_not_null() & (pl.col("id") != 3),
     (pl.col("f") <= 0.75) | (pl.col("f") > 1e300),
+    (pl.col("dec") > Decimal("10.5")) | (pl.col("dec") <= -3),
+    pl.col("dec") == Decimal("-12.340"),
 ]
 
 
@@ -132,9 +136,11 @@ def test_untranslatable_parts_are_dropped_only_under_and(dataset):
     assert _polars_expr.pushdown(half, schema) == '("i32" > 10)'
     assert _polars_expr.pushdown((pl.col("i32") > 10) | ((pl.col("i32") % 3) == 0), schema) is None
     assert _polars_expr.pushdown(~((pl.col("i32") % 3) == 0), schema) is None
-    # A literal outside the column's type, a cast, a decimal: left to polars.
+    # A literal its column cannot hold, a cast: left to polars.
     assert _polars_expr.pushdown(pl.col("i32") < 2**40, schema) is None
     assert _polars_expr.pushdown(pl.col("i32").cast(pl.Int64) < 5, schema) is None
-    assert _polars_expr.pushdown(pl.col("dec") > 1, schema) is None
+    assert _polars_expr.pushdown(pl.col("dec") > Decimal("1.005"), schema) is None
+    assert _polars_expr.pushdown(pl.col("dec") > Decimal("123456789"), schema) is None
+    assert _polars_expr.pushdown(pl.col("dec") > Decimal("1.500"), schema) == "\"dec\" > '1.50'"
     # polars' JSON writes an infinite or NaN float as null: which one is lost, so not pushed.
     assert _polars_expr.pushdown(pl.col("f") <= float("inf"), schema) is None
