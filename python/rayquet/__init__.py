@@ -113,6 +113,15 @@ def _counts(limit, batch_size, memory_budget) -> None:
             )
 
 
+def _no_views(string_views: bool) -> None:
+    if string_views:
+        raise InvalidArgumentError(
+            "string_views=True does nothing for a table: its batches have the types of its "
+            "schema (string, binary); cast them (pyarrow.compute.cast) where views are wanted",
+            kind="InvalidArgument",
+        )
+
+
 def _epoch_millis(value: Any, name: str) -> Optional[int]:
     """Milliseconds since the epoch from an int, a ``datetime``/``date`` or an ISO 8601 string
     (UTC when it names no time zone); anything else is an :class:`InvalidArgumentError`."""
@@ -285,8 +294,9 @@ def iceberg(
         columns, filter, limit, batch_size, ordered, storage_options, memory_budget,
             memory_map, verify_checksums: as for :func:`scan`; ``columns`` and ``filter`` name the table's
             columns.
-        string_views: accepted for symmetry with :func:`scan`; a table's batches have the
-            types of its schema (``string``, ``binary``), whatever it says.
+        string_views: must be ``False``: a table's batches have the types of its schema
+            (``string``, ``binary``); ``True`` is an :class:`InvalidArgumentError` rather than
+            an option silently ignored.
         as_of_timestamp: read the snapshot current at this time: milliseconds since the epoch,
             a ``datetime`` or an ISO 8601 string (``"2026-01-31T12:00:00+01:00"``,
             ``"2026-01-31"``); one without a time zone is UTC, as Iceberg's timestamps are.
@@ -311,6 +321,7 @@ def iceberg(
         location = str(table_location)
     else:
         location = _location(table_location)
+    _no_views(string_views)
     props = {str(k): str(v) for k, v in catalog_properties.items()} or None
     as_of_timestamp = _epoch_millis(as_of_timestamp, "as_of_timestamp")
     _counts(limit, batch_size, memory_budget)
@@ -367,10 +378,12 @@ def delta(
         columns, filter, limit, batch_size, ordered, storage_options, memory_budget,
             memory_map, verify_checksums: as for :func:`scan`; ``columns`` and ``filter`` name the table's
             columns.
-        string_views: accepted for symmetry with :func:`scan`; a table's batches have the
-            types of its schema (``string``, ``binary``), whatever it says.
+        string_views: must be ``False``: a table's batches have the types of its schema
+            (``string``, ``binary``); ``True`` is an :class:`InvalidArgumentError` rather than
+            an option silently ignored.
     """
     location = _location(table_uri)
+    _no_views(string_views)
     _counts(limit, batch_size, memory_budget)
     options = dict(storage_options) if storage_options is not None else None
     filter = _filter(

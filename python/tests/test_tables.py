@@ -251,3 +251,11 @@ def test_iceberg_uuid_columns_are_arrow_uuids(tmp_path):
     assert got.schema.field("u").type == want.schema.field("u").type
     assert got.schema.field("s").type == want.schema.field("s").type
     assert rows(got) == rows(want)
+
+
+def test_options_that_do_nothing_for_a_table_are_errors(iceberg_table, delta_table):
+    tbl, _ = iceberg_table
+    with pytest.raises(rayquet.InvalidArgumentError, match="string_views"):
+        rayquet.iceberg(iceberg_location(tbl), string_views=True)
+    with pytest.raises(rayquet.InvalidArgumentError, match="string_views"):
+        rayquet.delta(delta_table, string_views=True)
