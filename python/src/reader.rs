@@ -322,11 +322,16 @@ fn start_collector(
 /// from the reader only when its consumer first asks for a batch, so a consumer may ask for
 /// several streams to learn the schema and read one (duckdb asks three times per query).
 /// Once one stream has taken the scan, further `__arrow_c_stream__` calls raise. Its `next()`
-/// blocks on the consumer's thread (which pyarrow, polars and duckdb run without the GIL).
+/// blocks on the consumer's thread (which pyarrow, polars and duckdb run without the GIL), on
+/// a helper thread's channel in slices of [`SLICE`]; between slices, on the main thread (where
+/// `pa.table(reader)` and `pl.DataFrame(reader)` read), it checks for signals: Ctrl-C cancels
+/// the scan, ends the stream with a `Cancelled` error, and is raised again as
+/// KeyboardInterrupt once the consumer returns to Python.
 struct LazyStream {
     schema: SchemaRef,
     state: Arc<Mutex<State>>,
-    taken: Option<Box<dyn Iterator<Item = Item> + Send>>,
+    canceller: Canceller,
+    taken: Option<Receiver<Item>>,
     done: bool,
 }
 
@@ -353,12 +358,35 @@ impl LazyStream {
             }
         };
         self.taken = Some(match old {
-            State::Ready(scan) => scan,
-            State::Running(rx) => Box::new(rx.into_iter()),
-            _ => Box::new(std::iter::empty()),
+            State::Ready(scan) => start_helper(*scan)?,
+            State::Running(rx) => rx,
+            // Finished: a channel whose sender is gone, so the stream ends.
+            _ => crossbeam_channel::bounded(0).1,
         });
         Ok(())
     }
+}
+
+/// Whether Ctrl-C (or another signal whose handler raised) arrived, checked on the process's
+/// main thread only: Python runs signal handlers there alone, and another thread need not
+/// take the GIL. A KeyboardInterrupt is raised again for the consumer's caller
+/// (`PyErr_SetInterrupt`), since the consumer reports the stream's error as its own exception.
+fn interrupted() -> bool {
+    #[cfg(target_os = "linux")]
+    // SAFETY: getpid and gettid have no preconditions.
+    let main = unsafe { libc::getpid() == libc::gettid() };
+    #[cfg(not(target_os = "linux"))]
+    let main = false;
+    main && Python::attach(|py| match py.check_signals() {
+        Ok(()) => false,
+        Err(e) => {
+            if e.is_instance_of::<pyo3::exceptions::PyKeyboardInterrupt>(py) {
+                // SAFETY: called with the GIL held, as the C API requires.
+                unsafe { pyo3::ffi::PyErr_SetInterrupt() };
+            }
+            true
+        }
+    })
 }
 
 impl Iterator for LazyStream {
@@ -374,9 +402,27 @@ impl Iterator for LazyStream {
                 return Some(Err(e.into()));
             }
         }
-        let item = self.taken.as_mut().and_then(Iterator::next);
-        self.done = item.is_none();
-        item
+        let rx = self.taken.as_ref()?;
+        loop {
+            match rx.recv_timeout(SLICE) {
+                Ok(item) => {
+                    self.done = item.is_err();
+                    return Some(item);
+                }
+                Err(RecvTimeoutError::Timeout) if interrupted() => {
+                    self.canceller.cancel();
+                    self.taken = None;
+                    self.done = true;
+                    let e = rayquet::Error::new(ErrorKind::Cancelled, "interrupted (Ctrl-C)");
+                    return Some(Err(e.into()));
+                }
+                Err(RecvTimeoutError::Timeout) => {}
+                Err(RecvTimeoutError::Disconnected) => {
+                    self.done = true;
+                    return None;
+                }
+            }
+        }
     }
 }
 
@@ -451,6 +497,7 @@ impl Reader {
         let reader: BoxedReader = Box::new(LazyStream {
             schema: self.schema.clone(),
             state: self.state.clone(),
+            canceller: self.canceller.clone(),
             taken: None,
             done: false,
         });

@@ -182,3 +182,32 @@ def test_an_unread_stream_dropped_with_its_reader_stops_the_scan(big_file):
     del stream
     gc.collect()
     assert wait_until(lambda: new_threads_gone(before)), reader_threads() - before
+
+
+@pytest.mark.parametrize("consumer", ["pyarrow", "polars"])
+def test_keyboard_interrupt_through_the_c_stream(big_file, consumer):
+    """Ctrl-C while pyarrow or polars reads the exported stream on the main thread: the stream
+    ends with a Cancelled error, its scan is cancelled, and KeyboardInterrupt reaches the
+    caller (pyarrow raises it itself; polars raises its error for the stream first, and the
+    interrupt follows at the next line of Python)."""
+    import polars as pl
+
+    reader = long_scan(big_file)
+    read = pa.table if consumer == "pyarrow" else pl.DataFrame
+
+    def consume():
+        try:
+            read(reader)
+        except (pa.ArrowInvalid, pl.exceptions.ComputeError) as e:
+            assert "cancelled: interrupted (Ctrl-C)" in str(e)
+            deadline = time.monotonic() + GUARD
+            while time.monotonic() < deadline:
+                time.sleep(0.01)
+        raise AssertionError("no KeyboardInterrupt")
+
+    t = interrupt_later("sigint")
+    with pytest.raises(KeyboardInterrupt):
+        consume()
+    t.join()
+    assert wait_until(lambda: reader.metrics()["tasks_running"] == 0)
+    assert reader.metrics()["row_groups"] < 400 * pq.read_metadata(big_file).num_row_groups

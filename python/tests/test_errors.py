@@ -163,3 +163,31 @@ def test_unknown_storage_option_is_an_error_naming_it(dataset):
     # pyiceberg's own FileIO names are store options, not errors.
     n = rayquet.scan(files[0], storage_options={"s3.region": "us-east-1"}).read_all().num_rows
     assert n == pq.read_metadata(files[0]).num_rows
+
+
+def test_errors_through_the_c_stream_keep_kind_path_and_row_group(tmp_path):
+    """pyarrow, polars and duckdb turn a stream's error into their own exception; its message
+    is rayquet's: the kind, the file and the row group."""
+    import duckdb
+    import polars as pl
+
+    path = tmp_path / "crc.parquet"
+    pq.write_table(pa.table({"a": list(range(100_000))}), path, row_group_size=20_000,
+                   compression="none", write_page_checksum=True)
+    data = bytearray(path.read_bytes())
+    middle = len(data) // 2  # inside a later row group's data page
+    data[middle:middle + 64] = bytes(b ^ 0x55 for b in data[middle:middle + 64])
+    path.write_bytes(bytes(data))
+    with pytest.raises(rayquet.CorruptFileError) as direct:
+        rayquet.scan(path).read_all()
+    want = f"corrupt data: {path}, row group {direct.value.row_group}"
+    with pytest.raises(pa.ArrowInvalid, match="CRC-32 mismatch") as e:
+        pa.table(rayquet.scan(path))
+    assert want in str(e.value)
+    with pytest.raises(pl.exceptions.ComputeError) as e:
+        pl.DataFrame(rayquet.scan(path))
+    assert want in str(e.value)
+    r = rayquet.scan(path)  # noqa: F841 (read by duckdb)
+    with pytest.raises(duckdb.Error) as e:
+        duckdb.sql("select count(*) from r").fetchall()
+    assert want in str(e.value)
