@@ -2,10 +2,72 @@
 //! each created lazily, once per process, on first use, and never shut down, used by every scan
 //! that is not given its own (`ScanBuilder::io_runtime`, `ScanBuilder::decode_pool`).
 //!
+//! A child process made by `fork` (Python's `multiprocessing` on Linux) inherits the pools'
+//! memory but none of their threads: work sent to them would wait forever. So each pool is
+//! remembered with the process that made it ([`PerProcess`]), and a child makes its own on
+//! first use; the parent's copies are left alone (dropping them would wait for threads that
+//! do not exist in the child). Forking while a scan runs on another thread is not supported
+//! (that scan's locks and buffers are copied mid-use), as for any threaded library.
+//!
 //! Invariant: tokio threads only wait on the network or disk; every CPU-heavy step (footer
 //! parsing, decompression, decoding) runs on the rayon pool.
 
-use std::sync::{Arc, OnceLock};
+use std::sync::atomic::{AtomicPtr, Ordering};
+use std::sync::Arc;
+
+/// A process-wide value made on first use in each process: after `fork`, the child's first
+/// use makes its own (see the module docs). Made values live as long as the process.
+pub(crate) struct PerProcess<T> {
+    current: AtomicPtr<(u32, T)>,
+}
+
+impl<T> PerProcess<T> {
+    /// Nothing made yet.
+    pub(crate) const fn new() -> Self {
+        PerProcess {
+            current: AtomicPtr::new(std::ptr::null_mut()),
+        }
+    }
+
+    /// The value of this process, made by `make` on its first use here.
+    pub(crate) fn get_or_init(&'static self, make: impl FnOnce() -> T) -> &'static T {
+        self.get_or_init_in(std::process::id(), make)
+    }
+
+    /// [`get_or_init`](Self::get_or_init) for the process `pid`.
+    fn get_or_init_in(&'static self, pid: u32, make: impl FnOnce() -> T) -> &'static T {
+        let mut make = Some(make);
+        let mut fresh: *mut (u32, T) = std::ptr::null_mut();
+        let mut seen = self.current.load(Ordering::Acquire);
+        loop {
+            // SAFETY: a non-null stored pointer came from `Box::into_raw` below and is never
+            // freed once stored (entries are leaked on purpose), so it is valid for 'static.
+            if let Some((made_in, value)) = unsafe { seen.as_ref() } {
+                if *made_in == pid {
+                    if !fresh.is_null() {
+                        // Another thread of this process stored one first: ours was never
+                        // shared. SAFETY: `fresh` came from `Box::into_raw` and was not stored.
+                        drop(unsafe { Box::from_raw(fresh) });
+                    }
+                    return value;
+                }
+            }
+            if fresh.is_null() {
+                let make = make.take().expect("made at most once");
+                fresh = Box::into_raw(Box::new((pid, make())));
+            }
+            // The parent process's entry, if any, stays allocated: see the module docs.
+            match self
+                .current
+                .compare_exchange(seen, fresh, Ordering::AcqRel, Ordering::Acquire)
+            {
+                // SAFETY: `fresh` is stored, so never freed from now on.
+                Ok(_) => return unsafe { &(*fresh).1 },
+                Err(now) => seen = now,
+            }
+        }
+    }
+}
 
 /// Worker threads of the shared IO runtime.
 pub(crate) const IO_THREADS: usize = 2;
@@ -16,9 +78,10 @@ pub(crate) const IO_THREADS: usize = 2;
 pub(crate) const IO_BLOCKING_THREADS: usize = 16;
 
 /// A handle to the shared IO runtime (2 worker threads named `rayquet-io`, and at most
-/// [`IO_BLOCKING_THREADS`] threads for blocking file reads), created on first use.
+/// [`IO_BLOCKING_THREADS`] threads for blocking file reads), created on first use in this
+/// process.
 pub(crate) fn io_handle() -> tokio::runtime::Handle {
-    static RT: OnceLock<tokio::runtime::Runtime> = OnceLock::new();
+    static RT: PerProcess<tokio::runtime::Runtime> = PerProcess::new();
     RT.get_or_init(|| {
         tokio::runtime::Builder::new_multi_thread()
             .worker_threads(IO_THREADS)
@@ -33,10 +96,10 @@ pub(crate) fn io_handle() -> tokio::runtime::Handle {
 }
 
 /// The shared decode pool (one thread per core, named `rayquet-decode-N`), created on first
-/// use. A panic that escapes one of its jobs is recorded ([`crate::panic::stray`]), never an
+/// use in this process. A panic that escapes one of its jobs is recorded ([`crate::panic::stray`]), never an
 /// abort.
 pub(crate) fn decode_pool() -> Arc<rayon::ThreadPool> {
-    static POOL: OnceLock<Arc<rayon::ThreadPool>> = OnceLock::new();
+    static POOL: PerProcess<Arc<rayon::ThreadPool>> = PerProcess::new();
     POOL.get_or_init(|| {
         Arc::new(
             rayon::ThreadPoolBuilder::new()
@@ -80,6 +143,22 @@ pub(crate) fn block_on_io<T: Send + 'static>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// One value per process: made once, kept; made again for another process id (a forked
+    /// child's), which then keeps its own.
+    #[test]
+    fn per_process_values_are_made_again_after_fork() {
+        static VALUE: PerProcess<String> = PerProcess::new();
+        let parent = VALUE.get_or_init_in(1, || "parent".to_string());
+        assert_eq!(parent, "parent");
+        let again = VALUE.get_or_init_in(1, || unreachable!("made twice in one process"));
+        assert!(std::ptr::eq(parent, again));
+        let child = VALUE.get_or_init_in(2, || "child".to_string());
+        assert_eq!(child, "child");
+        assert_eq!(VALUE.get_or_init_in(2, || unreachable!()), "child");
+        // The parent's value is still readable where it was handed out.
+        assert_eq!(parent, "parent");
+    }
 
     /// A panic that escapes a job of the shared pool is recorded, not an abort (rayon's
     /// default without a handler): this test's process survives it and the pool still runs.

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import sys
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
 import pyarrow as pa
+import pyarrow.compute  # noqa: F401 (pa.compute)
 import pyarrow.dataset as ds
+import pyarrow.parquet as pq
+import pytest
 
 import rayquet
 
@@ -118,3 +122,35 @@ def test_close_from_another_thread_stops_read_all(big_file):
         pass
     finally:
         closer.join()
+
+
+def _scan_in_child(path, queue):
+    try:
+        queue.put(rayquet.scan(path, filter="id < 100").read_all().num_rows)
+    except BaseException as e:  # the parent reports it
+        queue.put(repr(e))
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="the fork start method")
+def test_a_forked_child_scans_with_pools_of_its_own(dataset):
+    """multiprocessing's fork after a scan: the child inherits the pools' memory but not their
+    threads, and makes its own on first use (it used to wait forever)."""
+    import multiprocessing
+
+    _, files, table = dataset
+    path = str(files[0])
+    expected = pq.read_table(path).filter(pa.compute.field("id") < 100).num_rows
+    assert rayquet.scan(path, filter="id < 100").read_all().num_rows == expected  # pools made
+    ctx = multiprocessing.get_context("fork")
+    queue = ctx.Queue()
+    child = ctx.Process(target=_scan_in_child, args=(path, queue))
+    child.start()
+    try:
+        assert queue.get(timeout=60) == expected
+    finally:
+        child.join(timeout=60)
+        if child.is_alive():
+            child.kill()
+    assert child.exitcode == 0
+    # The parent's pools still work.
+    assert rayquet.scan(path, filter="id < 100").read_all().num_rows == expected
