@@ -20,6 +20,7 @@ wait and cancels the scan, as does ``reader.close()`` or dropping the reader. Er
 
 from __future__ import annotations
 
+import datetime
 import os
 from typing import Any, Iterable, Mapping, Optional, Sequence, Union
 
@@ -357,7 +358,7 @@ def iceberg(
 
 def delta(
     table_uri: PathLike,
-    version: Optional[int] = None,
+    version: Union[int, str, "datetime.datetime", "datetime.date", None] = None,
     columns: Optional[Sequence[str]] = None,
     filter: Optional[Filter] = None,
     limit: Optional[int] = None,
@@ -374,7 +375,10 @@ def delta(
 
     Args:
         table_uri: the table root (above ``_delta_log``), a local path or URL.
-        version: read this version of the table. Default: the newest.
+        version: read this version of the table: its number, or the version current at a
+            time (a ``datetime``, ``date`` or ISO 8601 string, UTC when it names no time zone:
+            the newest commit at or before it, as deltalake's ``load_as_version`` picks it).
+            Default: the newest.
         columns, filter, limit, batch_size, ordered, storage_options, memory_budget,
             memory_map, verify_checksums: as for :func:`scan`; ``columns`` and ``filter`` name the table's
             columns.
@@ -384,13 +388,16 @@ def delta(
     """
     location = _location(table_uri)
     _no_views(string_views)
+    as_of = None
+    if version is not None and (isinstance(version, bool) or not isinstance(version, int)):
+        as_of, version = _epoch_millis(version, "version"), None
     _counts(limit, batch_size, memory_budget)
     options = dict(storage_options) if storage_options is not None else None
     filter = _filter(
         filter,
         lambda: _rayquet.delta(
             location, version, None, None, 0, DEFAULT_BATCH_SIZE, ordered, options,
-            memory_budget=memory_budget, memory_map=memory_map,
+            memory_budget=memory_budget, memory_map=memory_map, as_of_timestamp=as_of,
         ),
     )
     return _rayquet.delta(
@@ -406,6 +413,7 @@ def delta(
         string_views=string_views,
         memory_map=memory_map,
         verify_checksums=verify_checksums,
+        as_of_timestamp=as_of,
     )
 
 

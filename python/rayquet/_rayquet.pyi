@@ -78,5 +78,6 @@ def delta(
     string_views: bool = False,
     memory_map: bool = False,
     verify_checksums: bool = True,
+    as_of_timestamp: Optional[int] = None,
 ) -> Reader: ...
 

@@ -186,7 +186,7 @@ pub(crate) fn iceberg(
 #[pyfunction]
 #[pyo3(signature = (location, version=None, columns=None, filter=None, limit=None,
     batch_size=None, ordered=true, storage_options=None, *, memory_budget=None,
-    string_views=false, memory_map=false, verify_checksums=true))]
+    string_views=false, memory_map=false, verify_checksums=true, as_of_timestamp=None))]
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn delta(
     py: Python<'_>,
@@ -202,6 +202,7 @@ pub(crate) fn delta(
     string_views: bool,
     memory_map: bool,
     verify_checksums: bool,
+    as_of_timestamp: Option<i64>,
 ) -> PyResult<Reader> {
     let common = Common {
         columns,
@@ -216,6 +217,9 @@ pub(crate) fn delta(
         verify_checksums,
     };
     let mut scan = common.apply(rayquet_delta::TableScan::open(location))?;
+    if let Some(t) = as_of_timestamp {
+        scan = scan.as_of_timestamp(t);
+    }
     if let Some(v) = version {
         scan = scan.version(v);
     }

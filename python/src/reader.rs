@@ -557,14 +557,20 @@ impl Reader {
         false
     }
 
-    fn __repr__(&self) -> String {
-        let fields: Vec<String> = self
-            .schema
-            .fields()
-            .iter()
-            .map(|f| format!("{}: {}", f.name(), f.data_type()))
-            .collect();
-        format!("rayquet.Reader({})", fields.join(", "))
+    /// `rayquet.Reader(name: type, ...)` with pyarrow's names of the types (`string`,
+    /// `timestamp[us, tz=UTC]`), as a Python user reads them in `reader.schema`.
+    fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
+        let schema = pyarrow_schema(py, self.schema.clone())?;
+        let mut fields = Vec::with_capacity(self.schema.fields().len());
+        for field in schema.try_iter()? {
+            let field = field?;
+            fields.push(format!(
+                "{}: {}",
+                field.getattr("name")?.str()?,
+                field.getattr("type")?.str()?
+            ));
+        }
+        Ok(format!("rayquet.Reader({})", fields.join(", ")))
     }
 }
 

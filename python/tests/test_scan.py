@@ -112,6 +112,14 @@ def test_string_views(dataset):
     assert got.column("s").cast(pa.string()).equals(pq.read_table(files[0], columns=["s"]).column("s"))
 
 
+def test_repr_names_types_as_pyarrow_does(dataset):
+    _, files, _ = dataset
+    reader = rayquet.scan(files[0], columns=["id", "s", "ts", "dec"])
+    fields = ", ".join(f"{f.name}: {f.type}" for f in reader.schema)
+    assert repr(reader) == f"rayquet.Reader({fields})"
+    assert "s: string" in repr(reader) and "Utf8" not in repr(reader)
+
+
 FILTERS = [
     ("i32 < 50", pc.field("i32") < 50),
     ("s = 'bb' AND f > 0.5", (pc.field("s") == "bb") & (pc.field("f") > 0.5)),

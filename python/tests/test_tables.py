@@ -259,3 +259,33 @@ def test_options_that_do_nothing_for_a_table_are_errors(iceberg_table, delta_tab
         rayquet.iceberg(iceberg_location(tbl), string_views=True)
     with pytest.raises(rayquet.InvalidArgumentError, match="string_views"):
         rayquet.delta(delta_table, string_views=True)
+
+
+def test_delta_version_as_a_time(tmp_path):
+    """version= as a datetime, date or ISO string reads the version current at that time, as
+    deltalake's load_as_version picks it (commits a second apart, times between them)."""
+    import datetime as dt
+    import time
+
+    from deltalake import DeltaTable, write_deltalake
+
+    path = tmp_path / "timed"
+    for i in range(3):
+        write_deltalake(str(path), flat(make_table(500, seed=60 + i, start=500 * i)), mode="append")
+        time.sleep(1.0)
+    stamps = {h["version"]: h["timestamp"] for h in DeltaTable(str(path)).history()}
+    for v in range(3):
+        mid = dt.datetime.fromtimestamp((stamps[v] + 500) / 1000, dt.timezone.utc)
+        reference = DeltaTable(str(path))
+        reference.load_as_version(mid)
+        assert reference.version() == v
+        want = rows(reference.to_pyarrow_table())
+        for when in (mid, mid.isoformat(), mid.replace(tzinfo=None)):
+            got = rayquet.delta(path, version=when).read_all()
+            assert rows(got) == rows(reference.to_pyarrow_table().select(got.column_names)), (v, when)
+        assert len(want) == 500 * (v + 1)
+    # A date: midnight UTC of that day, before the first commit: an error naming the table.
+    with pytest.raises(rayquet.InvalidArgumentError, match="as of"):
+        rayquet.delta(path, version=dt.date(2000, 1, 1))
+    with pytest.raises(rayquet.InvalidArgumentError, match="ISO 8601"):
+        rayquet.delta(path, version="v2")

@@ -73,6 +73,7 @@ use rayquet::{Error, ErrorKind, Result, Scan, ScanBuilder, ScanOptions, ScanRead
 pub struct TableScan {
     location: String,
     version: Option<u64>,
+    as_of: Option<i64>,
     statistics: bool,
     options: ScanOptions,
 }
@@ -96,6 +97,7 @@ impl TableScan {
         TableScan {
             location: location.into(),
             version: None,
+            as_of: None,
             statistics: false,
             options: ScanOptions::default(),
         }
@@ -104,6 +106,16 @@ impl TableScan {
     /// Read this version of the table.
     pub fn version(mut self, version: u64) -> Self {
         self.version = Some(version);
+        self
+    }
+
+    /// Read the version current at `timestamp_ms` (milliseconds since the epoch): the newest
+    /// commit at or before it, by its in-commit timestamp where the table records them, else
+    /// its log file's modification time, as deltalake's `load_as_version(datetime)` picks it.
+    /// A time before the first commit is an `InvalidArgument` error; with
+    /// [`TableScan::version`] too, the scan fails naming both.
+    pub fn as_of_timestamp(mut self, timestamp_ms: i64) -> Self {
+        self.as_of = Some(timestamp_ms);
         self
     }
 
@@ -160,13 +172,43 @@ impl TableScan {
                 None => e.with_path(url.as_str()),
             }
         };
+        if let (Some(v), Some(t)) = (self.version, self.as_of) {
+            return Err(Error::new(
+                ErrorKind::InvalidArgument,
+                format!("a version ({v}) or a timestamp ({t} ms), not both"),
+            )
+            .with_path(url.as_str()));
+        }
         let mut builder = Snapshot::builder_for(url.as_str());
         if let Some(v) = self.version {
             builder = builder.at_version(v);
         }
-        let snapshot = builder
+        let mut snapshot = builder
             .build(engine.as_ref())
             .map_err(|e| kernel(e).context("reading the table's log"))?;
+        if let Some(t) = self.as_of {
+            let at = delta_kernel::history_manager::latest_version_as_of(
+                &snapshot,
+                engine.as_ref(),
+                t,
+                delta_kernel::history_manager::HistoryCommitType::Published,
+            )
+            .map_err(|e| match e {
+                // No commit at or before the time: the caller's argument, not the store.
+                delta_kernel::Error::LogHistory(h) => Error::new(
+                    ErrorKind::InvalidArgument,
+                    format!("no version as of {t} ms: {h}"),
+                )
+                .with_path(url.as_str()),
+                e => kernel(e).context(format!("finding the version as of {t} ms")),
+            })?;
+            if at.version != snapshot.version() {
+                snapshot = Snapshot::builder_for(url.as_str())
+                    .at_version(at.version)
+                    .build(engine.as_ref())
+                    .map_err(|e| kernel(e).context("reading the table's log"))?;
+            }
+        }
         let table_schema = snapshot.schema();
         // The columns delivered, and those the filter also needs.
         let selected: Vec<String> = match &columns {
