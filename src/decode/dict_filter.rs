@@ -25,12 +25,12 @@ use crate::decode::dictionary::{all_dictionary, read_chunk, DictChunk};
 use crate::decode::flat::flat;
 use crate::decode::pages::leaf_pages;
 use crate::decode::scratch;
-use crate::decode::stage::{Stage, StageOutput};
+use crate::decode::stage_io::{Stage, StageOutput};
 use crate::error::{Error, ErrorKind, Result};
 use crate::expr::Expr;
 use crate::footer::FileMeta;
 use crate::io::chunk::SparseChunk;
-use crate::plan::prune::stats::leaf_column;
+use crate::plan::prune::filter::leaf_column;
 use crate::plan::prune::FileFilter;
 use crate::validate::pages::PageSizes;
 

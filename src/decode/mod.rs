@@ -42,6 +42,7 @@ pub(crate) mod rle;
 pub(crate) mod scratch;
 pub(crate) mod snappy;
 pub(crate) mod stage;
+pub(crate) mod stage_io;
 #[cfg(test)]
 pub(crate) mod testing;
 

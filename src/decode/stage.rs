@@ -20,38 +20,12 @@ use crate::decode::bound::BatchLimit;
 use crate::decode::dict_filter;
 use crate::decode::pages::{row_group_reader, Leaves};
 use crate::decode::positions::RowPositions;
+use crate::decode::stage_io::{Stage, StageOutput};
 use crate::error::{Error, Result};
 use crate::footer::FileMeta;
 use crate::io::chunk::SparseChunk;
-use crate::plan::file::RowFilterPlan;
-use crate::plan::prune::FileFilter;
 use crate::plan::selection::pad;
 use crate::validate::pages::PageSizes;
-
-/// What the filter stage of a row group evaluates.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct Stage<'a> {
-    /// The scan's filter, when it is exact and statistics could not decide the row group.
-    pub filter: Option<&'a FileFilter>,
-    pub row_filter: Option<&'a RowFilterPlan>,
-    /// Leaves to decode.
-    pub leaves: &'a [usize],
-    /// The most rows the dictionary filter holds an index of each for
-    /// ([`PageChecks::buffer_rows`](crate::validate::pages::PageChecks::buffer_rows)).
-    pub buffer_rows: u64,
-}
-
-/// What a filter stage found: the exact selection of rows to deliver (spanning the whole row
-/// group), the number of rows read, and the decoded columns asked to be kept (the rows
-/// delivered only, in order), so that they need not be decoded a second time.
-pub(crate) struct StageOutput {
-    pub exact: RowSelection,
-    pub read: u64,
-    /// `None` when no row was read.
-    pub kept: Vec<Option<ArrayRef>>,
-    /// Evaluated on dictionary indices ([`dict_filter`]).
-    pub dictionary: bool,
-}
 
 /// Decode the stage's columns of row group `rg` (rows of `pre`, or all) from `chunk` (whose page
 /// headers claim `sizes`, from [`crate::validate::check_row_group`]) and find

@@ -29,7 +29,6 @@ use arrow::error::ArrowError;
 use crossbeam_channel::{Receiver, RecvTimeoutError, TryRecvError};
 use futures::task::AtomicWaker;
 
-use crate::deliver::tagged::TaggedReader;
 use crate::error::{Error, ErrorKind, Result};
 use crate::flow::event::{Event, Outbox, SlotInfo};
 use crate::flow::Flow;
@@ -207,12 +206,6 @@ impl ScanReader {
     /// The scan's live counters; they stay readable after the reader is dropped.
     pub fn metrics(&self) -> Arc<Metrics> {
         Arc::clone(&self.flow.metrics)
-    }
-
-    /// The same batches, telling which task each came from ([`TaggedReader::task`]): its
-    /// position in the scan's input (for plain scans, the file's position) and its tag.
-    pub fn tagged(self) -> TaggedReader {
-        TaggedReader::new(self)
     }
 
     /// Stop the pipeline: set the quit flag, abort the driver (and with it every fetch).

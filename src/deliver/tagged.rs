@@ -32,11 +32,18 @@ pub struct TaggedReader {
     task: Option<Arc<TaskInfo>>,
 }
 
-impl TaggedReader {
-    pub(crate) fn new(reader: ScanReader) -> Self {
-        TaggedReader { reader, task: None }
+impl ScanReader {
+    /// The same batches, telling which task each came from ([`TaggedReader::task`]): its
+    /// position in the scan's input (for plain scans, the file's position) and its tag.
+    pub fn tagged(self) -> TaggedReader {
+        TaggedReader {
+            reader: self,
+            task: None,
+        }
     }
+}
 
+impl TaggedReader {
     /// The task of the batch `next()` returned last (`None` before the first batch).
     pub fn task(&self) -> Option<&TaskInfo> {
         self.task.as_deref()

@@ -125,7 +125,7 @@ pub(crate) async fn fetch_slot(
                 }
                 let p = &r.prune;
                 let exact_filter = p.exact && p.verdicts.get(rg) == Some(&Verdict::Some);
-                let stage = stage::Stage {
+                let stage = crate::decode::stage_io::Stage {
                     filter: p.filter.as_deref().filter(|_| exact_filter),
                     row_filter: r.row_filter.as_ref(),
                     leaves: &leaves,

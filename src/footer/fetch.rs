@@ -17,16 +17,13 @@ use parquet::file::metadata::{FooterTail, ParquetMetaDataReader};
 use crate::cache::{CachedFooter, FooterKey};
 use crate::error::{Error, ErrorKind, Result};
 use crate::footer::meta::{
-    check_metadata, decode_footer, page_index_range, with_page_index, FileMeta,
+    check_metadata, decode_footer, page_index_range, with_page_index, FileMeta, FOOTER_TAIL,
 };
 use crate::input::FileRef;
 use crate::io::chunk::SparseChunk;
 use crate::io::fetch::Fetcher;
 use crate::metrics::Metrics;
 use crate::options::{Reach, ScanOptions};
-
-/// Size of the Parquet footer tail: 4-byte metadata length and the `PAR1` magic.
-pub(crate) const FOOTER_TAIL: u64 = 8;
 
 /// What the footer request found at the end of a file.
 pub(crate) enum Footer {

@@ -16,10 +16,12 @@ use parquet::file::metadata::{ParquetMetaData, ParquetMetaDataReader};
 use parquet::schema::types::SchemaDescPtr;
 
 use crate::error::{Error, ErrorKind, Result};
-use crate::footer::fetch::FOOTER_TAIL;
 use crate::input::FileRef;
 use crate::io::chunk::SparseChunk;
 use crate::validate::ipc::Hint;
+
+/// Size of the Parquet footer tail: 4-byte metadata length and the `PAR1` magic.
+pub(crate) const FOOTER_TAIL: u64 = 8;
 
 /// A file's parsed footer, ready to plan and decode from. Shared by every unit of the file.
 #[derive(Debug)]

@@ -2,8 +2,8 @@
 //! ([`Build`]): fixed-width values ([`Fixed`]), string and binary views ([`Views`]), and
 //! offset-based strings and binaries ([`Offsets`]).
 //!
-//! The Arrow type comes from the file's schema ([`builder_for`] says which pairs of Parquet
-//! physical type and Arrow type are built here; the rest is left to parquet). Plain values,
+//! The Arrow type comes from the file's schema ([`super::choose::builder_for`] says which
+//! pairs of Parquet physical type and Arrow type are built here; the rest is left to parquet). Plain values,
 //! in data pages and in the dictionary page alike, are converted as parquet converts them (the
 //! same bits, or sign-extended for a wider decimal or timestamp); strings are checked to be
 //! UTF-8 as parquet checks them.
@@ -20,9 +20,8 @@ use arrow::array::{
     OffsetSizeTrait, StringViewArray,
 };
 use arrow::buffer::{Buffer, NullBuffer, OffsetBuffer, ScalarBuffer};
-use arrow::datatypes::{ArrowNativeType, DataType, TimeUnit};
+use arrow::datatypes::{ArrowNativeType, DataType};
 use bytes::Bytes;
-use parquet::basic::Type as PhysicalType;
 
 use super::page::{byte_array, At, DataPage, Kind, Utf8Runs};
 use super::Fallback;
@@ -53,62 +52,6 @@ pub(crate) trait Build: Send {
 
 /// A batch's values would exceed the batch byte limit (`crate::decode::bound`).
 pub(crate) const LIMIT: Fallback = Fallback("a batch's values past the batch byte limit");
-
-/// A builder for leaf `physical` (of `type_length` bytes, fixed-length byte arrays) read as
-/// `dt`, and the width of its plain values (`None`: byte arrays); `None` when this pair is
-/// left to parquet.
-pub(crate) fn builder_for(
-    (physical, type_length): (PhysicalType, i32),
-    dt: &DataType,
-    nullable: bool,
-) -> Option<(Box<dyn Build>, Option<usize>)> {
-    use DataType as D;
-    use PhysicalType as P;
-    if let (P::FIXED_LEN_BYTE_ARRAY, D::Decimal128(_, _)) = (physical, dt) {
-        let width = usize::try_from(type_length).ok()?;
-        let b = super::decimal::BeDecimal::new(width, nullable)?;
-        return Some((Box::new(b), Some(width)));
-    }
-    let width = match physical {
-        P::INT32 | P::FLOAT => 4,
-        P::INT64 | P::DOUBLE => 8,
-        _ => 0,
-    };
-    let b: Box<dyn Build> = match (physical, dt) {
-        (
-            P::INT32,
-            D::Int32
-            | D::UInt32
-            | D::Date32
-            | D::Time32(TimeUnit::Second | TimeUnit::Millisecond)
-            | D::Decimal32(_, _),
-        )
-        | (P::FLOAT, D::Float32) => Box::new(Fixed::<i32>::new(width, nullable)),
-        (P::INT32, D::Timestamp(_, _) | D::Decimal64(_, _)) => {
-            Box::new(Fixed::<i64>::new(width, nullable))
-        }
-        (P::INT32 | P::INT64, D::Decimal128(_, _)) => Box::new(Fixed::<i128>::new(width, nullable)),
-        (
-            P::INT64,
-            D::Int64
-            | D::UInt64
-            | D::Date64
-            | D::Time64(TimeUnit::Microsecond | TimeUnit::Nanosecond)
-            | D::Duration(_)
-            | D::Timestamp(_, _)
-            | D::Decimal64(_, _),
-        )
-        | (P::DOUBLE, D::Float64) => Box::new(Fixed::<i64>::new(width, nullable)),
-        (P::BYTE_ARRAY, D::Utf8View) => Box::new(Views::new(true, nullable)),
-        (P::BYTE_ARRAY, D::BinaryView) => Box::new(Views::new(false, nullable)),
-        (P::BYTE_ARRAY, D::Utf8) => Box::new(Offsets::<i32>::new(true, nullable)),
-        (P::BYTE_ARRAY, D::Binary) => Box::new(Offsets::<i32>::new(false, nullable)),
-        (P::BYTE_ARRAY, D::LargeUtf8) => Box::new(Offsets::<i64>::new(true, nullable)),
-        (P::BYTE_ARRAY, D::LargeBinary) => Box::new(Offsets::<i64>::new(false, nullable)),
-        _ => return None,
-    };
-    Some((b, (width > 0).then_some(width)))
-}
 
 /// Validity of the rows appended, for a nullable column.
 pub(super) fn nulls(nullable: bool) -> Option<BooleanBufferBuilder> {
@@ -372,7 +315,7 @@ pub(crate) struct Fixed<T: Word> {
 }
 
 impl<T: Word> Fixed<T> {
-    fn new(width: usize, nullable: bool) -> Self {
+    pub(super) fn new(width: usize, nullable: bool) -> Self {
         Fixed {
             width,
             dict: Dict {
@@ -583,7 +526,7 @@ pub(crate) struct Views {
 }
 
 impl Views {
-    fn new(utf8: bool, nullable: bool) -> Self {
+    pub(super) fn new(utf8: bool, nullable: bool) -> Self {
         Views {
             utf8,
             dict: None,
@@ -832,7 +775,7 @@ pub(crate) struct Offsets<O: OffsetSizeTrait> {
 }
 
 impl<O: OffsetSizeTrait> Offsets<O> {
-    fn new(utf8: bool, nullable: bool) -> Self {
+    pub(super) fn new(utf8: bool, nullable: bool) -> Self {
         Offsets {
             utf8,
             unchecked: false,

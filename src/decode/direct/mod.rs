@@ -12,7 +12,7 @@
 //! row are skipped without being decompressed.
 //!
 //! What it reads: flat columns (top level, unrepeated, at most one definition level) of the
-//! pairs of physical and Arrow types in [`build::builder_for`], PLAIN or dictionary-encoded
+//! pairs of physical and Arrow types in [`choose::builder_for`], PLAIN or dictionary-encoded
 //! with RLE levels (v1 or v2 pages), when the selected rows are scattered: in short runs (fewer
 //! than 32 rows on average) and at most half the rows, as a filter's matches are. And, where
 //! the CPU runs the x86-64-v3 copies of the dispatched kernels ([`crate::decode::dispatch`]),
@@ -39,6 +39,7 @@
 //! always does. Runs on the decode pool only, like every decoder.
 
 mod build;
+mod choose;
 mod decimal;
 mod page;
 mod selected;
@@ -59,7 +60,8 @@ use crate::decode::flat::flat;
 use crate::decode::pages::{leaf_pages, row_group_reader, Leaves};
 use crate::io::chunk::SparseChunk;
 use crate::validate::pages::PageSizes;
-use build::{builder_for, Build, DictPage};
+use build::{Build, DictPage};
+use choose::builder_for;
 use page::{DataPage, Dense};
 use selected::Selected;
 pub(crate) use selected::Written;

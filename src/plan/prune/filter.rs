@@ -12,7 +12,6 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::expr::Expr;
 use crate::footer::FileMeta;
 use crate::plan::mapping::{FilterTarget, Mapping};
-use crate::plan::prune::stats::leaf_column;
 
 /// One column a filter reads, resolved against a file.
 #[derive(Debug, Clone)]
@@ -353,4 +352,9 @@ pub(crate) fn column_at(batch: &RecordBatch, path: &[String]) -> Result<ArrayRef
         cur = arrow::array::make_array(data);
     }
     Ok(cur)
+}
+
+/// The column a leaf predicate reads.
+pub(crate) fn leaf_column(e: &Expr) -> &str {
+    e.leaf_column().expect("leaf predicates only")
 }

@@ -13,7 +13,7 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::expr::LikeRest::{AnyTail, Nothing};
 use crate::expr::{CmpOp, Expr, LikePrefix, Value};
 use crate::footer::FileMeta;
-use crate::plan::prune::filter::{FileFilter, FilterColumn};
+use crate::plan::prune::filter::{leaf_column, FileFilter, FilterColumn};
 use crate::plan::prune::Verdict;
 
 /// Statistics of one column over `n` units (row groups or pages).
@@ -324,10 +324,6 @@ pub(crate) fn judge(
         Expr::Literal(false) => vec![Verdict::None; n],
         _ => leaf(e),
     }
-}
-
-pub(crate) fn leaf_column(e: &Expr) -> &str {
-    e.leaf_column().expect("leaf predicates only")
 }
 
 /// Verdicts per row group of `meta`'s file, from column chunk statistics.
