@@ -24,7 +24,7 @@ use datafusion::logical_expr::Accumulator;
 use parquet::arrow::arrow_reader::statistics::StatisticsConverter;
 use parquet::file::metadata::ParquetMetaData;
 
-use crate::order::SortKey;
+use crate::order::{SortKey, Sorting};
 
 /// One row group, as units are planned from it.
 #[derive(Debug, Clone)]
@@ -43,19 +43,6 @@ pub(crate) struct FileSummary {
     pub stats: Statistics,
     /// The order the writer declares for every row group, where it can be relied on.
     pub sorting: Option<Sorting>,
-}
-
-/// The order of a file's rows within each row group, as its writer declares it
-/// (`sorting_columns`), and each row group's bounds of the first key: what
-/// [`crate::order`] needs to tell whether the row groups also follow each other in order.
-#[derive(Debug, Clone)]
-pub(crate) struct Sorting {
-    /// The keys, as table columns: the longest prefix of the declared keys that are
-    /// top-level columns of the table.
-    pub keys: Vec<SortKey>,
-    /// Per row group: the first key's lower and upper bound (`None`: the row group is empty).
-    /// Bounds may be truncated (a string's), never narrower than the values.
-    pub bounds: Vec<Option<(ScalarValue, ScalarValue)>>,
 }
 
 impl FileSummary {

@@ -1,7 +1,7 @@
 //! The order a Parquet table's scan delivers its rows in, where the files say so: each row
 //! group's rows are sorted as its writer declares (`sorting_columns`, the writer's word, as
 //! DataFusion's own Parquet scan takes it), and the units, put in order by the row groups'
-//! bounds of the first key ([`crate::meta::Sorting`]), do not overlap. Then every partition's
+//! bounds of the first key ([`Sorting`]), do not overlap. Then every partition's
 //! units, read in the order they were dealt (a subsequence of that order, on any number of
 //! partitions and workers), give rows in that order, and DataFusion can drop a sort or merge
 //! sorted partitions instead.
@@ -19,8 +19,6 @@ use std::ops::Range;
 use datafusion::common::ScalarValue;
 use serde::{Deserialize, Serialize};
 
-use crate::meta::Sorting;
-
 /// One key of a claimed order: a table column, its direction, where its nulls go.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub(crate) struct SortKey {
@@ -30,6 +28,19 @@ pub(crate) struct SortKey {
     pub descending: bool,
     /// Nulls before values.
     pub nulls_first: bool,
+}
+
+/// The order of a file's rows within each row group, as its writer declares it
+/// (`sorting_columns`), and each row group's bounds of the first key: what
+/// [`crate::order`] needs to tell whether the row groups also follow each other in order.
+#[derive(Debug, Clone)]
+pub(crate) struct Sorting {
+    /// The keys, as table columns: the longest prefix of the declared keys that are
+    /// top-level columns of the table.
+    pub keys: Vec<SortKey>,
+    /// Per row group: the first key's lower and upper bound (`None`: the row group is empty).
+    /// Bounds may be truncated (a string's), never narrower than the values.
+    pub bounds: Vec<Option<(ScalarValue, ScalarValue)>>,
 }
 
 /// A unit as ordering sees it: the declared order of its file and the run of row groups it
