@@ -192,13 +192,19 @@ def child(spec):
 
         def once():
             return rayquet.scan(data, columns=columns, filter=sql, **kw).read_all().num_rows
-    elif reader == "rayquet-lazy":
+    elif reader in ("polars", "rayquet-lazy"):
         import polars as pl
-        import rayquet.polars as rqpl
+
+        if reader == "polars":
+            source = lambda: pl.scan_parquet(glob)  # noqa: E731
+        else:
+            import rayquet.polars as rqpl
+
+            source = lambda: rqpl.scan_parquet(data)  # noqa: E731
 
         def once():
-            # polars' own query (as the polars reader's), over rayquet's LazyFrame.
-            lf = rqpl.scan_parquet(data)
+            # The same polars query over polars' own scan or rayquet's LazyFrame.
+            lf = source()
             if sql:
                 lf = lf.filter(polars_filter(pl, key))
             if columns:
@@ -220,16 +226,6 @@ def child(spec):
                                                format=dataset.format, filesystem=dataset.filesystem)
                 expr = pyarrow_filter(pa, pc, schema, key)
             return dataset.to_table(columns=columns, filter=expr).num_rows
-    elif reader == "polars":
-        import polars as pl
-
-        def once():
-            lf = pl.scan_parquet(glob)
-            if sql:
-                lf = lf.filter(polars_filter(pl, key))
-            if columns:
-                lf = lf.select(columns)
-            return lf.collect().height
     elif reader == "duckdb":
         import duckdb
 
