@@ -13,12 +13,18 @@
 //! parsing, decompression, decoding) runs on the rayon pool.
 
 use std::sync::atomic::{AtomicPtr, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 /// A process-wide value made on first use in each process: after `fork`, the child's first
-/// use makes its own (see the module docs). Made values live as long as the process.
+/// use makes its own (see the module docs). Made values live as long as the process. One
+/// thread makes it while the others wait ([`PerProcess::making`]): a pool made twice would
+/// have to be dropped, and a tokio runtime cannot be dropped on a tokio thread.
 pub(crate) struct PerProcess<T> {
     current: AtomicPtr<(u32, T)>,
+    /// Held while a value is made (never on the fast path). A fork while another thread
+    /// holds it (the first scan of the process starting its pools) leaves it held in the
+    /// child: unsupported, as any fork during a scan.
+    making: Mutex<()>,
 }
 
 impl<T> PerProcess<T> {
@@ -26,6 +32,7 @@ impl<T> PerProcess<T> {
     pub(crate) const fn new() -> Self {
         PerProcess {
             current: AtomicPtr::new(std::ptr::null_mut()),
+            making: Mutex::new(()),
         }
     }
 
@@ -36,35 +43,28 @@ impl<T> PerProcess<T> {
 
     /// [`get_or_init`](Self::get_or_init) for the process `pid`.
     fn get_or_init_in(&'static self, pid: u32, make: impl FnOnce() -> T) -> &'static T {
-        let mut make = Some(make);
-        let mut fresh: *mut (u32, T) = std::ptr::null_mut();
-        let mut seen = self.current.load(Ordering::Acquire);
-        loop {
-            // SAFETY: a non-null stored pointer came from `Box::into_raw` below and is never
-            // freed once stored (entries are leaked on purpose), so it is valid for 'static.
-            if let Some((made_in, value)) = unsafe { seen.as_ref() } {
-                if *made_in == pid {
-                    if !fresh.is_null() {
-                        // Another thread of this process stored one first: ours was never
-                        // shared. SAFETY: `fresh` came from `Box::into_raw` and was not stored.
-                        drop(unsafe { Box::from_raw(fresh) });
-                    }
-                    return value;
-                }
-            }
-            if fresh.is_null() {
-                let make = make.take().expect("made at most once");
-                fresh = Box::into_raw(Box::new((pid, make())));
-            }
-            // The parent process's entry, if any, stays allocated: see the module docs.
-            match self
-                .current
-                .compare_exchange(seen, fresh, Ordering::AcqRel, Ordering::Acquire)
-            {
-                // SAFETY: `fresh` is stored, so never freed from now on.
-                Ok(_) => return unsafe { &(*fresh).1 },
-                Err(now) => seen = now,
-            }
+        if let Some(value) = self.made_in(pid) {
+            return value;
+        }
+        let _making = self.making.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(value) = self.made_in(pid) {
+            return value;
+        }
+        let fresh = Box::into_raw(Box::new((pid, make())));
+        // The parent process's entry, if any, stays allocated: see the module docs.
+        self.current.store(fresh, Ordering::Release);
+        // SAFETY: `fresh` is stored, so never freed from now on.
+        unsafe { &(*fresh).1 }
+    }
+
+    /// The value made in process `pid`, if it was.
+    fn made_in(&'static self, pid: u32) -> Option<&'static T> {
+        let seen = self.current.load(Ordering::Acquire);
+        // SAFETY: a non-null stored pointer came from `Box::into_raw` above and is never
+        // freed once stored (entries are leaked on purpose), so it is valid for 'static.
+        match unsafe { seen.as_ref() } {
+            Some((made_in, value)) if *made_in == pid => Some(value),
+            _ => None,
         }
     }
 }
@@ -158,6 +158,27 @@ mod tests {
         assert_eq!(VALUE.get_or_init_in(2, || unreachable!()), "child");
         // The parent's value is still readable where it was handed out.
         assert_eq!(parent, "parent");
+    }
+
+    /// Threads racing to the first use make one value between them (a second would have to
+    /// be dropped, which a tokio runtime refuses on a tokio thread).
+    #[test]
+    fn concurrent_first_uses_make_one_value() {
+        static VALUE: PerProcess<usize> = PerProcess::new();
+        static MADE: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        let barrier = std::sync::Barrier::new(8);
+        std::thread::scope(|s| {
+            for _ in 0..8 {
+                s.spawn(|| {
+                    barrier.wait();
+                    VALUE.get_or_init_in(7, || {
+                        std::thread::sleep(std::time::Duration::from_millis(20));
+                        MADE.fetch_add(1, Ordering::SeqCst)
+                    });
+                });
+            }
+        });
+        assert_eq!(MADE.load(Ordering::SeqCst), 1);
     }
 
     /// A panic that escapes a job of the shared pool is recorded, not an abort (rayon's
