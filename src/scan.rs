@@ -73,6 +73,7 @@ pub struct Scan {
     selections: Vec<(String, RowSelection)>,
     row_index: Option<String>,
     prune: Option<Expr>,
+    union_by_name: bool,
 }
 
 impl std::fmt::Debug for Scan {
@@ -142,6 +143,7 @@ impl Scan {
             selections: Vec::new(),
             row_index: None,
             prune: None,
+            union_by_name: false,
         }
     }
 
@@ -226,6 +228,29 @@ impl Scan {
         self
     }
 
+    /// Plain files only: read files whose schemas differ as one schema, matching columns by
+    /// name (default `false`: every file must have the first file's schema exactly, and a
+    /// file that differs is a `SchemaMismatch` error naming both). With `true`, as duckdb's
+    /// `union_by_name` and pyarrow's `unify_schemas`:
+    /// - the scan's columns are every file's, in the order they first appear (files in the
+    ///   scan's order); a column a file lacks is null in that file's rows;
+    /// - a column whose type differs between files takes a type that holds both exactly:
+    ///   integers widen (`int32` and `int64`: `int64`; `uint32` and `int32`: `int64`), floats
+    ///   widen, an integer that a float holds exactly becomes that float, decimals keep both
+    ///   integer digits and scales, strings and binaries the large or view type either has,
+    ///   timestamps of one time zone the finer unit, structs, lists and maps child by child;
+    ///   anything else (a string and an integer, `int64` and `float64`) is a `SchemaMismatch`
+    ///   naming the column and both files;
+    /// - [`ScanBuilder::columns`] names top-level columns of that schema (or partition
+    ///   columns), and filters may name any of them.
+    ///
+    /// [`Scan::build`] then reads every file's footer before the first batch (in parallel; the
+    /// footer cache keeps them for the scan).
+    pub fn union_by_name(mut self, yes: bool) -> Self {
+        self.union_by_name = yes;
+        self
+    }
+
     /// Resolve the inputs (plain files: list prefixes and read the first footer for the
     /// schema), and start fetching. Blocks the calling thread until the schema is known.
     pub fn build(self) -> Result<ScanReader> {
@@ -287,8 +312,16 @@ impl Scan {
                 let mode = Mode::Plain {
                     first: OnceLock::new(),
                     hive: hive.as_ref().map(|h| h.fields.clone()).unwrap_or_default(),
+                    union: self.union_by_name.then(OnceLock::new),
                 };
                 (mode, files, None, hive)
+            }
+            Source::Tasks { .. } if self.union_by_name => {
+                return Err(Error::new(
+                    ErrorKind::InvalidArgument,
+                    "union_by_name() does not apply to a scan of tasks: their schema is the \
+                     caller's, each task maps its file to it",
+                ))
             }
             Source::Tasks { schema, tasks } => (Mode::Tasks(schema), Vec::new(), Some(tasks), None),
         };
@@ -345,6 +378,10 @@ impl Scan {
             None => {
                 let tasks = plain_tasks(&ctx.opts, files, hive)?;
                 let tasks = prune_partitions(&ctx, tasks)?;
+                if let Mode::Plain { union: Some(u), .. } = &ctx.mode {
+                    let schema = open::union_schema(&ctx, &tasks)?;
+                    let _ = u.set(schema);
+                }
                 let mut tasks = tasks.into_iter();
                 let first = tasks.next().expect("plain_tasks gives at least one");
                 let first = block_on_io(&io, open::open(Arc::clone(&ctx), 0, first))?;

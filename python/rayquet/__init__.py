@@ -204,6 +204,7 @@ def scan(
         columns: the columns to read, in this order (``"a.b"`` selects a nested field).
             Default: all.
         filter: only rows where this SQL expression is true (rayquet's parser: ``= != < <= >
+    union_by_name: bool = False,
             >=``, ``IN``, ``IS [NOT] NULL``, ``BETWEEN``, ``[NOT] LIKE``/``ILIKE``,
             ``AND``/``OR``/``NOT``), e.g.
             ``"l_quantity < 5 AND l_shipmode = 'AIR'"``; or a ``pyarrow.compute.Expression``
@@ -238,6 +239,12 @@ def scan(
         filter,
         lambda: _rayquet.scan(
             locations, None, None, 0, DEFAULT_BATCH_SIZE, ordered, options,
+        union_by_name: read files whose schemas differ as one schema, as duckdb's
+            ``union_by_name`` and ``pyarrow.unify_schemas``: columns matched by name, in the
+            order they first appear; a column a file lacks is null in its rows; a type that
+            differs widens where both convert exactly (``int32`` and ``int64``: ``int64``),
+            anything else is a :class:`SchemaMismatchError`. Every footer is read before the
+            first batch. Default ``False``: every file must have the first file's schema.
             memory_budget=memory_budget, memory_map=memory_map, row_index=row_index,
         ),
     )
@@ -250,6 +257,7 @@ def scan(
         ordered,
         options,
         memory_budget=memory_budget,
+            union_by_name=union_by_name,
         string_views=string_views,
         memory_map=memory_map,
         row_index=row_index,
@@ -265,6 +273,7 @@ def iceberg(
     filter: Optional[Filter] = None,
     limit: Optional[int] = None,
     batch_size: Optional[int] = None,
+        union_by_name=union_by_name,
     ordered: bool = True,
     storage_options: Optional[Mapping[str, str]] = None,
     *,

@@ -47,6 +47,7 @@ def iceberg(
     location: str,
     snapshot_id: Optional[int] = None,
     ref: Optional[str] = None,
+    union_by_name: bool = False,
     columns: Optional[List[str]] = None,
     filter: Optional[str] = None,
     limit: Optional[int] = None,

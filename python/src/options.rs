@@ -68,7 +68,7 @@ impl Common {
 #[pyfunction]
 #[pyo3(signature = (paths, columns=None, filter=None, limit=None, batch_size=None, ordered=true,
     storage_options=None, *, memory_budget=None, string_views=false, memory_map=false,
-    row_index=None, verify_checksums=true))]
+    row_index=None, verify_checksums=true, union_by_name=false))]
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn scan(
     py: Python<'_>,
@@ -84,6 +84,7 @@ pub(crate) fn scan(
     memory_map: bool,
     row_index: Option<String>,
     verify_checksums: bool,
+    union_by_name: bool,
 ) -> PyResult<Reader> {
     let common = Common {
         columns,
@@ -101,6 +102,7 @@ pub(crate) fn scan(
     if let Some(name) = row_index {
         scan = scan.row_index(name);
     }
+    let scan = scan.union_by_name(union_by_name);
     build_interruptibly(py, move || scan.build())
 }
 

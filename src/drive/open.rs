@@ -9,7 +9,8 @@
 
 use std::sync::Arc;
 
-use arrow::datatypes::DataType;
+use arrow::datatypes::{DataType, SchemaRef};
+use futures::StreamExt;
 
 use crate::drive::DriveCtx;
 use crate::error::Result;
@@ -19,6 +20,7 @@ use crate::metrics::Metrics;
 use crate::options::{Reach, ScanOptions};
 use crate::plan::file::{prepare, Blooms, FileRun, Mode};
 use crate::plan::prune::{bloom, Verdict};
+use crate::plan::union::Union;
 use crate::task::{FileTask, LoadContext};
 
 /// The IO window a scan opens at once when it opens a file on a far store: about what 48
@@ -70,11 +72,9 @@ fn decode_views(opts: &ScanOptions, mode: &Mode) -> bool {
     }
 }
 
-/// Open task number `index` of the scan.
-pub(crate) async fn open(ctx: Arc<DriveCtx>, index: u64, task: FileTask) -> Result<Arc<FileRun>> {
-    let _guard = ctx.metrics().task_started();
-    let opts = &ctx.opts;
-    let file = match &task.store {
+/// The object task `task` reads, resolved to its store.
+fn file_of(ctx: &DriveCtx, task: &FileTask) -> Result<FileRef> {
+    Ok(match &task.store {
         Some((store, path)) => FileRef {
             store: Arc::clone(store),
             path: path.clone(),
@@ -92,7 +92,52 @@ pub(crate) async fn open(ctx: Arc<DriveCtx>, index: u64, task: FileTask) -> Resu
             file.version = task.version.clone();
             file
         }
-    };
+    })
+}
+
+/// The schema of a union-by-name scan of `tasks` (plain files): every footer read (metadata
+/// only, as many at once as requests may be in flight, kept in the footer cache for the scan's
+/// own opening of each file) and folded in the tasks' order (see `plan::union`).
+pub(crate) fn union_schema(ctx: &Arc<DriveCtx>, tasks: &[FileTask]) -> Result<SchemaRef> {
+    let files = tasks
+        .iter()
+        .map(|t| file_of(ctx, t))
+        .collect::<Result<Vec<_>>>()?;
+    let io = ctx.opts.io_handle();
+    crate::runtime::block_on_io(&io, fold_schemas(Arc::clone(ctx), files))
+}
+
+async fn fold_schemas(ctx: Arc<DriveCtx>, files: Vec<FileRef>) -> Result<SchemaRef> {
+    let count = files.len() as u64;
+    let views = decode_views(&ctx.opts, &ctx.mode);
+    let mut metas = futures::stream::iter(files)
+        .map(|f| {
+            footer::fetch::load(
+                &ctx.fetcher,
+                &ctx.decode.pool,
+                &ctx.opts,
+                f,
+                (true, false, views),
+            )
+        })
+        .buffered(ctx.opts.tuning.max_requests_in_flight.max(1));
+    let mut union = Union::default();
+    while let Some(meta) = metas.next().await {
+        let meta = meta?;
+        union.add(meta.reader.schema(), &meta.file.name)?;
+    }
+    // Each file counts once in `files`, when the scan opens it.
+    ctx.metrics()
+        .files
+        .fetch_sub(count, std::sync::atomic::Ordering::Relaxed);
+    Ok(union.schema())
+}
+
+/// Open task number `index` of the scan.
+pub(crate) async fn open(ctx: Arc<DriveCtx>, index: u64, task: FileTask) -> Result<Arc<FileRun>> {
+    let _guard = ctx.metrics().task_started();
+    let opts = &ctx.opts;
+    let file = file_of(&ctx, &task)?;
     let name = file.name.clone();
     if Reach::of(file.store.as_ref()) == Reach::Far {
         ctx.decode.flow.budget.far_store(FAR_WINDOW);

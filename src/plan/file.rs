@@ -22,6 +22,7 @@ use crate::plan::project::{check_schema, project, projected_schema};
 use crate::plan::prune::{bloom, stats, FileFilter, Verdict};
 use crate::plan::selection::{deletes_by_row_group, excluded, split_selection};
 use crate::plan::slots::FilePrune;
+use crate::plan::union;
 use crate::task::{BatchTransform, FileTask, RowFilter, TaskInfo};
 
 /// How a scan's output schema is known.
@@ -34,6 +35,9 @@ pub(crate) enum Mode {
         first: OnceLock<(SchemaRef, Arc<str>)>,
         /// The partition columns (none when the scan has none); each task carries its values.
         hive: Fields,
+        /// A union-by-name scan: its file columns, set before the first file opens (see
+        /// `plan::union`); files then map to it by name instead of matching the first.
+        union: Option<OnceLock<SchemaRef>>,
     },
     /// Tasks: the caller's schema, which every task maps its file to.
     Tasks(SchemaRef),
@@ -103,7 +107,21 @@ pub(crate) fn prepare(
     };
     // The output columns, and what the filter's column names refer to.
     let (mapping, schema, filter_mapping) = match mode {
-        Mode::Plain { first, hive } => {
+        Mode::Plain {
+            union: Some(union),
+            hive,
+            ..
+        } => {
+            let union = union
+                .get()
+                .expect("a union's schema is set before files open");
+            let values = task
+                .partition
+                .clone()
+                .unwrap_or_else(|| Arc::from(Vec::new()));
+            union_columns(opts, union, hive, &values, &meta)?
+        }
+        Mode::Plain { first, hive, .. } => {
             let values = task
                 .partition
                 .clone()
@@ -333,6 +351,96 @@ pub(crate) fn prepare(
 }
 
 /// The decoded field of file root `r` in a batch decoded for the roots `roots` (ascending).
+/// The output columns of a union-by-name scan's file (see `plan::union`): the scan's columns
+/// (all of the union's, or those named), its partition columns and row index; the schema;
+/// and the mapping filters resolve through (every column of the union and the partitions).
+fn union_columns(
+    opts: &ScanOptions,
+    union: &SchemaRef,
+    hive: &Fields,
+    values: &[arrow::array::ArrayRef],
+    meta: &FileMeta,
+) -> Result<(Mapping, SchemaRef, Option<Mapping>)> {
+    let name: &str = &meta.file.name;
+    // Partition keys the files also hold as a column are read from the files.
+    let live: Vec<usize> = (0..hive.len())
+        .filter(|&i| union.field_with_name(hive[i].name()).is_err())
+        .collect();
+    let mut extra: Vec<(FieldRef, OutCol)> = live
+        .iter()
+        .map(|&i| (Arc::clone(&hive[i]), OutCol::Const(Arc::clone(&values[i]))))
+        .collect();
+    let hive_at = |c: &str| live.iter().position(|&i| hive[i].name() == c);
+    let mut fields: Vec<FieldRef> = Vec::new();
+    let mut order: Vec<Option<usize>> = Vec::new();
+    match &opts.columns {
+        None => {
+            fields.extend(union.fields().iter().cloned());
+            order.extend(union.fields().iter().map(|_| None));
+            order.extend((0..live.len()).map(Some));
+        }
+        Some(names) => {
+            for c in names {
+                if let Some(k) = hive_at(c) {
+                    if !order.contains(&Some(k)) {
+                        order.push(Some(k));
+                    }
+                } else if let Ok(f) = union.field_with_name(c) {
+                    if !fields.iter().any(|x| x.name() == c) {
+                        fields.push(Arc::new(f.clone()));
+                        order.push(None);
+                    }
+                } else {
+                    let known: Vec<&String> = union
+                        .fields()
+                        .iter()
+                        .map(|f| f.name())
+                        .chain(live.iter().map(|&i| hive[i].name()))
+                        .collect();
+                    return Err(Error::new(
+                        ErrorKind::InvalidArgument,
+                        format!(
+                            "no column named {c:?} in the union of the files' schemas (a \
+                             union by name selects top-level columns): {known:?}"
+                        ),
+                    )
+                    .with_path(name));
+                }
+            }
+        }
+    }
+    if let Some(ri) = &opts.row_index {
+        let clash = fields.iter().any(|f| f.name() == ri)
+            || order.iter().flatten().any(|&k| extra[k].0.name() == ri);
+        if clash {
+            return Err(Error::new(
+                ErrorKind::InvalidArgument,
+                format!("the row index column {ri:?} has the name of a column of the files"),
+            )
+            .with_path(name));
+        }
+        extra.push((
+            Arc::new(Field::new(ri, DataType::Int64, false)),
+            OutCol::RowIndex,
+        ));
+        order.push(Some(extra.len() - 1));
+    }
+    let (mapping, whole) = union::file_mapping(meta, &fields.into(), union.fields())?;
+    let mapping = union::splice(mapping, &extra, &order);
+    let whole_order: Vec<Option<usize>> = union
+        .fields()
+        .iter()
+        .map(|_| None)
+        .chain((0..live.len()).map(Some))
+        .collect();
+    let whole = union::splice(whole, &extra, &whole_order);
+    let schema = Arc::new(Schema::new_with_metadata(
+        mapping.fields.clone(),
+        union.metadata().clone(),
+    ));
+    Ok((mapping, schema, Some(whole)))
+}
+
 fn decoded_root(decoded: &Schema, roots: &[usize], r: usize) -> Option<FieldRef> {
     let k = roots.iter().position(|x| *x == r)?;
     decoded.fields().get(k).cloned()

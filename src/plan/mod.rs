@@ -9,6 +9,8 @@
 //! - [`prune`]: what statistics, the page index and bloom filters prove about a filter.
 //! - [`selection`]: the rows of each row group a task reads (byte range, row groups, deletes,
 //!   the caller's selection).
+//! - [`union`]: one schema for plain files that differ (union by name), and each file mapped
+//!   to it.
 //! - [`slots`]: row groups → slots → parts, and the byte ranges each needs.
 //!
 //! Imports `footer` (the parsed metadata), `io::chunk` and the leaf modules; never the driver,
@@ -20,3 +22,4 @@ pub(crate) mod project;
 pub(crate) mod prune;
 pub(crate) mod selection;
 pub(crate) mod slots;
+pub(crate) mod union;

@@ -147,7 +147,8 @@ pub(crate) fn check_schema(
     Err(Error::new(
         ErrorKind::SchemaMismatch,
         format!(
-            "schema differs from {first}'s: {first} has {scan_schema}, {other_name} has {}",
+            "schema differs from {first}'s: {first} has {scan_schema}, {other_name} has {} \
+             (union_by_name reads files whose schemas differ as one)",
             other.schema
         ),
     )

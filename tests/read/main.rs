@@ -12,4 +12,5 @@ mod pipeline;
 mod requests;
 mod stream;
 mod tasks;
+mod union;
 mod writers;

@@ -50,6 +50,11 @@ pub struct ScanArgs {
     /// Utf8, from the values); `off` reads the files as they are.
     #[arg(long, value_name = "on|off", default_value = "on", value_parser = ["on", "off"])]
     hive: String,
+    /// Read plain files whose schemas differ as one: columns matched by name, a column a file
+    /// lacks null in its rows, types widened where both convert exactly (int32 and int64:
+    /// int64). Without it, every file must have the first file's schema.
+    #[arg(long, conflicts_with_all = ["iceberg", "delta"])]
+    union_by_name: bool,
     /// Deliver batches as they are ready rather than in file and row-group order.
     #[arg(long)]
     unordered: bool,
@@ -355,7 +360,7 @@ fn open_reader(paths: &[String], args: &ScanArgs, options: &ScanOptions) -> CliR
     if let Some(name) = &args.row_index {
         scan = scan.row_index(name.clone());
     }
-    Ok(scan.build()?)
+    Ok(scan.union_by_name(args.union_by_name).build()?)
 }
 
 /// Run the scan once, measuring it; write its batches to `out` if given.
