@@ -8,6 +8,10 @@ rayon pool decodes, and your thread pulls batches, in order by default. Every fu
 ``__arrow_c_stream__``): ``pa.table(reader)``, ``pl.DataFrame(reader)``,
 ``duckdb.sql("select ... from reader")``, without copies.
 
+pyarrow is optional (``pip install 'rayquet[pyarrow]'``): only the methods that return pyarrow
+objects (iteration, ``read_all()``, ``schema``, pyarrow filter expressions) need it; polars users
+get their frames through the C stream (``pl.DataFrame(reader)``, :mod:`rayquet.polars`).
+
 >>> import rayquet
 >>> reader = rayquet.scan("lineitem/", columns=["l_orderkey", "l_quantity"],
 ...                       filter="l_quantity < 5")
@@ -24,10 +28,14 @@ import datetime
 import os
 from typing import Any, Iterable, Mapping, Optional, Sequence, Union
 
-# Every result is a pyarrow object: import it now, not inside the first read.
-import pyarrow  # noqa: F401
+# Results are pyarrow objects when pyarrow is installed: import it now, not inside the first
+# read (~90 ms). It is optional: without it, readers go to polars through the C stream.
+try:
+    import pyarrow  # noqa: F401
+except ImportError:
+    pass
 
-from . import _expression, _rayquet
+from . import _rayquet
 from ._errors import (
     CancelledError,
     CorruptFileError,
@@ -168,6 +176,9 @@ def _filter(filter: Optional[Filter], probe) -> Optional[str]:
         finally:
             reader.close()
 
+    # A pyarrow expression: pyarrow is installed.
+    from . import _expression
+
     return _expression.to_sql(filter, schema_of)
 
 
@@ -193,6 +204,7 @@ def scan(
     memory_map: bool = False,
     row_index: Optional[str] = None,
     verify_checksums: bool = True,
+    union_by_name: bool = False,
 ) -> Reader:
     """Scan Parquet files, directories or prefixes.
 
@@ -204,7 +216,6 @@ def scan(
         columns: the columns to read, in this order (``"a.b"`` selects a nested field).
             Default: all.
         filter: only rows where this SQL expression is true (rayquet's parser: ``= != < <= >
-    union_by_name: bool = False,
             >=``, ``IN``, ``IS [NOT] NULL``, ``BETWEEN``, ``[NOT] LIKE``/``ILIKE``,
             ``AND``/``OR``/``NOT``), e.g.
             ``"l_quantity < 5 AND l_shipmode = 'AIR'"``; or a ``pyarrow.compute.Expression``
@@ -228,6 +239,12 @@ def scan(
         row_index: add an ``int64`` column of this name: each row's position in its file.
         verify_checksums: check the CRC-32 of every page whose header has one before decoding
             it (a mismatch is a :class:`CorruptFileError` naming the page); ``False`` skips it.
+        union_by_name: read files whose schemas differ as one schema, as duckdb's
+            ``union_by_name`` and ``pyarrow.unify_schemas``: columns matched by name, in the
+            order they first appear; a column a file lacks is null in its rows; a type that
+            differs widens where both convert exactly (``int32`` and ``int64``: ``int64``),
+            anything else is a :class:`SchemaMismatchError`. Every footer is read before the
+            first batch. Default ``False``: every file must have the first file's schema.
 
     Returns:
         A :class:`Reader`; its schema is known (the first footer was read).
@@ -239,13 +256,8 @@ def scan(
         filter,
         lambda: _rayquet.scan(
             locations, None, None, 0, DEFAULT_BATCH_SIZE, ordered, options,
-        union_by_name: read files whose schemas differ as one schema, as duckdb's
-            ``union_by_name`` and ``pyarrow.unify_schemas``: columns matched by name, in the
-            order they first appear; a column a file lacks is null in its rows; a type that
-            differs widens where both convert exactly (``int32`` and ``int64``: ``int64``),
-            anything else is a :class:`SchemaMismatchError`. Every footer is read before the
-            first batch. Default ``False``: every file must have the first file's schema.
             memory_budget=memory_budget, memory_map=memory_map, row_index=row_index,
+            union_by_name=union_by_name,
         ),
     )
     return _rayquet.scan(
@@ -257,11 +269,11 @@ def scan(
         ordered,
         options,
         memory_budget=memory_budget,
-            union_by_name=union_by_name,
         string_views=string_views,
         memory_map=memory_map,
         row_index=row_index,
         verify_checksums=verify_checksums,
+        union_by_name=union_by_name,
     )
 
 
@@ -273,7 +285,6 @@ def iceberg(
     filter: Optional[Filter] = None,
     limit: Optional[int] = None,
     batch_size: Optional[int] = None,
-        union_by_name=union_by_name,
     ordered: bool = True,
     storage_options: Optional[Mapping[str, str]] = None,
     *,

@@ -12,9 +12,10 @@ version unless one was pinned); only the schema is read once and kept.
 
 from __future__ import annotations
 
-from typing import Any, Callable, List, Optional, Sequence
+from typing import TYPE_CHECKING, Any, Callable, List, Optional, Sequence
 
-import pyarrow as pa
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 
 class Dataset:
@@ -29,7 +30,7 @@ class Dataset:
         self._kind = kind
         self._source = source
         self._lazy = lazy
-        self._schema: List[pa.Schema] = []
+        self._schema: List[Any] = []
 
     def scan(
         self,
@@ -66,10 +67,10 @@ class Dataset:
     def to_polars(
         self, columns: Optional[Sequence[str]] = None, filter: Any = None, limit: Optional[int] = None
     ) -> Any:
-        """The rows as a ``polars.DataFrame``."""
+        """The rows as a ``polars.DataFrame`` (through the Arrow C stream: no pyarrow needed)."""
         import polars as pl
 
-        return pl.from_arrow(self.to_arrow(columns, filter, limit))
+        return pl.DataFrame(self.scan(columns, filter, limit))
 
     def lazy(self) -> Any:
         """A ``polars.LazyFrame`` over the dataset (see :mod:`rayquet.polars`)."""
@@ -79,7 +80,7 @@ class Dataset:
         """How many rows there are (where ``filter`` holds): no column is read, so without a
         filter only the footers (or a table's metadata and data files' footers) are."""
         with self.scan(columns=[], filter=filter) as reader:
-            return sum(batch.num_rows for batch in reader)
+            return int(reader._count_rows())
 
     def __arrow_c_stream__(self, requested_schema: Any = None) -> Any:
         """A fresh scan as an Arrow C stream (the PyCapsule interface): ``pa.table(ds)``,

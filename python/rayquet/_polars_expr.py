@@ -25,11 +25,10 @@ its rows when nothing was dropped), or ``None``; it never raises for an expressi
 from __future__ import annotations
 
 import datetime
+import io
 import json
 import math
-from typing import Any, Dict, Optional
-
-import pyarrow as pa
+from typing import Any, Dict, Iterable, NamedTuple, Optional, Tuple
 
 _OPS = {"Eq": "=", "NotEq": "!=", "Lt": "<", "LtEq": "<=", "Gt": ">", "GtEq": ">="}
 _FLIP = {"=": "=", "!=": "!=", "<": ">", "<=": ">=", ">": "<", ">=": "<="}
@@ -40,7 +39,25 @@ class _Skip(Exception):
     """Raised inside the translation where an expression does not translate exactly."""
 
 
-def pushdown(predicate: Any, schema: pa.Schema) -> Optional[str]:
+class ColumnType(NamedTuple):
+    """What the translation needs of a column's Arrow type (``Reader._types()`` reports it
+    without pyarrow): ``kind`` is ``int``, ``uint``, ``float``, ``string``, ``bool``,
+    ``date32``, ``decimal``, ``timestamp`` or ``other``."""
+
+    kind: str
+    bit_width: int
+    precision: int
+    scale: int
+    unit: str
+    tz: Optional[str]
+
+
+def column_types(described: Iterable[Tuple[str, tuple]]) -> Dict[str, ColumnType]:
+    """``Reader._types()``'s (name, type info) pairs as a dict of :class:`ColumnType`."""
+    return {name: ColumnType(*info) for name, info in described}
+
+
+def pushdown(predicate: Any, types: Dict[str, ColumnType]) -> Optional[str]:
     """The rayquet SQL for as much of ``predicate`` (a ``pl.Expr``) as translates, or ``None``."""
     if predicate is None:
         return None
@@ -48,7 +65,7 @@ def pushdown(predicate: Any, schema: pa.Schema) -> Optional[str]:
         tree = json.loads(predicate.meta.serialize(format="json"))
     except Exception:
         return None
-    return _Translator(schema).superset(tree)
+    return _Translator(types).superset(tree)
 
 
 def _quote(name: str) -> str:
@@ -69,8 +86,8 @@ def _only(node: Any) -> tuple:
 
 
 class _Translator:
-    def __init__(self, schema: pa.Schema):
-        self.types: Dict[str, pa.DataType] = {f.name: f.type for f in schema}
+    def __init__(self, types: Dict[str, ColumnType]):
+        self.types = types
 
     def superset(self, node: Any) -> Optional[str]:
         """SQL keeping every row ``node`` keeps: the translatable conjuncts of an ``&``."""
@@ -96,7 +113,7 @@ class _Translator:
             return self.compare(body["left"], _OPS[op], body["right"])
         if kind == "Column":
             col, ty = self.column(node)
-            if not pa.types.is_boolean(ty):
+            if ty.kind != "bool":
                 raise _Skip()
             return f"{col} = TRUE"
         if kind != "Function":
@@ -164,7 +181,7 @@ class _Translator:
             return v
         raise _Skip()
 
-    def literal(self, node: Any, ty: pa.DataType) -> str:
+    def literal(self, node: Any, ty: ColumnType) -> str:
         kind, body = _only(node)
         if kind != "Literal":
             raise _Skip()
@@ -182,25 +199,27 @@ class _Translator:
         if vkind != "List" or not isinstance(v, list):
             raise _Skip()
         # The list is an Arrow IPC stream of one column (polars' serialized Series).
-        table = pa.ipc.open_stream(pa.py_buffer(bytes(v))).read_all()
-        if table.num_columns != 1:
+        import polars as pl
+
+        frame = pl.read_ipc_stream(io.BytesIO(bytes(v)))
+        if frame.width != 1:
             raise _Skip()
-        items = [x for x in table.column(0).to_pylist() if x is not None]
+        items = [x for x in frame.to_series(0).to_list() if x is not None]
         if not items:
             raise _Skip()
         texts = [_python_value(x, ty) for x in items]
         return f"{col} IN ({', '.join(texts)})"
 
 
-def _is_string(ty: pa.DataType) -> bool:
-    return pa.types.is_string(ty) or pa.types.is_large_string(ty) or pa.types.is_string_view(ty)
+def _is_string(ty: ColumnType) -> bool:
+    return ty.kind == "string"
 
 
-def _integer_text(v: Any, ty: pa.DataType) -> str:
+def _integer_text(v: Any, ty: ColumnType) -> str:
     if isinstance(v, bool) or not isinstance(v, int):
         raise _Skip()
     bits = ty.bit_width
-    low, high = (0, 2**bits - 1) if pa.types.is_unsigned_integer(ty) else (-(2 ** (bits - 1)), 2 ** (bits - 1) - 1)
+    low, high = (0, 2**bits - 1) if ty.kind == "uint" else (-(2 ** (bits - 1)), 2 ** (bits - 1) - 1)
     if not low <= v <= high:
         raise _Skip()
     return str(v)
@@ -217,23 +236,23 @@ def _float_text(v: Any) -> str:
     return repr(x)
 
 
-def _sql_value(vkind: str, v: Any, ty: pa.DataType) -> str:
+def _sql_value(vkind: str, v: Any, ty: ColumnType) -> str:
     """A polars JSON literal (its kind and value) as SQL for a column of type ``ty``."""
-    if pa.types.is_integer(ty) and (vkind == "Int" or vkind.startswith(("Int", "UInt"))):
+    if ty.kind in ("int", "uint") and (vkind == "Int" or vkind.startswith(("Int", "UInt"))):
         return _integer_text(v, ty)
-    if pa.types.is_floating(ty) and (vkind in ("Int", "Float") or vkind.startswith(("Int", "UInt", "Float"))):
+    if ty.kind == "float" and (vkind in ("Int", "Float") or vkind.startswith(("Int", "UInt", "Float"))):
         return _float_text(v)
     if _is_string(ty) and vkind in ("String", "Str"):
         return _string(v)
-    if pa.types.is_boolean(ty) and vkind == "Boolean" and isinstance(v, bool):
+    if ty.kind == "bool" and vkind == "Boolean" and isinstance(v, bool):
         return "TRUE" if v else "FALSE"
-    if pa.types.is_date32(ty) and vkind == "Date" and isinstance(v, int):
+    if ty.kind == "date32" and vkind == "Date" and isinstance(v, int):
         day = datetime.date(1970, 1, 1) + datetime.timedelta(days=v)
         return _string(day.isoformat())
-    if pa.types.is_decimal(ty) and vkind in ("Decimal", "Int"):
+    if ty.kind == "decimal" and vkind in ("Decimal", "Int"):
         unscaled, scale = (v[0], v[2]) if vkind == "Decimal" else (v, 0)
         return _decimal_text(unscaled, scale, ty)
-    if pa.types.is_timestamp(ty) and vkind == "Datetime":
+    if ty.kind == "timestamp" and vkind == "Datetime":
         value, unit, tz = v
         if unit not in _UNITS or (tz is None) != (ty.tz is None):
             raise _Skip()
@@ -246,7 +265,7 @@ def _sql_value(vkind: str, v: Any, ty: pa.DataType) -> str:
     raise _Skip()
 
 
-def _decimal_text(unscaled: Any, scale: Any, ty: pa.DataType) -> str:
+def _decimal_text(unscaled: Any, scale: Any, ty: ColumnType) -> str:
     """``unscaled * 10^-scale`` for a decimal column, only when the column holds it exactly
     (rayquet refuses a literal its column cannot hold; polars compares it exactly)."""
     if isinstance(unscaled, bool) or not isinstance(unscaled, int) or not isinstance(scale, int):
@@ -261,15 +280,15 @@ def _decimal_text(unscaled: Any, scale: Any, ty: pa.DataType) -> str:
     return _string(f"{sign}{digits[:len(digits) - scale]}.{digits[len(digits) - scale:]}" if scale else sign + digits)
 
 
-def _python_value(x: Any, ty: pa.DataType) -> str:
-    """A value of an ``is_in`` list (as pyarrow gives it) as SQL for a column of type ``ty``."""
-    if pa.types.is_integer(ty):
+def _python_value(x: Any, ty: ColumnType) -> str:
+    """A value of an ``is_in`` list (as polars gives it) as SQL for a column of type ``ty``."""
+    if ty.kind in ("int", "uint"):
         return _integer_text(x, ty)
-    if pa.types.is_floating(ty):
+    if ty.kind == "float":
         return _float_text(x)
     if _is_string(ty) and isinstance(x, str):
         return _string(x)
-    if pa.types.is_date32(ty) and type(x) is datetime.date:
+    if ty.kind == "date32" and type(x) is datetime.date:
         return _string(x.isoformat())
     raise _Skip()
 

@@ -2,7 +2,7 @@
 layer (``rayquet/__init__.py``) calls and what users get back."""
 
 from types import TracebackType
-from typing import Dict, Iterator, List, Mapping, Optional, Type
+from typing import Dict, Iterator, List, Mapping, Optional, Tuple, Type
 
 import pyarrow as pa
 
@@ -19,6 +19,11 @@ class Reader:
     def read_all(self) -> pa.Table: ...
     def __arrow_c_stream__(self, requested_schema: Optional[object] = None) -> object: ...
     def metrics(self) -> Dict[str, float]: ...
+    def _next_group(self, rows: int, bytes: int) -> Optional[object]: ...
+    def _count_rows(self) -> int: ...
+    def _types(
+        self,
+    ) -> List[Tuple[str, Tuple[str, int, int, int, str, Optional[str]]]]: ...
     def close(self) -> None: ...
     def __enter__(self) -> "Reader": ...
     def __exit__(
@@ -42,12 +47,12 @@ def scan(
     memory_map: bool = False,
     row_index: Optional[str] = None,
     verify_checksums: bool = True,
+    union_by_name: bool = False,
 ) -> Reader: ...
 def iceberg(
     location: str,
     snapshot_id: Optional[int] = None,
     ref: Optional[str] = None,
-    union_by_name: bool = False,
     columns: Optional[List[str]] = None,
     filter: Optional[str] = None,
     limit: Optional[int] = None,

@@ -19,13 +19,12 @@ after it, so nothing a filter cannot translate is lost or changes the result.
 
 The schema is read once, when polars first asks for it (one reader that reads no rows: the
 listing or the table's metadata and the first footer); every ``collect()`` scans afresh.
+Nothing here needs pyarrow: batches reach polars through the Arrow C stream interface.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable, Iterator, List, Optional
-
-import pyarrow as pa
+from typing import TYPE_CHECKING, Any, Callable, Dict, Iterator, List, Optional
 
 from . import _polars_expr
 
@@ -82,20 +81,19 @@ def _lazy(open_reader: Callable[..., Any], name: str, detail: str, options: dict
             "(select, filter, head), not as options",
             kind="InvalidArgument",
         )
-    cached: List[pa.Table] = []
+    # The scan's schema, read once: (its polars schema, its columns' types for the filter
+    # translation), from a reader that reads no rows.
+    cached: List[Any] = []
 
-    def empty() -> pa.Table:
-        # No rows, the scan's schema; made by the reader, not by `Schema.empty_table()`,
-        # whose first call imports pandas when it is installed (0.3 s).
+    def described() -> List[Any]:
         if not cached:
-            cached.append(open_reader(limit=0).read_all())
-        return cached[0]
-
-    def arrow_schema() -> pa.Schema:
-        return empty().schema
+            probe = open_reader(limit=0)
+            types = _polars_expr.column_types(probe._types())
+            cached.extend([pl.DataFrame(probe).schema, types])
+        return cached
 
     def schema() -> Any:
-        return pl.from_arrow(empty()).schema
+        return described()[0]
 
     def source(
         with_columns: Optional[List[str]],
@@ -103,15 +101,15 @@ def _lazy(open_reader: Callable[..., Any], name: str, detail: str, options: dict
         n_rows: Optional[int],
         batch_size: Optional[int],
     ) -> Iterator["pl.DataFrame"]:
-        fields = arrow_schema()
+        types: Dict[str, Any] = described()[1]
         columns = None
         if with_columns is not None:
             needed = set(with_columns)
             if predicate is not None:
                 needed |= set(predicate.meta.root_names())
             # In the file's order: the projection asks for no order, polars selects below.
-            columns = [f.name for f in fields if f.name in needed]
-        pushed = _polars_expr.pushdown(predicate, fields)
+            columns = [name for name in types if name in needed]
+        pushed = _polars_expr.pushdown(predicate, types)
         reader = open_reader(
             columns=columns,
             filter=pushed,
@@ -123,7 +121,7 @@ def _lazy(open_reader: Callable[..., Any], name: str, detail: str, options: dict
             for group in _groups(reader):
                 if left is not None and left <= 0:
                     return
-                frame = pl.from_arrow(group)
+                frame = pl.DataFrame(group)
                 if predicate is not None:
                     frame = frame.filter(predicate)
                 if with_columns is not None:
@@ -144,17 +142,11 @@ GROUP_ROWS = 1 << 20
 GROUP_BYTES = 64 << 20
 
 
-def _groups(reader: Any) -> Iterator[pa.Table]:
-    """The reader's batches as tables of whole batches, each up to the group limits (a batch
-    larger than them alone)."""
-    pending: List[pa.RecordBatch] = []
-    rows = size = 0
-    for batch in reader:
-        pending.append(batch)
-        rows += batch.num_rows
-        size += batch.nbytes
-        if rows >= GROUP_ROWS or size >= GROUP_BYTES:
-            yield pa.Table.from_batches(pending)
-            pending, rows, size = [], 0, 0
-    if pending:
-        yield pa.Table.from_batches(pending)
+def _groups(reader: Any) -> Iterator[Any]:
+    """The reader's batches in groups of whole batches, each up to the group limits (a batch
+    larger than them alone), as Arrow C stream objects."""
+    while True:
+        group = reader._next_group(GROUP_ROWS, GROUP_BYTES)
+        if group is None:
+            return
+        yield group

@@ -41,22 +41,86 @@ pub(crate) fn stream_capsule(
     PyCapsule::new(py, ffi, Some(CString::from(c"arrow_array_stream")))
 }
 
+/// The `pyarrow` module, or an `ImportError` saying what works without it: pyarrow is an
+/// optional dependency (`pip install 'rayquet[pyarrow]'`), needed only for pyarrow objects.
+pub(crate) fn pyarrow(py: Python<'_>) -> PyResult<Bound<'_, PyModule>> {
+    py.import("pyarrow").map_err(|e| {
+        if !e.is_instance_of::<pyo3::exceptions::PyImportError>(py) {
+            return e;
+        }
+        let err = pyo3::exceptions::PyImportError::new_err(
+            "rayquet: this returns pyarrow objects and pyarrow is not installed \
+             (pip install 'rayquet[pyarrow]'). Without it, hand the reader to polars \
+             (pl.DataFrame(reader), rayquet.polars.scan_parquet), duckdb or any reader of an \
+             Arrow C stream (reader.__arrow_c_stream__)",
+        );
+        err.set_cause(py, Some(e));
+        err
+    })
+}
+
 /// `pyarrow.record_batch`, looked up once.
 static RECORD_BATCH: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
 
 /// `batch` as a `pyarrow.RecordBatch` (its buffers shared, not copied).
 pub(crate) fn pyarrow_batch(py: Python<'_>, batch: RecordBatch) -> PyResult<Bound<'_, PyAny>> {
     let make = RECORD_BATCH.get_or_try_init(py, || {
-        Ok::<_, PyErr>(py.import("pyarrow")?.getattr("record_batch")?.unbind())
+        Ok::<_, PyErr>(pyarrow(py)?.getattr("record_batch")?.unbind())
     })?;
     make.bind(py).call1((BatchExport { batch },))
 }
 
 /// `schema` as a `pyarrow.Schema`.
 pub(crate) fn pyarrow_schema(py: Python<'_>, schema: SchemaRef) -> PyResult<Bound<'_, PyAny>> {
-    py.import("pyarrow")?
+    pyarrow(py)?
         .getattr("schema")?
         .call1((SchemaExport { schema },))
+}
+
+/// The batches of `schema` as a stream object (`__arrow_c_stream__`), for consumers that
+/// need no pyarrow (polars).
+pub(crate) fn stream_of(schema: SchemaRef, batches: Vec<RecordBatch>) -> StreamExport {
+    let reader = RecordBatchIterator::new(batches.into_iter().map(Ok), schema);
+    StreamExport::new(Box::new(reader))
+}
+
+/// What a filter translator needs to know of a column's Arrow type, without pyarrow: (kind,
+/// bit width, precision, scale, unit, time zone). Kinds: `int`, `uint`, `float`, `string`,
+/// `bool`, `date32`, `decimal`, `timestamp`, `other`.
+pub(crate) type TypeInfo = (&'static str, u32, u8, i8, &'static str, Option<String>);
+
+/// `ty` as a [`TypeInfo`].
+pub(crate) fn type_info(ty: &arrow::datatypes::DataType) -> TypeInfo {
+    use arrow::datatypes::{DataType::*, TimeUnit};
+    let width = ty.primitive_width().map_or(0, |w| w as u32 * 8);
+    match ty {
+        Int8 | Int16 | Int32 | Int64 => ("int", width, 0, 0, "", None),
+        UInt8 | UInt16 | UInt32 | UInt64 => ("uint", width, 0, 0, "", None),
+        Float16 | Float32 | Float64 => ("float", width, 0, 0, "", None),
+        Utf8 | LargeUtf8 | Utf8View => ("string", 0, 0, 0, "", None),
+        Boolean => ("bool", 0, 0, 0, "", None),
+        Date32 => ("date32", 0, 0, 0, "", None),
+        Decimal32(p, s) | Decimal64(p, s) | Decimal128(p, s) | Decimal256(p, s) => {
+            ("decimal", width, *p, *s, "", None)
+        }
+        Timestamp(unit, tz) => {
+            let unit = match unit {
+                TimeUnit::Second => "s",
+                TimeUnit::Millisecond => "ms",
+                TimeUnit::Microsecond => "us",
+                TimeUnit::Nanosecond => "ns",
+            };
+            (
+                "timestamp",
+                64,
+                0,
+                0,
+                unit,
+                tz.as_deref().map(str::to_string),
+            )
+        }
+        _ => ("other", 0, 0, 0, "", None),
+    }
 }
 
 /// `batches` (of `schema`) as a `pyarrow.Table` (their buffers shared, not copied).
@@ -65,9 +129,8 @@ pub(crate) fn pyarrow_table(
     schema: SchemaRef,
     batches: Vec<RecordBatch>,
 ) -> PyResult<Bound<'_, PyAny>> {
-    let reader = RecordBatchIterator::new(batches.into_iter().map(Ok), schema);
-    let stream = StreamExport::new(Box::new(reader));
-    py.import("pyarrow")?
+    let stream = stream_of(schema, batches);
+    pyarrow(py)?
         .getattr("RecordBatchReader")?
         .call_method1("from_stream", (stream,))?
         .call_method0("read_all")

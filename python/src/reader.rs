@@ -38,7 +38,10 @@ use pyo3::types::{PyCapsule, PyDict};
 use rayquet::{Canceller, ErrorKind, Metrics, ScanReader};
 
 use crate::errors::{arrow_to_py, new_err, to_py};
-use crate::export::{pyarrow_batch, pyarrow_schema, pyarrow_table, stream_capsule, BoxedReader};
+use crate::export::{
+    pyarrow_batch, pyarrow_schema, pyarrow_table, stream_capsule, stream_of, type_info,
+    BoxedReader, StreamExport, TypeInfo,
+};
 use crate::SLICE;
 
 /// What a helper thread sends: a batch or the error that ended the scan.
@@ -470,6 +473,48 @@ impl Reader {
             batches.push(b);
         }
         pyarrow_table(py, self.schema.clone(), batches)
+    }
+
+    /// The next batches, whole, up to `rows` rows or `bytes` bytes in all (a batch larger
+    /// than that alone), as an object with `__arrow_c_stream__`; `None` at the end. What
+    /// `rayquet.polars` hands to polars: fewer, larger frames, and no pyarrow needed.
+    fn _next_group(
+        &self,
+        py: Python<'_>,
+        rows: usize,
+        bytes: usize,
+    ) -> PyResult<Option<StreamExport>> {
+        let (mut batches, mut n, mut size) = (Vec::new(), 0usize, 0usize);
+        while n < rows && size < bytes {
+            match self.next_batch(py)? {
+                Some(b) => {
+                    n += b.num_rows();
+                    size += b.get_array_memory_size();
+                    batches.push(b);
+                }
+                None => break,
+            }
+        }
+        Ok((!batches.is_empty()).then(|| stream_of(self.schema.clone(), batches)))
+    }
+
+    /// Read every remaining batch and return how many rows they held (no pyarrow needed).
+    fn _count_rows(&self, py: Python<'_>) -> PyResult<u64> {
+        let mut rows = 0u64;
+        while let Some(b) = self.next_batch(py)? {
+            rows += b.num_rows() as u64;
+        }
+        Ok(rows)
+    }
+
+    /// Each top-level column's name and what a filter translator needs of its type (see
+    /// `export::TypeInfo`), without pyarrow.
+    fn _types(&self) -> Vec<(String, TypeInfo)> {
+        self.schema
+            .fields()
+            .iter()
+            .map(|f| (f.name().clone(), type_info(f.data_type())))
+            .collect()
     }
 
     /// The remaining batches as an Arrow C stream (the PyCapsule interface): pyarrow, polars,
