@@ -14,8 +14,8 @@
 
 use std::path::Path;
 
-use super::readers::ReaderId;
-use super::workloads::{Dataset, Layout};
+use crate::kinds::{Dataset, ReaderId};
+use crate::layout::{files_layout, Layout};
 use crate::CliResult;
 
 /// D1's table: 100 files of one row group (about 1 MB each at scale 1).
@@ -68,7 +68,7 @@ pub fn layout(dir: &Path, columns: Option<&[&str]>) -> CliResult<Option<Layout>>
     if !table.join("_delta_log").is_dir() {
         return Ok(None);
     }
-    Ok(Some(super::workloads::layout(&table, columns, None)?))
+    Ok(Some(files_layout(&table, columns, None)?))
 }
 
 /// Round trips a Delta reader needs before the data files, at the least: list the log, then
@@ -84,7 +84,7 @@ pub fn log_round_trips(d: &Dataset) -> f64 {
 /// Run a Delta reader over the table behind `input.store`; `see` gets every batch.
 pub fn run(
     reader: ReaderId,
-    input: &super::readers::Input,
+    input: &crate::kinds::Input,
     see: &mut dyn FnMut(&arrow::array::RecordBatch),
 ) -> CliResult<()> {
     imp::run(reader, input, see)
@@ -113,8 +113,8 @@ mod imp {
     use rayquet::{ScanBuilder, ScanOptions};
     use url::Url;
 
-    use super::super::readers::{Input, BATCH_SIZE};
     use super::*;
+    use crate::kinds::{Input, BATCH_SIZE};
 
     /// Files per commit.
     const FILES_PER_COMMIT: usize = 25;

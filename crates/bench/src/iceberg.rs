@@ -15,8 +15,8 @@
 
 use std::path::Path;
 
-use super::readers::ReaderId;
-use super::workloads::{Dataset, Layout};
+use crate::kinds::{Dataset, ReaderId};
+use crate::layout::{files_layout, Layout};
 use crate::CliResult;
 
 /// The merge-on-read table: 32 files x 4 row groups (2.1 M rows at scale 1).
@@ -62,7 +62,7 @@ pub fn layout(dir: &Path, columns: Option<&[&str]>) -> CliResult<Option<Layout>>
     if !live.is_file() {
         return Ok(None);
     }
-    let mut l = super::workloads::layout(&dir.join("data"), columns, None)?;
+    let mut l = files_layout(&dir.join("data"), columns, None)?;
     l.matching_rows = Some(std::fs::read_to_string(&live)?.trim().parse()?);
     Ok(Some(l))
 }
@@ -75,7 +75,7 @@ pub fn expected_rows(reader: ReaderId, l: &Layout) -> Option<u64> {
 /// Run an Iceberg reader over the table behind `input.store`; `see` gets every batch.
 pub fn run(
     reader: ReaderId,
-    input: &super::readers::Input,
+    input: &crate::kinds::Input,
     see: &mut dyn FnMut(&arrow::array::RecordBatch),
 ) -> CliResult<()> {
     imp::run(reader, input, see)
@@ -114,8 +114,8 @@ mod imp {
     use object_store::{ObjectStore, ObjectStoreExt};
     use parquet::arrow::ArrowWriter;
 
-    use super::super::readers::{Input, BATCH_SIZE};
     use super::*;
+    use crate::kinds::{Input, BATCH_SIZE};
     use rayquet::{ScanBuilder, ScanOptions};
 
     /// Where the table's files are, as its metadata names them.

@@ -13,6 +13,8 @@
 
 mod delta;
 mod iceberg;
+mod kinds;
+mod layout;
 mod readers;
 mod report;
 mod s3;

@@ -17,9 +17,10 @@ use datafusion_proto::protobuf::proto_error;
 use prost::Message;
 use rayquet::ScanOptions;
 
-use crate::exec::{RayquetScanExec, ScanSpec};
+use crate::exec::RayquetScanExec;
 use crate::feed::Planner;
-use crate::worker::Remote;
+use crate::remote::Remote;
+use crate::spec::ScanSpec;
 
 /// The node on the wire.
 #[derive(Clone, PartialEq, ::prost::Message)]

@@ -21,7 +21,7 @@ use std::fmt;
 use std::sync::Arc;
 
 use datafusion::arrow::compute::SortOptions;
-use datafusion::arrow::datatypes::{Schema, SchemaRef};
+use datafusion::arrow::datatypes::SchemaRef;
 use datafusion::common::config::ConfigOptions;
 use datafusion::common::{exec_err, DataFusionError, Result, Statistics};
 use datafusion::execution::{SendableRecordBatchStream, TaskContext};
@@ -38,50 +38,13 @@ use datafusion::physical_plan::{
 };
 use datafusion_distributed::WorkUnitFeed;
 use futures::StreamExt;
-use rayquet::{Expr, Scan, ScanBuilder, ScanOptions};
-use serde::{Deserialize, Serialize};
+use rayquet::{Scan, ScanBuilder, ScanOptions};
 
 use crate::dynamic::Dynamic;
 use crate::feed::{Planner, UnitKind};
-use crate::order::SortKey;
+use crate::remote::Remote;
+use crate::spec::{Plan, ScanSpec};
 use crate::stream::{reader_stream, Shape};
-use crate::worker::Remote;
-
-/// What a scan reads, as every process that reads its units rebuilds it.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub(crate) enum Plan {
-    /// Parquet files: columns by name from `read` (the projection, then the columns only the
-    /// filter needs); the first `delivered` are delivered.
-    Parquet {
-        read: Schema,
-        delivered: usize,
-        filter: Option<Expr>,
-    },
-    /// An Iceberg scan (columns and filter inside).
-    Iceberg(rayquet_iceberg::ScanPlan),
-    /// A Delta scan (columns and filter inside).
-    Delta(Box<rayquet_delta::ScanPlan>),
-}
-
-/// A scan node's description: serializable, no credentials.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub(crate) struct ScanSpec {
-    /// The table's name (for display and errors).
-    pub table: String,
-    pub plan: Plan,
-    /// Rows wanted at least (each partition stops after that many).
-    pub limit: Option<usize>,
-    /// Deliver row counts only (an empty projection).
-    pub rows_only: bool,
-    /// Never scan on the coordinator.
-    pub require_remote: bool,
-    /// The delivered schema.
-    pub schema: Schema,
-    /// The order every partition delivers its rows in (empty: none), by the delivered
-    /// schema's columns ([`crate::order`]); the units are then read in the order dealt.
-    #[serde(default)]
-    pub ordering: Vec<SortKey>,
-}
 
 /// The leaf node reading a rayquet table (see the module docs).
 #[derive(Debug, Clone)]

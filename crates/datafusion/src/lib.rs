@@ -57,6 +57,8 @@
 //! | `split` | Iceberg and Delta files larger than a unit cut into runs of row groups |
 //! | `stats` | what a scan node reports: the files' statistics narrowed by the pushed filters |
 //! | `table_stats` | Iceberg and Delta scans' statistics from the table's own metadata |
+//! | `spec` | what a scan node reads (`Plan`, `ScanSpec`): serializable, no credentials |
+//! | `remote` | what a worker's scan nodes share: [`WorkerStats`], the roots units must lie under |
 //! | `exec` | [`RayquetScanExec`]: one rayquet scan per output partition |
 //! | `dynamic` | DataFusion's dynamic filters (a hash join's keys) evaluated by each unit's scan |
 //! | `stream` | a rayquet scan as a DataFusion stream (polls its `ScanStream`; no thread waits) |
@@ -75,7 +77,9 @@ mod filter;
 pub mod guard;
 mod meta;
 mod order;
+mod remote;
 mod session;
+mod spec;
 mod split;
 mod statements;
 mod stats;

@@ -27,11 +27,12 @@ use datafusion_distributed::WorkUnitFeed;
 use futures::{StreamExt, TryStreamExt};
 use rayquet::{ColumnSource, Expr, FileTask, Partitioning, ScanBuilder, ScanOptions};
 
-use crate::exec::{Plan, RayquetScanExec, ScanSpec};
+use crate::exec::RayquetScanExec;
 use crate::feed::{Planner, UnitKind};
 use crate::filter;
 use crate::meta::{FileKey, FileSummary, SummaryCache};
 use crate::order::{SortKey, UnitRows};
+use crate::spec::{Plan, ScanSpec};
 use crate::units::Sizing;
 
 /// What a table reads.
