@@ -508,7 +508,7 @@ fn prune_partitions(ctx: &DriveCtx, tasks: Vec<FileTask>) -> Result<Vec<FileTask
             .zip(values)
             .map(|(f, v)| (f.name().clone(), Arc::clone(v)))
             .collect();
-        let excluded = match crate::plan::prune::excluded_by_constants(filter, &constants) {
+        let excluded = match crate::expr::fold::excluded_by_constants(filter, &constants) {
             Ok(x) => x,
             // A pruning hint (`Scan::prune`) that does not resolve prunes nothing.
             Err(_) if !ctx.opts.filter_exact => false,

@@ -18,6 +18,7 @@
 //! top-level name that contains a dot wins over a path. Lists and maps cannot be filtered.
 
 mod eval;
+pub(crate) mod fold;
 mod like;
 #[cfg(feature = "sql")]
 mod sql;

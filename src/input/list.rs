@@ -214,7 +214,7 @@ impl Dataset {
                     .collect(),
                 None => Vec::new(),
             };
-            if !crate::plan::prune::excluded_by_constants(filter, &constants)
+            if !crate::expr::fold::excluded_by_constants(filter, &constants)
                 .map_err(|e| e.with_path(f.location.as_str()))?
             {
                 kept.push(f);

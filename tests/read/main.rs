@@ -8,6 +8,7 @@ mod footer_cache;
 mod generated;
 mod hive;
 mod latency;
+mod layers;
 mod pipeline;
 mod requests;
 mod stream;

@@ -17,7 +17,7 @@ pub(crate) mod bloom;
 pub(crate) mod filter;
 pub(crate) mod stats;
 
-pub(crate) use filter::{excluded_by_constants, FileFilter};
+pub(crate) use filter::FileFilter;
 
 /// What metadata proves about the rows of a row group (or page) under a filter.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
