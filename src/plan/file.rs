@@ -370,45 +370,9 @@ fn union_columns(
         .iter()
         .map(|&i| (Arc::clone(&hive[i]), OutCol::Const(Arc::clone(&values[i]))))
         .collect();
-    let hive_at = |c: &str| live.iter().position(|&i| hive[i].name() == c);
-    let mut fields: Vec<FieldRef> = Vec::new();
-    let mut order: Vec<Option<usize>> = Vec::new();
-    match &opts.columns {
-        None => {
-            fields.extend(union.fields().iter().cloned());
-            order.extend(union.fields().iter().map(|_| None));
-            order.extend((0..live.len()).map(Some));
-        }
-        Some(names) => {
-            for c in names {
-                if let Some(k) = hive_at(c) {
-                    if !order.contains(&Some(k)) {
-                        order.push(Some(k));
-                    }
-                } else if let Ok(f) = union.field_with_name(c) {
-                    if !fields.iter().any(|x| x.name() == c) {
-                        fields.push(Arc::new(f.clone()));
-                        order.push(None);
-                    }
-                } else {
-                    let known: Vec<&String> = union
-                        .fields()
-                        .iter()
-                        .map(|f| f.name())
-                        .chain(live.iter().map(|&i| hive[i].name()))
-                        .collect();
-                    return Err(Error::new(
-                        ErrorKind::InvalidArgument,
-                        format!(
-                            "no column named {c:?} in the union of the files' schemas (a \
-                             union by name selects top-level columns): {known:?}"
-                        ),
-                    )
-                    .with_path(name));
-                }
-            }
-        }
-    }
+    let keys: Vec<&String> = live.iter().map(|&i| hive[i].name()).collect();
+    let (fields, mut order) = union::select(opts.columns.as_deref(), union, &keys)
+        .map_err(|why| Error::new(ErrorKind::InvalidArgument, why).with_path(name))?;
     if let Some(ri) = &opts.row_index {
         let clash = fields.iter().any(|f| f.name() == ri)
             || order.iter().flatten().any(|&k| extra[k].0.name() == ri);

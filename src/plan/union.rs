@@ -322,6 +322,47 @@ pub(crate) fn file_mapping(
     Ok((mapping, whole))
 }
 
+/// The output of a union-by-name scan before the row index: the union's file columns it reads
+/// and, per output column, `None` for the next of them or `Some(k)` for partition key
+/// `keys[k]`. `names`: the columns asked for (top-level names of the union or keys, each once,
+/// in that order); `None`: every file column, then the keys. An unknown name is the error.
+pub(crate) fn select(
+    names: Option<&[String]>,
+    union: &Schema,
+    keys: &[&String],
+) -> std::result::Result<(Vec<FieldRef>, Vec<Option<usize>>), String> {
+    let Some(names) = names else {
+        let fields: Vec<FieldRef> = union.fields().iter().cloned().collect();
+        let order = fields.iter().map(|_| None).chain((0..keys.len()).map(Some)).collect();
+        return Ok((fields, order));
+    };
+    let (mut fields, mut order): (Vec<FieldRef>, Vec<Option<usize>>) = (Vec::new(), Vec::new());
+    for c in names {
+        if let Some(k) = keys.iter().position(|key| *key == c) {
+            if !order.contains(&Some(k)) {
+                order.push(Some(k));
+            }
+        } else if let Ok(f) = union.field_with_name(c) {
+            if !fields.iter().any(|x| x.name() == c) {
+                fields.push(Arc::new(f.clone()));
+                order.push(None);
+            }
+        } else {
+            let known: Vec<&String> = union
+                .fields()
+                .iter()
+                .map(|f| f.name())
+                .chain(keys.iter().copied())
+                .collect();
+            return Err(format!(
+                "no column named {c:?} in the union of the files' schemas (a union by name \
+                 selects top-level columns): {known:?}"
+            ));
+        }
+    }
+    Ok((fields, order))
+}
+
 /// `mapping`'s columns with `extra` (partition constants, the row index) spliced in: `order`
 /// gives, per output column, `None` for the next of `mapping`'s columns or `Some(k)` for
 /// `extra[k]`.
