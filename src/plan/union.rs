@@ -333,7 +333,11 @@ pub(crate) fn select(
 ) -> std::result::Result<(Vec<FieldRef>, Vec<Option<usize>>), String> {
     let Some(names) = names else {
         let fields: Vec<FieldRef> = union.fields().iter().cloned().collect();
-        let order = fields.iter().map(|_| None).chain((0..keys.len()).map(Some)).collect();
+        let order = fields
+            .iter()
+            .map(|_| None)
+            .chain((0..keys.len()).map(Some))
+            .collect();
         return Ok((fields, order));
     };
     let (mut fields, mut order): (Vec<FieldRef>, Vec<Option<usize>>) = (Vec::new(), Vec::new());
