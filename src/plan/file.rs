@@ -201,17 +201,8 @@ pub(crate) fn prepare(
                 }
             }
             if let Some(ri) = &opts.row_index {
-                if columns.iter().any(|(f, _)| f.name() == ri) {
-                    return Err(Error::new(
-                        ErrorKind::InvalidArgument,
-                        format!("the row index column {ri:?} has the name of a column of the file"),
-                    )
-                    .with_path(name));
-                }
-                columns.push((
-                    Arc::new(Field::new(ri, DataType::Int64, false)),
-                    OutCol::RowIndex,
-                ));
+                let clash = columns.iter().any(|(f, _)| f.name() == ri);
+                columns.push(row_index_column(ri, clash, name)?);
             }
             let (fields, columns): (Vec<FieldRef>, Vec<OutCol>) = columns.into_iter().unzip();
             let schema = Arc::new(Schema::new_with_metadata(
@@ -376,17 +367,7 @@ fn union_columns(
     if let Some(ri) = &opts.row_index {
         let clash = fields.iter().any(|f| f.name() == ri)
             || order.iter().flatten().any(|&k| extra[k].0.name() == ri);
-        if clash {
-            return Err(Error::new(
-                ErrorKind::InvalidArgument,
-                format!("the row index column {ri:?} has the name of a column of the files"),
-            )
-            .with_path(name));
-        }
-        extra.push((
-            Arc::new(Field::new(ri, DataType::Int64, false)),
-            OutCol::RowIndex,
-        ));
+        extra.push(row_index_column(ri, clash, name)?);
         order.push(Some(extra.len() - 1));
     }
     let (mapping, whole) = union::file_mapping(meta, &fields.into(), union.fields())?;
@@ -450,4 +431,20 @@ fn row_filter_plan(
         mapping,
         columns,
     })
+}
+
+/// The row index column `ri` (non-null `Int64`), refused when it would `clash` with a column
+/// of the file `name`.
+fn row_index_column(ri: &str, clash: bool, name: &str) -> Result<(FieldRef, OutCol)> {
+    if clash {
+        return Err(Error::new(
+            ErrorKind::InvalidArgument,
+            format!("the row index column {ri:?} has the name of a column of the file"),
+        )
+        .with_path(name));
+    }
+    Ok((
+        Arc::new(Field::new(ri, DataType::Int64, false)),
+        OutCol::RowIndex,
+    ))
 }
