@@ -1,9 +1,10 @@
-"""Iceberg tables through a REST catalog, configured as pyiceberg users configure theirs.
+"""Iceberg tables through REST and SQL catalogs, configured as pyiceberg users configure theirs.
 
 The catalog is ``tests/catalogs/rest_server.py`` (the REST spec's read endpoints with OAuth2
 client credentials, over pyiceberg's SqlCatalog: no maintained REST server installs from
 PyPI), its tables written by pyiceberg (``tests/catalogs/tables.py``). Every read is compared
-with pyiceberg's read of the same table through the same catalog.
+with pyiceberg's read of the same table through the same catalog. The SQL catalog is that
+SqlCatalog itself (sqlite), read directly.
 """
 
 from __future__ import annotations
@@ -22,16 +23,24 @@ pyiceberg_catalog = pytest.importorskip("pyiceberg.catalog")
 SCRIPTS = Path(__file__).resolve().parents[2] / "tests" / "catalogs"
 
 
+def seed(root: Path, name: str) -> tuple[str, str]:
+    """pyiceberg's SqlCatalog `name` in sqlite under `root`, with its tables written by
+    pyiceberg; returns (database URL, warehouse URL)."""
+    db = f"sqlite:///{root}/catalog.db"
+    warehouse = (root / "warehouse").as_uri()
+    subprocess.run(
+        [sys.executable, SCRIPTS / "tables.py", "seed", "--db", db, "--warehouse", warehouse,
+         "--name", name],
+        check=True,
+    )
+    return db, warehouse
+
+
 @pytest.fixture(scope="module")
 def rest_catalog(tmp_path_factory):
     """A REST catalog with pyiceberg-written tables; yields (uri, home with .pyiceberg.yaml)."""
     root = tmp_path_factory.mktemp("rest-catalog")
-    db = f"sqlite:///{root}/catalog.db"
-    warehouse = (root / "warehouse").as_uri()
-    subprocess.run(
-        [sys.executable, SCRIPTS / "tables.py", "seed", "--db", db, "--warehouse", warehouse],
-        check=True,
-    )
+    db, warehouse = seed(root, "backing")
     server = subprocess.Popen(
         [sys.executable, SCRIPTS / "rest_server.py", "--db", db, "--warehouse", warehouse,
          "--client-id", "rayquet", "--client-secret", "pw", "--prefix", "ice"],
@@ -113,3 +122,28 @@ def test_catalog_errors_name_the_catalog_and_table(rest_catalog, monkeypatch, tm
     assert "PYICEBERG_CATALOG__NOWHERE__URI" in str(e.value)
     with pytest.raises(TypeError):
         rayquet.iceberg(tmp_path, uri=uri)
+
+
+@pytest.fixture(scope="module")
+def sql_catalog(tmp_path_factory):
+    """pyiceberg's SqlCatalog `sql` in sqlite with its tables; yields (uri, warehouse)."""
+    return seed(tmp_path_factory.mktemp("sql-catalog"), "sql")
+
+
+def test_sql_catalog_tables_read_as_pyiceberg_reads_them(sql_catalog, monkeypatch, tmp_path):
+    db, warehouse = sql_catalog
+    (tmp_path / ".pyiceberg.yaml").write_text(f"catalog:\n  sql:\n    uri: {db}\n")
+    monkeypatch.setenv("PYICEBERG_HOME", str(tmp_path))
+    catalog = pyiceberg_catalog.load_catalog("sql", uri=db, warehouse=warehouse)
+    for name in ["db.events", "db.inner.small"]:
+        want = catalog.load_table(name).scan().to_arrow()
+        got = rayquet.iceberg(name, catalog="sql").read_all()
+        assert got.column_names == want.column_names
+        assert got.num_rows == want.num_rows > 0
+        assert sorted_rows(got) == sorted_rows(want)
+    with pytest.raises(FileNotFoundError) as e:
+        rayquet.iceberg("db.missing", catalog="sql")
+    assert '"sql"' in str(e.value) and "table not found" in str(e.value)
+    with pytest.raises(FileNotFoundError) as e:
+        rayquet.iceberg("db.events", catalog="sql", uri=f"sqlite:///{tmp_path}/none.db")
+    assert "none.db" in str(e.value)

@@ -1,7 +1,8 @@
 """Tables for the catalog tests, written and read by pyiceberg.
 
-  python tables.py seed --db sqlite:///dir/catalog.db --warehouse URL [--property K=V ...]
-      Writes, through pyiceberg's SqlCatalog: `db.events` (three appends, a delete, a column
+  python tables.py seed --db URL --warehouse URL [--name NAME] [--property K=V ...]
+      Writes, through pyiceberg's SqlCatalog named NAME (default `backing`) in the database
+      at URL (SQLAlchemy's: sqlite:///dir/catalog.db, postgresql+psycopg2://...): `db.events` (three appends, a delete, a column
       added, one more append) and `db.inner.small` (a nested namespace, one append).
   python tables.py read CATALOG TABLE OUT.arrow
       pyiceberg's read of TABLE through catalog CATALOG (its configuration: PYICEBERG_HOME's
@@ -51,7 +52,7 @@ def batch(start: int, n: int) -> pa.Table:
 def seed(args) -> None:
     props = {"uri": args.db, "warehouse": args.warehouse}
     props.update(dict(p.split("=", 1) for p in args.property or []))
-    catalog = SqlCatalog("backing", **props)
+    catalog = SqlCatalog(args.name, **props)
     catalog.create_namespace("db")
     catalog.create_namespace(("db", "inner"))
     events = catalog.create_table("db.events", schema=batch(0, 1).schema)
@@ -79,6 +80,7 @@ def main() -> None:
     s = sub.add_parser("seed")
     s.add_argument("--db", required=True)
     s.add_argument("--warehouse", required=True)
+    s.add_argument("--name", default="backing")
     s.add_argument("--property", action="append")
     r = sub.add_parser("read")
     r.add_argument("catalog")

@@ -296,14 +296,13 @@ fn options(args: &ScanArgs) -> ScanOptions {
         .verify_checksums(!args.no_verify_checksums)
 }
 
-/// The scan of `table` (`namespace.table`) in catalog `name`, configured as pyiceberg
-/// configures it, with `props` over its configuration.
-#[cfg(feature = "rest")]
-pub(crate) fn catalog_scan(
+/// The catalog `name`, configured as pyiceberg configures it, with `props` over its
+/// configuration.
+#[cfg(any(feature = "rest", feature = "sql-catalog"))]
+pub(crate) fn catalog_config(
     name: &str,
     props: &[(String, String)],
-    table: &str,
-) -> CliResult<rayquet_iceberg::TableScan> {
+) -> CliResult<rayquet_iceberg::catalog::CatalogConfig> {
     use rayquet_iceberg::catalog::CatalogConfig;
     let config = match CatalogConfig::load(name) {
         Ok(c) => c,
@@ -313,20 +312,34 @@ pub(crate) fn catalog_scan(
         }
         Err(e) => return Err(e.into()),
     };
-    let config = props
+    Ok(props
         .iter()
-        .fold(config, |c, (k, v)| c.property(k.clone(), v.clone()));
+        .fold(config, |c, (k, v)| c.property(k.clone(), v.clone())))
+}
+
+/// The scan of `table` (`namespace.table`) in catalog `name` ([`catalog_config`]).
+#[cfg(any(feature = "rest", feature = "sql-catalog"))]
+pub(crate) fn catalog_scan(
+    name: &str,
+    props: &[(String, String)],
+    table: &str,
+) -> CliResult<rayquet_iceberg::TableScan> {
+    let config = catalog_config(name, props)?;
     Ok(rayquet_iceberg::TableScan::from_catalog(config, table))
 }
 
-/// Without the `rest` feature there is no catalog client.
-#[cfg(not(feature = "rest"))]
+/// Without the `rest` and `sql-catalog` features there is no catalog client.
+#[cfg(not(any(feature = "rest", feature = "sql-catalog")))]
 pub(crate) fn catalog_scan(
     name: &str,
     _props: &[(String, String)],
     _table: &str,
 ) -> CliResult<rayquet_iceberg::TableScan> {
-    Err(format!("--catalog {name}: this rayquet was built without the `rest` feature").into())
+    Err(format!(
+        "--catalog {name}: this rayquet was built without catalogs (features `rest`, \
+         `sql-catalog`)"
+    )
+    .into())
 }
 
 /// Start the scan of the table or files named on the command line.

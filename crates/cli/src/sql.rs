@@ -49,8 +49,10 @@ pub struct SqlArgs {
     /// A Delta table as table NAME: its root directory or URL (repeatable).
     #[arg(long, value_name = "NAME=TABLE", value_parser = parse_key_value)]
     delta: Vec<(String, String)>,
-    /// The --iceberg tables are `namespace.table` in this catalog, configured as pyiceberg
-    /// configures it (`~/.pyiceberg.yaml`, `PYICEBERG_CATALOG__<NAME>__<KEY>` variables).
+    /// An Iceberg catalog, configured as pyiceberg configures it (`~/.pyiceberg.yaml`,
+    /// `PYICEBERG_CATALOG__<NAME>__<KEY>` variables): its tables are `NAME.namespace.table` in
+    /// the query (a nested namespace quoted: `NAME."a.b".table`), and the --iceberg tables
+    /// are `namespace.table` in it.
     #[arg(long, value_name = "NAME")]
     catalog: Option<String>,
     /// With --catalog: a catalog property over its configuration (repeatable).
@@ -249,7 +251,8 @@ fn pinned<T: std::str::FromStr>(pins: &[(String, String)], name: &str) -> CliRes
 
 fn register(ctx: &SessionContext, args: &mut SqlArgs, options: &ScanOptions) -> CliResult<()> {
     let remote = !args.workers.is_empty();
-    if args.parquet.is_empty() && args.iceberg.is_empty() && args.delta.is_empty() {
+    let no_tables = args.parquet.is_empty() && args.iceberg.is_empty() && args.delta.is_empty();
+    if no_tables && args.catalog.is_none() {
         let demo = crate::gen::ensure_demo()?;
         args.parquet
             .push(("lineitem".into(), demo.to_string_lossy().into_owned()));
@@ -296,7 +299,37 @@ fn register(ctx: &SessionContext, args: &mut SqlArgs, options: &ScanOptions) -> 
     for (table, name) in tables.into_iter().zip(names) {
         ctx.register_table(name, Arc::new(table.require_remote(remote)))?;
     }
+    if let Some(catalog) = &args.catalog {
+        register_catalog(ctx, catalog, &args.catalog_property, options, remote)?;
+    }
     Ok(())
+}
+
+/// The whole catalog `name` as the session's catalog of that name.
+#[cfg(any(feature = "rest", feature = "sql-catalog"))]
+fn register_catalog(
+    ctx: &SessionContext,
+    name: &str,
+    props: &[(String, String)],
+    options: &ScanOptions,
+    remote: bool,
+) -> CliResult<()> {
+    let config = crate::scan::catalog_config(name, props)?;
+    let catalog = rayquet_datafusion::IcebergCatalog::new(config, options.clone());
+    ctx.register_catalog(name, Arc::new(catalog.require_remote(remote)));
+    Ok(())
+}
+
+/// Without catalog features, --catalog names a catalog this build cannot read.
+#[cfg(not(any(feature = "rest", feature = "sql-catalog")))]
+fn register_catalog(
+    _: &SessionContext,
+    name: &str,
+    props: &[(String, String)],
+    _: &ScanOptions,
+    _: bool,
+) -> CliResult<()> {
+    crate::scan::catalog_scan(name, props, "").map(|_| ())
 }
 
 /// The query text: the argument, or the file's (or stdin's) contents.

@@ -69,6 +69,8 @@
 
 #![deny(missing_docs)]
 
+#[cfg(feature = "catalog")]
+mod catalog;
 mod codec;
 mod dynamic;
 mod exec;
@@ -89,6 +91,8 @@ mod table_stats;
 mod units;
 mod worker;
 
+#[cfg(feature = "catalog")]
+pub use catalog::IcebergCatalog;
 pub use codec::RayquetCodec;
 pub use exec::RayquetScanExec;
 pub use feed::{Planner, Unit};

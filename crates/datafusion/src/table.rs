@@ -233,7 +233,7 @@ impl RayquetTable {
         Self::iceberg_inner(scan).map_err(df)
     }
 
-    fn iceberg_inner(mut scan: rayquet_iceberg::TableScan) -> rayquet::Result<Self> {
+    pub(crate) fn iceberg_inner(mut scan: rayquet_iceberg::TableScan) -> rayquet::Result<Self> {
         rayquet::layer::take_columns(scan.options_mut());
         rayquet::layer::take_filter(scan.options_mut());
         let options = scan.options_mut().clone();

@@ -126,7 +126,7 @@
 //! `Table` from another catalog keeps its own FileIO for them.
 
 mod avro_bounds;
-#[cfg(feature = "rest")]
+#[cfg(feature = "catalog")]
 pub mod catalog;
 mod deletes;
 mod dv;
@@ -168,7 +168,7 @@ pub use iceberg::expr::Predicate;
 
 /// An iceberg error as a rayquet one (kept as the source). Damaged metadata is
 /// `CorruptTable`, a missing object `NotFound`, unsupported features `Unsupported`.
-fn ice(e: iceberg::Error) -> Error {
+pub(crate) fn ice(e: iceberg::Error) -> Error {
     use iceberg::ErrorKind as K;
     // A rayquet error inside (a damaged metadata file, a store's error) comes back whole.
     let mut cause: Option<&(dyn std::error::Error + 'static)> = std::error::Error::source(&e);
@@ -305,7 +305,7 @@ pub struct TableScan {
     table: std::sync::OnceLock<Table>,
     location: Option<String>,
     /// The catalog and `namespace.table` it is loaded from, when it is named so.
-    #[cfg(feature = "rest")]
+    #[cfg(feature = "catalog")]
     catalog: Option<(catalog::CatalogConfig, String)>,
     snapshot: Option<i64>,
     reference: Option<String>,
@@ -354,7 +354,7 @@ impl TableScan {
     /// [`catalog::CatalogConfig::load`]), its current snapshot, all columns. The table is
     /// loaded when the scan needs it, its FileIO reading through the scan's stores with the
     /// catalog's vended properties over them (feature `rest`).
-    #[cfg(feature = "rest")]
+    #[cfg(feature = "catalog")]
     pub fn from_catalog(catalog: catalog::CatalogConfig, table: impl Into<String>) -> Self {
         let mut scan = Self::with(std::sync::OnceLock::new(), None);
         scan.catalog = Some((catalog, table.into()));
@@ -365,7 +365,7 @@ impl TableScan {
         TableScan {
             table,
             location,
-            #[cfg(feature = "rest")]
+            #[cfg(feature = "catalog")]
             catalog: None,
             snapshot: None,
             reference: None,
@@ -391,7 +391,7 @@ impl TableScan {
         if let Some(t) = self.table.get() {
             return Ok(t);
         }
-        #[cfg(feature = "rest")]
+        #[cfg(feature = "catalog")]
         if let Some((catalog, name)) = &self.catalog {
             let loaded = catalog.load_table(name, &self.options)?;
             return Ok(self.table.get_or_init(|| loaded));

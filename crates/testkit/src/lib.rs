@@ -7,7 +7,8 @@
 //! - [`latency`]: an object store that behaves like a remote one;
 //! - [`python`]: a venv with pinned Python packages (the real writers' suite), and a cache for
 //!   generated test data;
-//! - [`s3`] (feature `cloud`): a moto S3 server on loopback;
+//! - [`s3`] (feature `cloud`): a moto S3 server on loopback; [`postgres`]: a PostgreSQL
+//!   server of a test's own (the SQL catalog's tests);
 //! - [`iceberg_tables`] / [`delta_tables`] (features `iceberg` / `delta`): test tables
 //!   written by the formats' own writers, and their own readers as references;
 //! - [`craft`]: files crafted from valid ones (footer and page header fields set);
@@ -24,6 +25,7 @@ pub mod iceberg_tables;
 #[cfg(feature = "iceberg")]
 pub mod iceberg_v3;
 pub mod latency;
+pub mod postgres;
 pub mod python;
 #[cfg(feature = "cloud")]
 pub mod s3;

@@ -1,19 +1,18 @@
-//! Tables through a catalog, named as pyiceberg names them (feature `rest`).
+//! Tables through a catalog, named as pyiceberg names them (features `rest`, `sql-catalog`).
 //!
 //! A catalog is a name and its properties, found where pyiceberg finds them: the
 //! `.pyiceberg.yaml` of `$PYICEBERG_HOME`, else of the home directory, else of the working
-//! directory (its `catalog: {NAME: {...}}` section), then `PYICEBERG_CATALOG__<NAME>__<KEY>`
-//! environment variables over it (`__` inside a key is a `.`, `_` a `-`), then the properties
-//! the caller passes. A user's existing pyiceberg configuration works unchanged.
+//! directory (its `catalog: {NAME: {...}}` section), then
+//! `PYICEBERG_CATALOG__<NAME>__<KEY>` environment variables over it (`__` inside a key is a
+//! `.`, `_` a `-`), then the properties the caller passes. A user's existing pyiceberg
+//! configuration works unchanged.
 //!
-//! The catalog's `type` (else its `uri`'s scheme: `http`/`https` is REST) picks the client:
-//! REST through iceberg-rust's own `iceberg-catalog-rest` (bearer `token`, OAuth2
-//! `credential` = `client_id:secret` with `oauth2-server-uri` and `scope`, `warehouse`,
-//! `prefix`, `header.*` extra headers). As pyiceberg does, it asks for vended credentials
-//! (`X-Iceberg-Access-Delegation: vended-credentials`); the `config` a table's load returns
-//! (endpoint, region, keys) reaches that table's FileIO and, through
-//! [`store_options`](crate::storage::store_options), its data files. Other catalog types
-//! are an `Unsupported` error naming them.
+//! The catalog's `type` (else its `uri`'s scheme: `http`/`https` is REST,
+//! `sqlite`/`postgresql` SQL) picks the client: REST (iceberg-rust's own client, vended
+//! credentials) or SQL (pyiceberg's `SqlCatalog` tables, read-only). Storage properties
+//! (`s3.*`, `gcs.*`, `adls.*`...) of the catalog, or those a REST catalog vends with a table,
+//! reach that table's FileIO and, through [`store_options`](crate::storage::store_options),
+//! its data files. A type this build does not read is an `Unsupported` error naming it.
 //!
 //! Invariant: every error names the catalog (and the table when there is one).
 //!
@@ -29,15 +28,20 @@
 //! # let _ = batches; Ok(()) }
 //! ```
 
+mod config;
+#[cfg(feature = "rest")]
+mod rest;
+#[cfg(feature = "sql-catalog")]
+mod sql;
+
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::path::PathBuf;
 
 use iceberg::table::Table;
-use iceberg::{Catalog, CatalogBuilder, TableIdent};
+use iceberg::{NamespaceIdent, TableIdent};
 use rayquet::{Error, ErrorKind, Result, ScanOptions};
 
-use crate::storage::ObjectStoreStorageFactory;
+use config::yaml_catalog;
 
 /// A catalog's name and properties (see the module doc).
 #[derive(Clone, PartialEq, Eq)]
@@ -171,7 +175,7 @@ impl CatalogConfig {
             u => {
                 return Err(self.error(
                     ErrorKind::InvalidArgument,
-                    format!("has no `type` and its uri {u:?} does not say one"),
+                    format!("has no `type` and its uri {:?} does not say one", redact(u)),
                 ))
             }
         };
@@ -183,73 +187,140 @@ impl CatalogConfig {
     }
 
     /// Load `table` (`namespace.table`, nested namespaces dotted: `a.b.t`) from the catalog,
-    /// its FileIO reading through the stores of `options` (and the catalog's vended
-    /// properties), on their IO runtime.
+    /// its FileIO reading through the stores of `options` (and the catalog's storage
+    /// properties, or the credentials it vends), on their IO runtime.
     pub fn load_table(&self, table: &str, options: &ScanOptions) -> Result<Table> {
         let ident = identifier(table).map_err(|m| self.error(ErrorKind::InvalidArgument, m))?;
         let kind = self.kind()?;
-        if kind != "rest" {
-            return Err(self.error(
-                ErrorKind::Unsupported,
-                format!(
-                    "is of type {kind:?}: this rayquet reads REST catalogs (SQL and Glue \
-                     catalogs are not built in yet); open the table by its metadata location"
-                ),
-            ));
-        }
         let config = self.clone();
         let opts = options.clone();
-        let table_name = table.to_string();
-        rayquet::layer::block_on(options, async move {
-            let catalog = config.rest(&opts).await?;
-            catalog.load_table(&ident).await.map_err(|e| {
-                config
-                    .error(kind_of(&e), format!("table {table_name:?}: {e}"))
-                    .with_source(e)
-            })
-        })
+        let table = table.to_string();
+        match kind.as_str() {
+            #[cfg(feature = "rest")]
+            "rest" => rayquet::layer::block_on(options, async move {
+                rest::load_table(&config, &ident, &table, &opts).await
+            }),
+            #[cfg(feature = "sql-catalog")]
+            "sql" => rayquet::layer::block_on(options, async move {
+                sql::load_table(&config, &ident, &table, &opts).await
+            }),
+            _ => Err(self.unsupported(&kind)),
+        }
     }
 
-    /// The REST client: pyiceberg's default vended-credentials header unless set.
-    async fn rest(&self, options: &ScanOptions) -> Result<iceberg_catalog_rest::RestCatalog> {
-        let mut props: std::collections::HashMap<String, String> =
-            self.props.clone().into_iter().collect();
-        props.remove("type");
-        let delegation = "header.x-iceberg-access-delegation";
-        if !props.keys().any(|k| k.eq_ignore_ascii_case(delegation)) {
-            props.insert(delegation.to_string(), "vended-credentials".to_string());
-        }
-        let factory = Arc::new(ObjectStoreStorageFactory::new(options));
-        iceberg_catalog_rest::RestCatalogBuilder::default()
-            .with_storage_factory(factory)
-            .load(self.name.clone(), props)
-            .await
-            .map_err(|e| self.error(kind_of(&e), format!("{e}")).with_source(e))
+    /// Every namespace of the catalog (nested ones dotted: `a.b`), sorted; read when called.
+    pub fn namespaces(&self, options: &ScanOptions) -> Result<Vec<String>> {
+        let kind = self.kind()?;
+        let config = self.clone();
+        let opts = options.clone();
+        let mut found =
+            match kind.as_str() {
+                #[cfg(feature = "rest")]
+                "rest" => rayquet::layer::block_on(options, async move {
+                    rest::namespaces(&config, &opts).await
+                })?,
+                #[cfg(feature = "sql-catalog")]
+                "sql" => rayquet::layer::block_on(options, async move {
+                    let _ = opts;
+                    sql::namespaces(&config).await
+                })?,
+                _ => return Err(self.unsupported(&kind)),
+            };
+        found.sort();
+        found.dedup();
+        Ok(found)
+    }
+
+    /// The tables of `namespace` (dotted: `a.b`), their names without it, sorted; read when
+    /// called. A namespace the catalog does not have is `NotFound`.
+    pub fn tables(&self, namespace: &str, options: &ScanOptions) -> Result<Vec<String>> {
+        let kind = self.kind()?;
+        let ns =
+            namespace_ident(namespace).map_err(|m| self.error(ErrorKind::InvalidArgument, m))?;
+        let config = self.clone();
+        let opts = options.clone();
+        let mut found = match kind.as_str() {
+            #[cfg(feature = "rest")]
+            "rest" => rayquet::layer::block_on(options, async move {
+                rest::tables(&config, &ns, &opts).await
+            })?,
+            #[cfg(feature = "sql-catalog")]
+            "sql" => rayquet::layer::block_on(options, async move {
+                let _ = opts;
+                sql::tables(&config, &ns).await
+            })?,
+            _ => return Err(self.unsupported(&kind)),
+        };
+        found.sort();
+        Ok(found)
+    }
+
+    /// A catalog of a type this build does not read.
+    fn unsupported(&self, kind: &str) -> Error {
+        let feature = match kind {
+            "rest" => "; REST catalogs need the `rest` feature",
+            "sql" => "; SQL catalogs need the `sql-catalog` feature",
+            _ => "",
+        };
+        let built = if BUILT.is_empty() {
+            "none".to_string()
+        } else {
+            BUILT.join(", ")
+        };
+        self.error(
+            ErrorKind::Unsupported,
+            format!(
+                "is of type {kind:?}, which this rayquet does not read (it reads: {built}){feature}; \
+                 open the table by its metadata location"
+            ),
+        )
     }
 }
 
-/// What a catalog's error means to a caller: a missing table or namespace is `NotFound`,
-/// a refused token or credential (HTTP 401, 403) `PermissionDenied`, the rest `Io`.
-fn kind_of(e: &iceberg::Error) -> ErrorKind {
-    use iceberg::ErrorKind as K;
-    let text = e.to_string();
-    match e.kind() {
-        K::TableNotFound | K::NamespaceNotFound => ErrorKind::NotFound,
-        K::FeatureUnsupported => ErrorKind::Unsupported,
-        K::DataInvalid if text.contains("uri is required") => ErrorKind::InvalidArgument,
-        _ if [
-            "401 Unauthorized",
-            "403 Forbidden",
-            "unauthorized_client",
-            "invalid_client",
-        ]
-        .iter()
-        .any(|s| text.contains(s)) =>
-        {
-            ErrorKind::PermissionDenied
+/// What a catalog's error says when it has no such table ([`is_missing_table`]).
+const MISSING_TABLE: &str = "table not found";
+/// What a catalog's error says when it has no such namespace ([`is_missing_table`]).
+const MISSING_NAMESPACE: &str = "namespace not found";
+
+/// Whether `e`, from [`CatalogConfig::load_table`] or [`CatalogConfig::tables`], says that
+/// the catalog has no such table or namespace (rather than that it could not be asked, or
+/// that the table's metadata could not be read).
+pub fn is_missing_table(e: &Error) -> bool {
+    e.kind() == ErrorKind::NotFound
+        && (e.message().contains(MISSING_TABLE) || e.message().contains(MISSING_NAMESPACE))
+}
+
+/// `uri` without its password, to be shown in an error.
+pub(crate) fn redact(uri: &str) -> String {
+    match (uri.find("://"), uri.rfind('@')) {
+        (Some(s), Some(at)) if at > s => {
+            let auth = &uri[s + 3..at];
+            match auth.split_once(':') {
+                Some((user, _)) => format!("{}{user}:***{}", &uri[..s + 3], &uri[at..]),
+                None => uri.to_string(),
+            }
         }
-        _ => ErrorKind::Io,
+        _ => uri.to_string(),
     }
+}
+
+/// The catalog types this build reads.
+const BUILT: &[&str] = &[
+    #[cfg(feature = "rest")]
+    "REST",
+    #[cfg(feature = "sql-catalog")]
+    "SQL",
+];
+
+/// `a.b` as a namespace identifier.
+fn namespace_ident(namespace: &str) -> std::result::Result<NamespaceIdent, String> {
+    let parts: Vec<&str> = namespace.split('.').collect();
+    if parts.iter().any(|p| p.is_empty()) {
+        return Err(format!(
+            "namespace {namespace:?}: name a namespace as a or a.b (nested)"
+        ));
+    }
+    NamespaceIdent::from_strs(parts).map_err(|e| format!("namespace {namespace:?}: {e}"))
 }
 
 /// `a.b.t` as a table identifier (namespace `a.b`, table `t`).
@@ -261,68 +332,6 @@ fn identifier(table: &str) -> std::result::Result<TableIdent, String> {
         ));
     }
     TableIdent::from_strs(parts).map_err(|e| format!("table {table:?}: {e}"))
-}
-
-/// The properties of catalog `name` in a `.pyiceberg.yaml` (`None`: it has no such catalog).
-/// Keys are compared lowercased, as pyiceberg does; nested maps flatten to dotted keys.
-fn yaml_catalog(file: &Path, name: &str) -> Result<Option<BTreeMap<String, String>>> {
-    use yaml_rust2::{Yaml, YamlLoader};
-    let bad =
-        |m: String| Error::new(ErrorKind::InvalidArgument, m).with_path(file.display().to_string());
-    let text = std::fs::read_to_string(file).map_err(|e| bad(format!("cannot read it: {e}")))?;
-    let docs = YamlLoader::load_from_str(&text).map_err(|e| bad(format!("not YAML: {e}")))?;
-    let Some(Yaml::Hash(top)) = docs.into_iter().next() else {
-        return Ok(None);
-    };
-    let find = |h: &yaml_rust2::yaml::Hash, key: &str| -> Option<Yaml> {
-        h.iter()
-            .find(|(k, _)| scalar(k).is_some_and(|k| k.eq_ignore_ascii_case(key)))
-            .map(|(_, v)| v.clone())
-    };
-    let Some(Yaml::Hash(catalogs)) = find(&top, "catalog") else {
-        return Ok(None);
-    };
-    let Some(section) = find(&catalogs, name) else {
-        return Ok(None);
-    };
-    let Yaml::Hash(section) = section else {
-        return Err(bad(format!("catalog.{name} must be a mapping")));
-    };
-    let mut out = BTreeMap::new();
-    flatten(&section, "", &mut out).map_err(bad)?;
-    Ok(Some(out))
-}
-
-/// A YAML scalar as pyiceberg's strictyaml reads it: a string.
-fn scalar(y: &yaml_rust2::Yaml) -> Option<String> {
-    use yaml_rust2::Yaml;
-    match y {
-        Yaml::String(s) | Yaml::Real(s) => Some(s.clone()),
-        Yaml::Integer(i) => Some(i.to_string()),
-        Yaml::Boolean(b) => Some(b.to_string()),
-        _ => None,
-    }
-}
-
-fn flatten(
-    h: &yaml_rust2::yaml::Hash,
-    prefix: &str,
-    out: &mut BTreeMap<String, String>,
-) -> std::result::Result<(), String> {
-    use yaml_rust2::Yaml;
-    for (k, v) in h {
-        let k = scalar(k).ok_or("a catalog property's name must be a string")?;
-        let key = format!("{prefix}{}", k.to_ascii_lowercase());
-        match v {
-            Yaml::Hash(inner) => flatten(inner, &format!("{key}."), out)?,
-            Yaml::Null => {}
-            v => {
-                let v = scalar(v).ok_or(format!("catalog property {key}: not a plain value"))?;
-                out.insert(key, v);
-            }
-        }
-    }
-    Ok(())
 }
 
 #[cfg(test)]
