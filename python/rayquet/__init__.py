@@ -304,7 +304,7 @@ def iceberg(
             JSON file, a local path or URL; with ``catalog``, ``namespace.table``; or a
             pyiceberg ``Table`` (its metadata location, read with its FileIO's storage
             properties under ``storage_options``).
-        catalog: the name of the catalog holding the table (REST, or SQL: pyiceberg's
+        catalog: the name of the catalog holding the table (REST, Glue, or SQL: pyiceberg's
             ``SqlCatalog`` in sqlite or Postgres), configured as pyiceberg configures it (``~/.pyiceberg.yaml`` or ``$PYICEBERG_HOME/.pyiceberg.yaml``,
             ``PYICEBERG_CATALOG__<NAME>__<KEY>`` variables); ``catalog_properties`` over that
             configuration, as ``pyiceberg.catalog.load_catalog(name, **properties)`` takes

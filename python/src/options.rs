@@ -156,14 +156,7 @@ pub(crate) fn iceberg(
         Some(name) => {
             use rayquet_iceberg::catalog::CatalogConfig;
             let props = catalog_properties.unwrap_or_default();
-            let config = match CatalogConfig::load(&name) {
-                Ok(c) => c,
-                Err(_) if props.contains_key("uri") => {
-                    CatalogConfig::new(name, Vec::<(String, String)>::new())
-                }
-                Err(e) => return Err(to_py(&e)),
-            };
-            let config = props.into_iter().fold(config, |c, (k, v)| c.property(k, v));
+            let config = CatalogConfig::load_with(&name, props).map_err(|e| to_py(&e))?;
             rayquet_iceberg::TableScan::from_catalog(config, location)
         }
         None => rayquet_iceberg::TableScan::open(location),

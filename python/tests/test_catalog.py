@@ -1,10 +1,12 @@
-"""Iceberg tables through REST and SQL catalogs, configured as pyiceberg users configure theirs.
+"""Iceberg tables through REST, SQL and Glue catalogs, configured as pyiceberg users configure
+theirs.
 
 The catalog is ``tests/catalogs/rest_server.py`` (the REST spec's read endpoints with OAuth2
 client credentials, over pyiceberg's SqlCatalog: no maintained REST server installs from
 PyPI), its tables written by pyiceberg (``tests/catalogs/tables.py``). Every read is compared
 with pyiceberg's read of the same table through the same catalog. The SQL catalog is that
-SqlCatalog itself (sqlite), read directly.
+SqlCatalog itself (sqlite), read directly; the Glue catalog is moto's server (Glue and S3),
+written by pyiceberg's GlueCatalog.
 """
 
 from __future__ import annotations
@@ -34,6 +36,53 @@ def seed(root: Path, name: str) -> tuple[str, str]:
         check=True,
     )
     return db, warehouse
+
+
+@pytest.fixture(scope="module")
+def glue_catalog():
+    """moto's server (Glue and S3) with `db.events` written by pyiceberg's GlueCatalog `glue`;
+    yields the catalog's properties."""
+    import socket
+    import time
+    import urllib.request
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    server = subprocess.Popen(
+        [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    endpoint = f"http://127.0.0.1:{port}"
+    try:
+        for _ in range(200):
+            try:
+                urllib.request.urlopen(endpoint + "/moto-api/", timeout=1)
+                break
+            except OSError:
+                time.sleep(0.1)
+        props = {
+            "glue.endpoint": endpoint, "glue.region": "us-east-1",
+            "glue.access-key-id": "test", "glue.secret-access-key": "test",
+            "s3.endpoint": endpoint, "s3.region": "us-east-1",
+            "s3.access-key-id": "test", "s3.secret-access-key": "test",
+        }
+        import boto3
+
+        boto3.client(
+            "s3", endpoint_url=endpoint, region_name="us-east-1",
+            aws_access_key_id="test", aws_secret_access_key="test",
+        ).create_bucket(Bucket="glue-wh")
+        args = [sys.executable, SCRIPTS / "tables.py", "seed", "--glue", "--name", "glue",
+                "--warehouse", "s3://glue-wh/wh"]
+        for k, v in props.items():
+            args += ["--property", f"{k}={v}"]
+        subprocess.run(args, check=True)
+        yield props
+    finally:
+        server.kill()
+        server.wait()
 
 
 @pytest.fixture(scope="module")
@@ -147,3 +196,18 @@ def test_sql_catalog_tables_read_as_pyiceberg_reads_them(sql_catalog, monkeypatc
     with pytest.raises(FileNotFoundError) as e:
         rayquet.iceberg("db.events", catalog="sql", uri=f"sqlite:///{tmp_path}/none.db")
     assert "none.db" in str(e.value)
+
+
+def test_glue_catalog_tables_read_as_pyiceberg_reads_them(glue_catalog, monkeypatch, tmp_path):
+    monkeypatch.setenv("PYICEBERG_HOME", str(tmp_path))  # configured by properties alone
+    for k in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_ENDPOINT", "AWS_REGION"):
+        monkeypatch.delenv(k, raising=False)
+    props = dict(glue_catalog, type="glue")
+    want = pyiceberg_catalog.load_catalog("glue", **props).load_table("db.events").scan().to_arrow()
+    got = rayquet.iceberg("db.events", catalog="glue", **props).read_all()
+    assert got.column_names == want.column_names
+    assert got.num_rows == want.num_rows > 0
+    assert sorted_rows(got) == sorted_rows(want)
+    with pytest.raises(FileNotFoundError) as e:
+        rayquet.iceberg("db.missing", catalog="glue", **props)
+    assert '"glue"' in str(e.value) and "table not found" in str(e.value)

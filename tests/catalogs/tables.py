@@ -1,8 +1,10 @@
 """Tables for the catalog tests, written and read by pyiceberg.
 
   python tables.py seed --db URL --warehouse URL [--name NAME] [--property K=V ...]
+  python tables.py seed --glue --warehouse URL [--name NAME] [--property K=V ...]
       Writes, through pyiceberg's SqlCatalog named NAME (default `backing`) in the database
-      at URL (SQLAlchemy's: sqlite:///dir/catalog.db, postgresql+psycopg2://...): `db.events` (three appends, a delete, a column
+      at URL (SQLAlchemy's: sqlite:///dir/catalog.db, postgresql+psycopg2://...), or its
+      GlueCatalog (glue.* properties; Glue has no nested namespaces, so no `db.inner`): `db.events` (three appends, a delete, a column
       added, one more append) and `db.inner.small` (a nested namespace, one append).
   python tables.py read CATALOG TABLE OUT.arrow
       pyiceberg's read of TABLE through catalog CATALOG (its configuration: PYICEBERG_HOME's
@@ -50,11 +52,15 @@ def batch(start: int, n: int) -> pa.Table:
 
 
 def seed(args) -> None:
-    props = {"uri": args.db, "warehouse": args.warehouse}
+    props = {"warehouse": args.warehouse}
     props.update(dict(p.split("=", 1) for p in args.property or []))
-    catalog = SqlCatalog(args.name, **props)
+    if args.glue:
+        from pyiceberg.catalog.glue import GlueCatalog
+
+        catalog = GlueCatalog(args.name, **props)
+    else:
+        catalog = SqlCatalog(args.name, uri=args.db, **props)
     catalog.create_namespace("db")
-    catalog.create_namespace(("db", "inner"))
     events = catalog.create_table("db.events", schema=batch(0, 1).schema)
     for start in (0, 1000, 2000):
         events.append(batch(start, 1000))
@@ -64,8 +70,10 @@ def seed(args) -> None:
     more = batch(3000, 500)
     more = more.append_column("score", pa.array([i / 4 for i in range(500)], pa.float64()))
     events.append(more)
-    small = catalog.create_table(("db", "inner", "small"), schema=batch(0, 1).schema)
-    small.append(batch(0, 10))
+    if not args.glue:
+        catalog.create_namespace(("db", "inner"))
+        small = catalog.create_table(("db", "inner", "small"), schema=batch(0, 1).schema)
+        small.append(batch(0, 10))
 
 
 def read(args) -> None:
@@ -78,7 +86,8 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     sub = ap.add_subparsers(dest="cmd", required=True)
     s = sub.add_parser("seed")
-    s.add_argument("--db", required=True)
+    s.add_argument("--db")
+    s.add_argument("--glue", action="store_true")
     s.add_argument("--warehouse", required=True)
     s.add_argument("--name", default="backing")
     s.add_argument("--property", action="append")

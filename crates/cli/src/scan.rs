@@ -298,27 +298,19 @@ fn options(args: &ScanArgs) -> ScanOptions {
 
 /// The catalog `name`, configured as pyiceberg configures it, with `props` over its
 /// configuration.
-#[cfg(any(feature = "rest", feature = "sql-catalog"))]
+#[cfg(any(feature = "rest", feature = "sql-catalog", feature = "glue-catalog"))]
 pub(crate) fn catalog_config(
     name: &str,
     props: &[(String, String)],
 ) -> CliResult<rayquet_iceberg::catalog::CatalogConfig> {
-    use rayquet_iceberg::catalog::CatalogConfig;
-    let config = match CatalogConfig::load(name) {
-        Ok(c) => c,
-        // Properties given here may be the whole configuration.
-        Err(_) if props.iter().any(|(k, _)| k == "uri") => {
-            CatalogConfig::new(name, Vec::<(String, String)>::new())
-        }
-        Err(e) => return Err(e.into()),
-    };
-    Ok(props
-        .iter()
-        .fold(config, |c, (k, v)| c.property(k.clone(), v.clone())))
+    Ok(rayquet_iceberg::catalog::CatalogConfig::load_with(
+        name,
+        props.iter().cloned(),
+    )?)
 }
 
 /// The scan of `table` (`namespace.table`) in catalog `name` ([`catalog_config`]).
-#[cfg(any(feature = "rest", feature = "sql-catalog"))]
+#[cfg(any(feature = "rest", feature = "sql-catalog", feature = "glue-catalog"))]
 pub(crate) fn catalog_scan(
     name: &str,
     props: &[(String, String)],
@@ -328,8 +320,8 @@ pub(crate) fn catalog_scan(
     Ok(rayquet_iceberg::TableScan::from_catalog(config, table))
 }
 
-/// Without the `rest` and `sql-catalog` features there is no catalog client.
-#[cfg(not(any(feature = "rest", feature = "sql-catalog")))]
+/// Without the catalog features there is no catalog client.
+#[cfg(not(any(feature = "rest", feature = "sql-catalog", feature = "glue-catalog")))]
 pub(crate) fn catalog_scan(
     name: &str,
     _props: &[(String, String)],
@@ -337,7 +329,7 @@ pub(crate) fn catalog_scan(
 ) -> CliResult<rayquet_iceberg::TableScan> {
     Err(format!(
         "--catalog {name}: this rayquet was built without catalogs (features `rest`, \
-         `sql-catalog`)"
+         `sql-catalog`, `glue-catalog`)"
     )
     .into())
 }

@@ -306,7 +306,7 @@ fn register(ctx: &SessionContext, args: &mut SqlArgs, options: &ScanOptions) -> 
 }
 
 /// The whole catalog `name` as the session's catalog of that name.
-#[cfg(any(feature = "rest", feature = "sql-catalog"))]
+#[cfg(any(feature = "rest", feature = "sql-catalog", feature = "glue-catalog"))]
 fn register_catalog(
     ctx: &SessionContext,
     name: &str,
@@ -321,7 +321,7 @@ fn register_catalog(
 }
 
 /// Without catalog features, --catalog names a catalog this build cannot read.
-#[cfg(not(any(feature = "rest", feature = "sql-catalog")))]
+#[cfg(not(any(feature = "rest", feature = "sql-catalog", feature = "glue-catalog")))]
 fn register_catalog(
     _: &SessionContext,
     name: &str,

@@ -4,7 +4,9 @@
 //! - REST (feature `rest`): the tables in S3 (moto), served by `tests/catalogs/rest_server.py`
 //!   (the REST spec's read endpoints, OAuth2 client credentials, vended credentials);
 //! - SQL (feature `sql-catalog`): the SqlCatalog's own database, sqlite (tables in S3, the
-//!   catalog's `s3.*` properties) and a Postgres server the test starts (tables on disk).
+//!   catalog's `s3.*` properties) and a Postgres server the test starts (tables on disk);
+//! - Glue (feature `glue-catalog`): moto's Glue, the tables in its S3, written by pyiceberg's
+//!   GlueCatalog.
 //!
 //! Rows are compared with pyiceberg's read of the same table through the same catalog.
 
@@ -107,7 +109,7 @@ fn same_as_pyiceberg(python: &Path, home: &Path, dir: &Path, catalog: &str, tabl
 /// pyiceberg read (its read is in `dir`, from [`same_as_pyiceberg`]); the nested namespace's
 /// table and a missing table through the catalog too.
 #[cfg(feature = "datafusion")]
-fn sql_matches_pyiceberg(home: &Path, dir: &Path, catalog: &str) {
+fn sql_matches_pyiceberg(home: &Path, dir: &Path, catalog: &str, nested: bool) {
     let sql = |extra: &[&str], query: &str| {
         let out = run(
             rayquet(home)
@@ -141,16 +143,18 @@ fn sql_matches_pyiceberg(home: &Path, dir: &Path, catalog: &str) {
         );
         assert_eq!(v["result"][0]["s"].as_i64(), Some(sum), "{v}");
     }
-    let (small, _) = rows(&dir.join("db.inner.small.pyiceberg.arrow"));
-    let v = sql(
-        &[],
-        &format!("SELECT count(*) AS n FROM {catalog}.\"db.inner\".small"),
-    );
-    assert_eq!(
-        v["result"][0]["n"].as_u64(),
-        Some(small.len() as u64),
-        "{v}"
-    );
+    if nested {
+        let (small, _) = rows(&dir.join("db.inner.small.pyiceberg.arrow"));
+        let v = sql(
+            &[],
+            &format!("SELECT count(*) AS n FROM {catalog}.\"db.inner\".small"),
+        );
+        assert_eq!(
+            v["result"][0]["n"].as_u64(),
+            Some(small.len() as u64),
+            "{v}"
+        );
+    }
     let out = rayquet(home)
         .args(["sql", "--catalog", catalog])
         .arg(format!("SELECT * FROM {catalog}.db.missing"))
@@ -185,12 +189,7 @@ fn cli_reads_tables_through_a_rest_catalog() {
     let dir = tempfile::tempdir().unwrap();
     let db = format!("sqlite:///{}/catalog.db", dir.path().display());
     let warehouse = "s3://rest-catalog/warehouse";
-    let s3_props = [
-        format!("s3.endpoint={}", s3.endpoint),
-        "s3.access-key-id=test".to_string(),
-        "s3.secret-access-key=test".to_string(),
-        "s3.region=us-east-1".to_string(),
-    ];
+    let s3_props = s3_props(&s3.endpoint);
     seed(&python, &db, warehouse, "backing", &s3_props);
 
     // The server reads metadata with the S3 properties and vends them with each table; the
@@ -231,7 +230,7 @@ fn cli_reads_tables_through_a_rest_catalog() {
     }
 
     #[cfg(feature = "datafusion")]
-    sql_matches_pyiceberg(&home, dir.path(), "lake");
+    sql_matches_pyiceberg(&home, dir.path(), "lake", true);
 
     // Errors name the catalog and the table.
     let fails =
@@ -267,18 +266,37 @@ fn cli_reads_tables_through_a_rest_catalog() {
     );
 }
 
-/// Seed `db.events` and `db.inner.small` into the SqlCatalog `name` at `db` (SQLAlchemy URL).
+/// `s3.*` properties for moto's S3 at `endpoint`, as `KEY=VALUE`.
+fn s3_props(endpoint: &str) -> Vec<String> {
+    vec![
+        format!("s3.endpoint={endpoint}"),
+        "s3.access-key-id=test".to_string(),
+        "s3.secret-access-key=test".to_string(),
+        "s3.region=us-east-1".to_string(),
+    ]
+}
+
+/// `KEY=VALUE` properties as the lines of a catalog's section of a `.pyiceberg.yaml`.
+fn yaml_lines(props: &[String]) -> String {
+    props
+        .iter()
+        .map(|p| {
+            let (k, v) = p.split_once('=').unwrap();
+            format!("    {k}: {v}\n")
+        })
+        .collect()
+}
+
+/// Seed `db.events` and `db.inner.small` into the SqlCatalog `name` at `db` (SQLAlchemy URL;
+/// `glue`: `db.events` into pyiceberg's GlueCatalog).
 fn seed(python: &Path, db: &str, warehouse: &str, name: &str, props: &[String]) {
     let mut seed = Command::new(python);
-    seed.arg(scripts().join("tables.py")).args([
-        "seed",
-        "--db",
-        db,
-        "--warehouse",
-        warehouse,
-        "--name",
-        name,
-    ]);
+    seed.arg(scripts().join("tables.py"))
+        .args(["seed", "--warehouse", warehouse, "--name", name]);
+    match db {
+        "glue" => seed.arg("--glue"),
+        db => seed.args(["--db", db]),
+    };
     for p in props {
         seed.args(["--property", p]);
     }
@@ -297,12 +315,7 @@ fn cli_reads_tables_through_sql_catalogs() {
     // files (the environment has no AWS settings).
     let s3 = S3::get();
     s3.create_bucket("sql-catalog");
-    let s3_props = [
-        format!("s3.endpoint={}", s3.endpoint),
-        "s3.access-key-id=test".to_string(),
-        "s3.secret-access-key=test".to_string(),
-        "s3.region=us-east-1".to_string(),
-    ];
+    let s3_props = s3_props(&s3.endpoint);
     let sqlite = format!("sqlite:///{}/catalog.db", dir.path().display());
     seed(&python, &sqlite, "s3://sql-catalog/wh", "lite", &s3_props);
 
@@ -314,13 +327,7 @@ fn cli_reads_tables_through_sql_catalogs() {
     let wh = format!("file://{}/pg-warehouse", dir.path().display());
     seed(&python, &pg_url, &wh, "pg", &[]);
 
-    let s3_yaml: String = s3_props
-        .iter()
-        .map(|p| {
-            let (k, v) = p.split_once('=').unwrap();
-            format!("    {k}: {v}\n")
-        })
-        .collect();
+    let s3_yaml = yaml_lines(&s3_props);
     std::fs::write(
         home.join(".pyiceberg.yaml"),
         format!("catalog:\n  lite:\n    uri: {sqlite}\n{s3_yaml}  pg:\n    uri: {pg_url}\n"),
@@ -334,7 +341,7 @@ fn cli_reads_tables_through_sql_catalogs() {
             same_as_pyiceberg(&python, &home, &out, catalog, table);
         }
         #[cfg(feature = "datafusion")]
-        sql_matches_pyiceberg(&home, &out, catalog);
+        sql_matches_pyiceberg(&home, &out, catalog, true);
         fails(
             &home,
             catalog,
@@ -407,6 +414,71 @@ fn cli_reads_tables_through_sql_catalogs() {
         ],
         "db.events",
         &["not found", "holds no Iceberg SQL catalog"],
+    );
+}
+
+#[cfg(feature = "glue-catalog")]
+#[test]
+fn cli_reads_tables_through_a_glue_catalog() {
+    let python = python();
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path().join("home");
+    std::fs::create_dir(&home).unwrap();
+    // moto serves Glue and S3 on one endpoint; the catalog's properties configure both, as a
+    // pyiceberg user's would (the environment has no AWS settings).
+    let s3 = S3::get();
+    s3.create_bucket("glue-catalog");
+    let mut props = vec![
+        format!("glue.endpoint={}", s3.endpoint),
+        "glue.region=us-east-1".to_string(),
+        "glue.access-key-id=test".to_string(),
+        "glue.secret-access-key=test".to_string(),
+    ];
+    props.extend(s3_props(&s3.endpoint));
+    seed(&python, "glue", "s3://glue-catalog/wh", "glue", &props);
+    let yaml = yaml_lines(&props);
+    std::fs::write(
+        home.join(".pyiceberg.yaml"),
+        format!("catalog:\n  glue:\n    type: glue\n{yaml}"),
+    )
+    .unwrap();
+    same_as_pyiceberg(&python, &home, dir.path(), "glue", "db.events");
+    #[cfg(feature = "datafusion")]
+    sql_matches_pyiceberg(&home, dir.path(), "glue", false);
+    fails(
+        &home,
+        "glue",
+        &[],
+        "db.missing",
+        &["table not found", "\"glue\"", "\"db.missing\""],
+    );
+    fails(
+        &home,
+        "glue",
+        &[],
+        "nowhere.events",
+        &["namespace not found", "\"glue\"", "\"nowhere.events\""],
+    );
+    fails(
+        &home,
+        "glue",
+        &[],
+        "db.inner.small",
+        &["invalid argument", "one level deep"],
+    );
+    // moto does not check signatures: botocore's signer checks rayquet's.
+    run(
+        Command::new(&python)
+            .arg(scripts().join("glue_signature.py"))
+            .arg(env!("CARGO_BIN_EXE_rayquet")),
+        "the Glue request's SigV4 signature, checked by botocore",
+    );
+    fails(
+        &home,
+        "glue",
+        &["--catalog-property", "glue.endpoint=http://127.0.0.1:9"],
+        "db.events",
+        &["\"glue\"", "\"db.events\"", "127.0.0.1:9"],
     );
 }
 

@@ -1,4 +1,5 @@
-//! Tables through a catalog, named as pyiceberg names them (features `rest`, `sql-catalog`).
+//! Tables through a catalog, named as pyiceberg names them (features `rest`, `sql-catalog`,
+//! `glue-catalog`).
 //!
 //! A catalog is a name and its properties, found where pyiceberg finds them: the
 //! `.pyiceberg.yaml` of `$PYICEBERG_HOME`, else of the home directory, else of the working
@@ -9,7 +10,8 @@
 //!
 //! The catalog's `type` (else its `uri`'s scheme: `http`/`https` is REST,
 //! `sqlite`/`postgresql` SQL) picks the client: REST (iceberg-rust's own client, vended
-//! credentials) or SQL (pyiceberg's `SqlCatalog` tables, read-only). Storage properties
+//! credentials), SQL (pyiceberg's `SqlCatalog` tables, read-only) or Glue (`type: glue`:
+//! Glue's API, SigV4-signed with object_store's credential chain). Storage properties
 //! (`s3.*`, `gcs.*`, `adls.*`...) of the catalog, or those a REST catalog vends with a table,
 //! reach that table's FileIO and, through [`store_options`](crate::storage::store_options),
 //! its data files. A type this build does not read is an `Unsupported` error naming it.
@@ -29,6 +31,8 @@
 //! ```
 
 mod config;
+#[cfg(feature = "glue-catalog")]
+mod glue;
 #[cfg(feature = "rest")]
 mod rest;
 #[cfg(feature = "sql-catalog")]
@@ -125,6 +129,27 @@ impl CatalogConfig {
         })
     }
 
+    /// The catalog `name` as pyiceberg's `load_catalog(name, **properties)` configures it:
+    /// [`CatalogConfig::load`]'s configuration with `props` over it, or `props` alone when
+    /// the catalog is configured nowhere (then they must say its `uri` or `type`).
+    pub fn load_with<K: Into<String>, V: Into<String>>(
+        name: &str,
+        props: impl IntoIterator<Item = (K, V)>,
+    ) -> Result<Self> {
+        let props: Vec<(String, String)> = props
+            .into_iter()
+            .map(|(k, v)| (k.into(), v.into()))
+            .collect();
+        let config = match Self::load(name) {
+            Ok(c) => c,
+            Err(_) if props.iter().any(|(k, _)| k == "uri" || k == "type") => {
+                CatalogConfig::new(name, Vec::<(String, String)>::new())
+            }
+            Err(e) => return Err(e),
+        };
+        Ok(props.into_iter().fold(config, |c, (k, v)| c.property(k, v)))
+    }
+
     /// A catalog configured by these properties alone (`uri`, `type`, `token`...).
     pub fn new<K: Into<String>, V: Into<String>>(
         name: impl Into<String>,
@@ -191,42 +216,15 @@ impl CatalogConfig {
     /// properties, or the credentials it vends), on their IO runtime.
     pub fn load_table(&self, table: &str, options: &ScanOptions) -> Result<Table> {
         let ident = identifier(table).map_err(|m| self.error(ErrorKind::InvalidArgument, m))?;
-        let kind = self.kind()?;
-        let config = self.clone();
-        let opts = options.clone();
-        let table = table.to_string();
-        match kind.as_str() {
-            #[cfg(feature = "rest")]
-            "rest" => rayquet::layer::block_on(options, async move {
-                rest::load_table(&config, &ident, &table, &opts).await
-            }),
-            #[cfg(feature = "sql-catalog")]
-            "sql" => rayquet::layer::block_on(options, async move {
-                sql::load_table(&config, &ident, &table, &opts).await
-            }),
-            _ => Err(self.unsupported(&kind)),
+        match self.ask(Ask::Table(ident, table.to_string()), options)? {
+            Answer::Table(t) => Ok(*t),
+            Answer::Names(_) => unreachable!("a table asked for, names answered"),
         }
     }
 
     /// Every namespace of the catalog (nested ones dotted: `a.b`), sorted; read when called.
     pub fn namespaces(&self, options: &ScanOptions) -> Result<Vec<String>> {
-        let kind = self.kind()?;
-        let config = self.clone();
-        let opts = options.clone();
-        let mut found =
-            match kind.as_str() {
-                #[cfg(feature = "rest")]
-                "rest" => rayquet::layer::block_on(options, async move {
-                    rest::namespaces(&config, &opts).await
-                })?,
-                #[cfg(feature = "sql-catalog")]
-                "sql" => rayquet::layer::block_on(options, async move {
-                    let _ = opts;
-                    sql::namespaces(&config).await
-                })?,
-                _ => return Err(self.unsupported(&kind)),
-            };
-        found.sort();
+        let mut found = self.names(Ask::Namespaces, options)?;
         found.dedup();
         Ok(found)
     }
@@ -234,25 +232,52 @@ impl CatalogConfig {
     /// The tables of `namespace` (dotted: `a.b`), their names without it, sorted; read when
     /// called. A namespace the catalog does not have is `NotFound`.
     pub fn tables(&self, namespace: &str, options: &ScanOptions) -> Result<Vec<String>> {
-        let kind = self.kind()?;
         let ns =
             namespace_ident(namespace).map_err(|m| self.error(ErrorKind::InvalidArgument, m))?;
+        self.names(Ask::Tables(ns), options)
+    }
+
+    /// The names `ask` answers, sorted.
+    fn names(&self, ask: Ask, options: &ScanOptions) -> Result<Vec<String>> {
+        match self.ask(ask, options)? {
+            Answer::Names(mut names) => {
+                names.sort();
+                Ok(names)
+            }
+            Answer::Table(_) => unreachable!("names asked for, a table answered"),
+        }
+    }
+
+    /// Ask the catalog, through the client of its type, on the IO runtime of `options`.
+    fn ask(&self, ask: Ask, options: &ScanOptions) -> Result<Answer> {
+        let kind = self.kind()?;
         let config = self.clone();
         let opts = options.clone();
-        let mut found = match kind.as_str() {
+        let _ = (&config, &opts, &ask); // used by no arm when no catalog type is built
+        match kind.as_str() {
             #[cfg(feature = "rest")]
-            "rest" => rayquet::layer::block_on(options, async move {
-                rest::tables(&config, &ns, &opts).await
-            })?,
+            "rest" => {
+                rayquet::layer::block_on(
+                    options,
+                    async move { rest::ask(&config, ask, &opts).await },
+                )
+            }
             #[cfg(feature = "sql-catalog")]
-            "sql" => rayquet::layer::block_on(options, async move {
-                let _ = opts;
-                sql::tables(&config, &ns).await
-            })?,
-            _ => return Err(self.unsupported(&kind)),
-        };
-        found.sort();
-        Ok(found)
+            "sql" => {
+                rayquet::layer::block_on(
+                    options,
+                    async move { sql::ask(&config, ask, &opts).await },
+                )
+            }
+            #[cfg(feature = "glue-catalog")]
+            "glue" => {
+                rayquet::layer::block_on(
+                    options,
+                    async move { glue::ask(&config, ask, &opts).await },
+                )
+            }
+            _ => Err(self.unsupported(&kind)),
+        }
     }
 
     /// A catalog of a type this build does not read.
@@ -260,6 +285,7 @@ impl CatalogConfig {
         let feature = match kind {
             "rest" => "; REST catalogs need the `rest` feature",
             "sql" => "; SQL catalogs need the `sql-catalog` feature",
+            "glue" => "; Glue catalogs need the `glue-catalog` feature",
             _ => "",
         };
         let built = if BUILT.is_empty() {
@@ -275,6 +301,59 @@ impl CatalogConfig {
             ),
         )
     }
+}
+
+/// The table `ident` (written `table` by the caller) whose metadata file the catalog says is
+/// at `location`, its FileIO configured by the catalog's properties over `options`' stores
+/// (the SQL and Glue catalogs, which keep only a table's location).
+#[cfg(any(feature = "sql-catalog", feature = "glue-catalog"))]
+async fn table_at(
+    config: &CatalogConfig,
+    ident: &TableIdent,
+    table: &str,
+    location: String,
+    options: &ScanOptions,
+) -> Result<Table> {
+    use iceberg::io::FileIOBuilder;
+    let factory = crate::storage::ObjectStoreStorageFactory::new(options);
+    let file_io = FileIOBuilder::new(std::sync::Arc::new(factory))
+        .with_props(config.props.clone())
+        .build();
+    let loaded = iceberg::table::StaticTable::from_metadata_file(&location, ident.clone(), file_io)
+        .await
+        .map_err(|e| {
+            crate::ice(e)
+                .context(format!(
+                    "catalog {:?} table {table:?}: loading table metadata",
+                    config.name
+                ))
+                .with_path(location.clone())
+        })?;
+    Ok(loaded.into_table())
+}
+
+/// What a caller asks of a catalog's client.
+#[cfg_attr(
+    not(any(feature = "rest", feature = "sql-catalog", feature = "glue-catalog")),
+    allow(dead_code)
+)]
+enum Ask {
+    /// Load the table (its identifier, and its name as the caller wrote it).
+    Table(TableIdent, String),
+    /// List every namespace.
+    Namespaces,
+    /// List the tables of a namespace.
+    Tables(NamespaceIdent),
+}
+
+/// A client's answer.
+#[cfg_attr(
+    not(any(feature = "rest", feature = "sql-catalog", feature = "glue-catalog")),
+    allow(dead_code)
+)]
+enum Answer {
+    Table(Box<Table>),
+    Names(Vec<String>),
 }
 
 /// What a catalog's error says when it has no such table ([`is_missing_table`]).
@@ -310,6 +389,8 @@ const BUILT: &[&str] = &[
     "REST",
     #[cfg(feature = "sql-catalog")]
     "SQL",
+    #[cfg(feature = "glue-catalog")]
+    "Glue",
 ];
 
 /// `a.b` as a namespace identifier.

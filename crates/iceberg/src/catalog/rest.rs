@@ -14,11 +14,22 @@ use iceberg::table::Table;
 use iceberg::{Catalog, CatalogBuilder, NamespaceIdent, TableIdent};
 use rayquet::{ErrorKind, Result, ScanOptions};
 
-use super::{CatalogConfig, MISSING_NAMESPACE, MISSING_TABLE};
+use super::{Answer, Ask, CatalogConfig, MISSING_NAMESPACE, MISSING_TABLE};
 use crate::storage::ObjectStoreStorageFactory;
 
+/// Answer `ask` through the catalog `config`.
+pub(super) async fn ask(config: &CatalogConfig, ask: Ask, options: &ScanOptions) -> Result<Answer> {
+    Ok(match ask {
+        Ask::Table(ident, table) => {
+            Answer::Table(Box::new(load_table(config, &ident, &table, options).await?))
+        }
+        Ask::Namespaces => Answer::Names(namespaces(config, options).await?),
+        Ask::Tables(ns) => Answer::Names(tables(config, &ns, options).await?),
+    })
+}
+
 /// Load `ident` (written `table` by the caller) through the REST catalog `config`.
-pub(super) async fn load_table(
+async fn load_table(
     config: &CatalogConfig,
     ident: &TableIdent,
     table: &str,
@@ -38,10 +49,7 @@ pub(super) async fn load_table(
 }
 
 /// Every namespace, nested ones too (walked from the top), dotted.
-pub(super) async fn namespaces(
-    config: &CatalogConfig,
-    options: &ScanOptions,
-) -> Result<Vec<String>> {
+async fn namespaces(config: &CatalogConfig, options: &ScanOptions) -> Result<Vec<String>> {
     let catalog = client(config, options).await?;
     let mut out = Vec::new();
     let mut todo: Vec<Option<NamespaceIdent>> = vec![None];
@@ -63,7 +71,7 @@ pub(super) async fn namespaces(
 }
 
 /// The tables of `namespace`, by name.
-pub(super) async fn tables(
+async fn tables(
     config: &CatalogConfig,
     namespace: &NamespaceIdent,
     options: &ScanOptions,

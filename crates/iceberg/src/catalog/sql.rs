@@ -21,22 +21,31 @@ use std::path::Path;
 use std::str::FromStr;
 use std::time::Duration;
 
-use iceberg::io::FileIOBuilder;
-use iceberg::table::{StaticTable, Table};
+use iceberg::table::Table;
 use iceberg::{NamespaceIdent, TableIdent};
 use rayquet::{Error, ErrorKind, Result, ScanOptions};
 use sqlx::postgres::{PgConnectOptions, PgConnection};
 use sqlx::sqlite::{SqliteConnectOptions, SqliteConnection};
 use sqlx::Connection;
 
-use super::{redact, CatalogConfig, MISSING_NAMESPACE, MISSING_TABLE};
-use crate::storage::ObjectStoreStorageFactory;
+use super::{redact, Answer, Ask, CatalogConfig, MISSING_NAMESPACE, MISSING_TABLE};
 
 /// How long connecting to the catalog's database may take.
 pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
 
+/// Answer `ask` through the catalog `config`.
+pub(super) async fn ask(config: &CatalogConfig, ask: Ask, options: &ScanOptions) -> Result<Answer> {
+    Ok(match ask {
+        Ask::Table(ident, table) => {
+            Answer::Table(Box::new(load_table(config, &ident, &table, options).await?))
+        }
+        Ask::Namespaces => Answer::Names(namespaces(config).await?),
+        Ask::Tables(ns) => Answer::Names(tables(config, &ns).await?),
+    })
+}
+
 /// Load `ident` (written `table` by the caller) through the SQL catalog `config`.
-pub(super) async fn load_table(
+async fn load_table(
     config: &CatalogConfig,
     ident: &TableIdent,
     table: &str,
@@ -48,25 +57,11 @@ pub(super) async fn load_table(
         db.close().await;
         found?
     };
-    let factory = ObjectStoreStorageFactory::new(options);
-    let file_io = FileIOBuilder::new(std::sync::Arc::new(factory))
-        .with_props(config.props.clone())
-        .build();
-    let table = StaticTable::from_metadata_file(&location, ident.clone(), file_io)
-        .await
-        .map_err(|e| {
-            crate::ice(e)
-                .context(format!(
-                    "catalog {:?} table {table:?}: loading table metadata",
-                    config.name
-                ))
-                .with_path(location.clone())
-        })?;
-    Ok(table.into_table())
+    super::table_at(config, ident, table, location, options).await
 }
 
 /// Every namespace of the catalog: those its tables are in and those with properties.
-pub(super) async fn namespaces(config: &CatalogConfig) -> Result<Vec<String>> {
+async fn namespaces(config: &CatalogConfig) -> Result<Vec<String>> {
     let sql = "SELECT table_namespace FROM iceberg_tables WHERE catalog_name = ? \
                UNION SELECT namespace FROM iceberg_namespace_properties WHERE catalog_name = ?";
     let name = config.name.as_str();
@@ -78,10 +73,7 @@ pub(super) async fn namespaces(config: &CatalogConfig) -> Result<Vec<String>> {
 }
 
 /// The tables of `namespace` (not its views); a namespace the catalog lacks is `NotFound`.
-pub(super) async fn tables(
-    config: &CatalogConfig,
-    namespace: &NamespaceIdent,
-) -> Result<Vec<String>> {
+async fn tables(config: &CatalogConfig, namespace: &NamespaceIdent) -> Result<Vec<String>> {
     let ns = namespace.join(".");
     let args = [config.name.as_str(), ns.as_str()];
     let select = "SELECT table_name FROM iceberg_tables \
