@@ -68,6 +68,23 @@ pub fn take_filter(options: &mut ScanOptions) -> Option<Expr> {
     options.filter.take()
 }
 
+/// The schema a [`union_by_name`](crate::Scan::union_by_name) scan of plain files reads
+/// (before partition columns): each file's Arrow schema, with the file's name for errors, folded
+/// in order as the scan folds them (columns by name in the order they first appear, a column
+/// some file lacks nullable, types widened only where every value converts exactly). A table
+/// layer that reads every footer itself gets the scan's schema with it, and each file's tasks
+/// then map to it as the scan's files do. A type no widening holds is a `SchemaMismatch`
+/// naming the column and both files.
+pub fn union_schema<'a>(
+    files: impl IntoIterator<Item = (&'a arrow::datatypes::Schema, &'a str)>,
+) -> Result<arrow::datatypes::SchemaRef> {
+    let mut union = crate::plan::union::Union::default();
+    for (schema, name) in files {
+        union.add(schema, &Arc::from(name))?;
+    }
+    Ok(union.schema())
+}
+
 pub use crate::input::store_keys::{store_key, StoreKey};
 
 /// The object-store configuration keys and values set with

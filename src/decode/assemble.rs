@@ -248,10 +248,7 @@ impl Assembler {
             None => Arc::new(arrow::array::Int64Array::from(Vec::<i64>::new())),
         };
         let run = &self.run;
-        let columns = run
-            .mapping
-            .apply(&decoded, rows, positions)
-            .map_err(|e| Error::decoding(e, name, rg))?;
+        let columns = run.mapping.apply(&decoded, rows, positions, (name, rg))?;
         let opts = RecordBatchOptions::new().with_row_count(Some(rows));
         let batch = RecordBatch::try_new_with_options(Arc::clone(&run.schema), columns, &opts)
             .map_err(|e| {

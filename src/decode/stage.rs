@@ -76,8 +76,8 @@ pub(crate) fn filter_rows(
                 .collect();
             let cols = rf
                 .mapping
-                .apply(&roots, n, || positions.range(read, n))
-                .map_err(|e| at(Error::decoding(e, name, rg)))?;
+                .apply(&roots, n, || positions.range(read, n), (name, rg))
+                .map_err(at)?;
             let k = rf.filter.keep(&cols).map_err(at)?;
             if k.len() != n {
                 return Err(Error::decode(

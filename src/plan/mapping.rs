@@ -719,15 +719,17 @@ impl Mapping {
         }
     }
 
-    /// The output columns of one batch: `decoded` holds the roots read (in
-    /// [`Mapping::roots`] order), `rows` its length, `positions` the rows' file positions
-    /// (needed only with a row index column).
+    /// The output columns of one batch of row group `rg` of file `name`: `decoded` holds the
+    /// roots read (in [`Mapping::roots`] order), `rows` its length, `positions` the rows' file
+    /// positions (needed only with a row index column). A file value its output type cannot
+    /// hold (an int64 beyond an int32 output) is a `SchemaMismatch` naming the column.
     pub fn apply(
         &self,
         decoded: &[ArrayRef],
         rows: usize,
         positions: impl FnOnce() -> ArrayRef,
-    ) -> std::result::Result<Vec<ArrayRef>, arrow::error::ArrowError> {
+        (name, rg): (&str, usize),
+    ) -> Result<Vec<ArrayRef>> {
         let mut positions = Some(positions);
         self.fields
             .iter()
@@ -739,9 +741,24 @@ impl Mapping {
                         .iter()
                         .position(|(r, _)| r == root)
                         .expect("root read");
-                    build.apply(&decoded[k])
+                    build.apply(&decoded[k]).map_err(|e| match e {
+                        arrow::error::ArrowError::CastError(m) => Error::new(
+                            ErrorKind::SchemaMismatch,
+                            format!(
+                                "column {:?}: a value of the file does not fit the column's type \
+                                 {}: {m}",
+                                f.name(),
+                                f.data_type()
+                            ),
+                        )
+                        .with_path(name)
+                        .with_row_group(rg),
+                        e => Error::decoding(e, name, rg),
+                    })
                 }
-                OutCol::Const(v) => repeat(v, f.data_type(), rows),
+                OutCol::Const(v) => {
+                    repeat(v, f.data_type(), rows).map_err(|e| Error::decoding(e, name, rg))
+                }
                 OutCol::Null => Ok(arrow::array::new_null_array(f.data_type(), rows)),
                 OutCol::RowIndex => {
                     let p = positions.take().map_or_else(
@@ -752,6 +769,7 @@ impl Mapping {
                         Ok(p)
                     } else {
                         cast_with_options(&p, f.data_type(), &cast_options())
+                            .map_err(|e| Error::decoding(e, name, rg))
                     }
                 }
             })

@@ -49,6 +49,12 @@ pub struct SqlArgs {
     /// A Delta table as table NAME: its root directory or URL (repeatable).
     #[arg(long, value_name = "NAME=TABLE", value_parser = parse_key_value)]
     delta: Vec<(String, String)>,
+    /// Read each --parquet dataset whose files' schemas differ as one (duckdb's
+    /// `union_by_name`): columns matched by name, a column a file lacks null in its rows,
+    /// types widened where both convert exactly (int32 and int64: int64). Every footer is read
+    /// when the table is registered. Without it, every file must have the first file's schema.
+    #[arg(long, requires = "parquet")]
+    union_by_name: bool,
     /// An Iceberg catalog, configured as pyiceberg configures it (`~/.pyiceberg.yaml`,
     /// `PYICEBERG_CATALOG__<NAME>__<KEY>` variables): its tables are `NAME.namespace.table` in
     /// the query (a nested namespace quoted: `NAME."a.b".table`), and the --iceberg tables
@@ -277,7 +283,10 @@ fn register(ctx: &SessionContext, args: &mut SqlArgs, options: &ScanOptions) -> 
     }
     let mut tables = Vec::new();
     for (_, path) in &args.parquet {
-        tables.push(RayquetTable::parquet(path, options.clone())?);
+        tables.push(match args.union_by_name {
+            true => RayquetTable::parquet_union_by_name(path, options.clone())?,
+            false => RayquetTable::parquet(path, options.clone())?,
+        });
     }
     for (name, path) in &args.iceberg {
         let mut scan = match &args.catalog {

@@ -346,3 +346,76 @@ fn bad_arguments_are_clean_errors() {
         assert!(stderr.contains(needle), "{args:?}: {stderr}");
     }
 }
+
+/// `--union-by-name`: three files whose schemas differ (`a` int32, int64 and uint32; `b` in
+/// two; `c` in one) read as one table, in this process and on a worker (which maps each file
+/// to the table's schema itself), against parquet's reader with arrow's `cast`.
+#[test]
+fn files_that_differ_by_name_locally_and_on_a_worker() {
+    use arrow::array::{ArrayRef, Float32Array, Int32Array, Int64Array, RecordBatch};
+    use arrow::array::{StringArray, UInt32Array};
+    use arrow::datatypes::DataType;
+    use std::sync::Arc;
+    let dir = tempfile::tempdir().unwrap();
+    let files: Vec<Vec<(&str, ArrayRef)>> = vec![
+        vec![
+            ("a", Arc::new(Int32Array::from(vec![1, -2, 3]))),
+            ("b", Arc::new(StringArray::from(vec!["x", "y", "z"]))),
+        ],
+        vec![
+            ("c", Arc::new(Float32Array::from(vec![Some(1.5), None]))),
+            ("a", Arc::new(Int64Array::from(vec![1 << 40, 5]))),
+        ],
+        vec![
+            ("b", Arc::new(StringArray::from(vec![Some("w"), None]))),
+            ("a", Arc::new(UInt32Array::from(vec![u32::MAX, 7]))),
+        ],
+    ];
+    let (mut rows, mut sum_a, mut count_b, mut count_c) = (0u64, 0i64, 0u64, 0u64);
+    for (i, columns) in files.into_iter().enumerate() {
+        let path = dir.path().join(format!("{i}.parquet"));
+        let batch = RecordBatch::try_from_iter(columns).unwrap();
+        std::fs::write(&path, rayquet_testkit::write_parquet(&[batch], 2)).unwrap();
+        let (_, read) = rayquet_testkit::reference(&path, None, 1024).unwrap();
+        for b in read {
+            rows += b.num_rows() as u64;
+            let a = arrow::compute::cast(b.column_by_name("a").unwrap(), &DataType::Int64).unwrap();
+            sum_a += a.as_primitive::<Int64Type>().iter().flatten().sum::<i64>();
+            let present = |name: &str| {
+                b.column_by_name(name)
+                    .map_or(0, |c| c.len() - c.null_count())
+            };
+            count_b += present("b") as u64;
+            count_c += present("c") as u64;
+        }
+    }
+    let want = serde_json::json!([{"n": rows, "sa": sum_a, "nb": count_b, "nc": count_c}]);
+    let query = "SELECT count(*) AS n, sum(a) AS sa, count(b) AS nb, count(c) AS nc FROM t";
+    let table = format!("t={}", dir.path().display());
+    let local = json(&[
+        "sql",
+        query,
+        "--parquet",
+        &table,
+        "--union-by-name",
+        "--json",
+    ]);
+    assert_eq!(local["result"], want, "in this process");
+    let w = worker();
+    let remote = json(&[
+        "sql",
+        query,
+        "--parquet",
+        &table,
+        "--union-by-name",
+        "--workers",
+        w.url.as_str(),
+        "--json",
+    ]);
+    assert_eq!(remote["result"], want, "on a worker");
+    // Without the flag: the first file's schema, and the second file an error naming it.
+    let out = rayquet(&["sql", "SELECT sum(a) FROM t", "--parquet", &table]);
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("1.parquet") && err.contains("union"), "{err}");
+}

@@ -45,6 +45,7 @@ use crate::feed::{Planner, UnitKind};
 use crate::remote::Remote;
 use crate::spec::{Plan, ScanSpec};
 use crate::stream::{reader_stream, Shape};
+use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
 
 /// The leaf node reading a rayquet table (see the module docs).
 #[derive(Debug, Clone)]
@@ -195,6 +196,36 @@ impl RayquetScanExec {
     }
 }
 
+/// A Parquet table's file that does not fit the table's schema: the error, saying where the
+/// schema came from and how to read files that differ.
+fn union_hint(e: DataFusionError) -> DataFusionError {
+    let DataFusionError::External(inner) = e else {
+        return e;
+    };
+    match inner.downcast::<rayquet::Error>() {
+        Ok(r) if r.kind() == rayquet::ErrorKind::SchemaMismatch => {
+            let mut hinted = rayquet::Error::new(
+                r.kind(),
+                format!(
+                    "{} (a Parquet table's schema is its first file's, or every file's folded \
+                     by name when registered with union by name: \
+                     `RayquetTable::parquet_union_by_name`, `rayquet sql --union-by-name`)",
+                    r.message()
+                ),
+            );
+            if let Some(p) = r.path() {
+                hinted = hinted.with_path(p);
+            }
+            if let Some(rg) = r.row_group() {
+                hinted = hinted.with_row_group(rg);
+            }
+            DataFusionError::External(Box::new(hinted))
+        }
+        Ok(r) => DataFusionError::External(r),
+        Err(other) => DataFusionError::External(other),
+    }
+}
+
 impl DisplayAs for RayquetScanExec {
     fn fmt_as(&self, _t: DisplayFormatType, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let kind = match &self.spec.plan {
@@ -318,7 +349,7 @@ impl ExecutionPlan for RayquetScanExec {
             false => Shape::AsIs,
         };
         let worker = self.worker.clone();
-        reader_stream(
+        let stream = reader_stream(
             self.schema(),
             format!("rayquet-{}-{partition}", self.spec.table),
             shape,
@@ -329,7 +360,14 @@ impl ExecutionPlan for RayquetScanExec {
                     w.rows(rows);
                 }
             },
-        )
+        )?;
+        Ok(match self.spec.plan {
+            Plan::Parquet { .. } => Box::pin(RecordBatchStreamAdapter::new(
+                self.schema(),
+                stream.map(|r| r.map_err(union_hint)),
+            )),
+            _ => stream,
+        })
     }
 
     /// Keeps the dynamic filters offered to a Parquet scan (each unit's row filter, see

@@ -105,6 +105,49 @@ impl fmt::Debug for RayquetTable {
     }
 }
 
+/// The footers of `files`, read in parallel (16 at a time) on the IO runtime's blocking
+/// threads, in order.
+fn read_footers(
+    options: &ScanOptions,
+    files: &[rayquet::layer::DatasetFile],
+) -> rayquet::Result<Vec<Arc<parquet::file::metadata::ParquetMetaData>>> {
+    let reads: Vec<_> = files
+        .iter()
+        .map(|f| {
+            let (options, location, size) = (options.clone(), f.location.clone(), f.size);
+            async move {
+                tokio::task::spawn_blocking(move || {
+                    let (store, path) = rayquet::layer::store_for(&options, &location)?;
+                    rayquet::read_metadata(store, path, size).map_err(|e| match e.path() {
+                        Some(_) => e,
+                        None => e.with_path(location),
+                    })
+                })
+                .await
+                .map_err(|e| rayquet::Error::new(rayquet::ErrorKind::Panic, e.to_string()))?
+            }
+        })
+        .collect();
+    rayquet::layer::block_on(
+        options,
+        futures::stream::iter(reads).buffered(16).try_collect(),
+    )
+}
+
+/// The Arrow schema of the file at `location` whose footer is `md`.
+fn arrow_schema(
+    md: &parquet::file::metadata::ParquetMetaData,
+    location: &str,
+) -> rayquet::Result<Schema> {
+    parquet::arrow::parquet_to_arrow_schema(
+        md.file_metadata().schema_descr(),
+        md.file_metadata().key_value_metadata(),
+    )
+    .map_err(|e| {
+        rayquet::Error::new(rayquet::ErrorKind::CorruptFooter, e.to_string()).with_path(location)
+    })
+}
+
 /// A table's label (thread names, plans): the last segment of its location, without a
 /// `.parquet` suffix.
 fn last_segment(location: &str) -> String {
@@ -149,33 +192,59 @@ impl RayquetTable {
     /// `Utf8View`); every file is read with it (columns by name). `options`: this process's
     /// stores, pools and budget.
     pub fn parquet(url: &str, options: ScanOptions) -> Result<Self> {
-        Self::parquet_inner(url, options).map_err(df)
+        Self::parquet_inner(url, options, false).map_err(df)
     }
 
-    fn parquet_inner(url: &str, options: ScanOptions) -> rayquet::Result<Self> {
+    /// The Parquet dataset at `url` whose files' schemas differ, read as one schema as
+    /// [`rayquet::Scan::union_by_name`] reads them (duckdb's `union_by_name`): columns
+    /// matched by name in the order they first appear, a column a file lacks null in its rows,
+    /// a type that differs between files widened where every value converts exactly (else a
+    /// `SchemaMismatch` error naming the column and both files). Every footer is read here,
+    /// in parallel (a file added after registration must fit the schema found here).
+    ///
+    /// ```no_run
+    /// # fn example() -> datafusion::error::Result<()> {
+    /// use rayquet::ScanOptions;
+    /// use rayquet_datafusion::RayquetTable;
+    /// let events = RayquetTable::parquet_union_by_name("s3://bucket/events/", ScanOptions::new())?;
+    /// # drop(events); Ok(()) }
+    /// ```
+    pub fn parquet_union_by_name(url: &str, options: ScanOptions) -> Result<Self> {
+        Self::parquet_inner(url, options, true).map_err(df)
+    }
+
+    fn parquet_inner(url: &str, options: ScanOptions, union: bool) -> rayquet::Result<Self> {
         let dataset = rayquet::layer::list_dataset(&options, url, &Partitioning::Infer)?;
-        let Some(rayquet::layer::DatasetFile {
-            location: first,
-            size,
-            ..
-        }) = dataset.files.first()
-        else {
+        if dataset.files.is_empty() {
             return Err(rayquet::Error::new(
                 rayquet::ErrorKind::NotFound,
                 "no *.parquet objects found",
             )
             .with_path(url));
+        }
+        // The first file's schema, or with `union` every file's, folded.
+        let footers = match union {
+            true => &dataset.files[..],
+            false => &dataset.files[..1],
         };
-        let (store, path) = rayquet::layer::store_for(&options, first)?;
-        let md = rayquet::read_metadata(store, path, *size)?;
-        let schema = parquet::arrow::parquet_to_arrow_schema(
-            md.file_metadata().schema_descr(),
-            md.file_metadata().key_value_metadata(),
-        )
-        .map_err(|e| {
-            rayquet::Error::new(rayquet::ErrorKind::CorruptFooter, e.to_string())
-                .with_path(first.clone())
-        })?;
+        let metas = read_footers(&options, footers)?;
+        let schemas = metas
+            .iter()
+            .zip(footers)
+            .map(|(md, f)| arrow_schema(md, &f.location))
+            .collect::<rayquet::Result<Vec<_>>>()?;
+        let schema = match union {
+            true => rayquet::layer::union_schema(
+                schemas
+                    .iter()
+                    .zip(footers)
+                    .map(|(s, f)| (s, f.location.as_str())),
+            )?
+            .as_ref()
+            .clone(),
+            false => schemas.into_iter().next().expect("one footer"),
+        };
+        let file_schema = with_views(&schema);
         // Hive partition columns (`year=2024/...` directories) come last, as a plain scan
         // gives them.
         let hive: Vec<String> = dataset
@@ -199,7 +268,7 @@ impl RayquetTable {
                 .collect::<Vec<_>>(),
             schema.metadata().clone(),
         );
-        Ok(RayquetTable {
+        let table = RayquetTable {
             name: last_segment(url),
             source: Source::Parquet {
                 url: url.to_string(),
@@ -212,7 +281,18 @@ impl RayquetTable {
             unit_bytes: DEFAULT_UNIT_BYTES,
             rows: Precision::Absent,
             summaries: SummaryCache::default(),
-        })
+        };
+        // The footers read here need not be read again by the first query.
+        for (md, f) in metas.iter().zip(footers) {
+            let key = FileKey {
+                location: f.location.clone(),
+                size: f.size,
+                version: f.version.clone(),
+            };
+            let summary = crate::meta::summarize(md, &file_schema);
+            table.summaries.insert(key, Arc::new(summary));
+        }
+        Ok(table)
     }
 
     /// The Iceberg table `scan` reads, as it reads it: opened from a location

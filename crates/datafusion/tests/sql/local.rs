@@ -691,3 +691,167 @@ async fn join_keys_filter_the_probe_scan() {
         );
     }
 }
+
+/// Three files whose schemas differ: `a` int32, then int64, then uint32 (int64 holds all
+/// three); `b` a string two files have; `c` a float only the second has; the third under a
+/// Hive directory `p=1`, the others under `p=0`.
+fn differing_files(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    use rayquet_datafusion::datafusion::arrow::array::{
+        ArrayRef, Float32Array, Int32Array, Int64Array, RecordBatch, StringArray, UInt32Array,
+    };
+    let write = |name: &str, columns: Vec<(&str, ArrayRef)>| {
+        let batch = RecordBatch::try_from_iter(columns).unwrap();
+        let path = dir.join(name);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, rayquet_testkit::write_parquet(&[batch], 2)).unwrap();
+        path
+    };
+    vec![
+        write(
+            "p=0/1.parquet",
+            vec![
+                ("a", Arc::new(Int32Array::from(vec![1, -2, 3])) as ArrayRef),
+                ("b", Arc::new(StringArray::from(vec!["x", "y", "z"]))),
+            ],
+        ),
+        write(
+            "p=0/2.parquet",
+            vec![
+                (
+                    "c",
+                    Arc::new(Float32Array::from(vec![Some(1.5), None, Some(4.0)])) as ArrayRef,
+                ),
+                ("a", Arc::new(Int64Array::from(vec![1 << 40, 5, -7]))),
+            ],
+        ),
+        write(
+            "p=1/3.parquet",
+            vec![
+                (
+                    "b",
+                    Arc::new(StringArray::from(vec![Some("w"), None])) as ArrayRef,
+                ),
+                ("a", Arc::new(UInt32Array::from(vec![u32::MAX, 7]))),
+            ],
+        ),
+    ]
+}
+
+/// The rows of `files` under `schema` (a, b, c, p), each file by parquet's reader, its columns
+/// cast by arrow's `cast` kernel, a column it lacks null, `p` its directory's value.
+fn union_reference(files: &[std::path::PathBuf]) -> SessionContext {
+    use rayquet_datafusion::datafusion::arrow::array::{new_null_array, Int32Array, RecordBatch};
+    use rayquet_datafusion::datafusion::arrow::compute::cast;
+    use rayquet_datafusion::datafusion::arrow::datatypes::{DataType, Field, Schema};
+    let schema = Arc::new(Schema::new(vec![
+        Field::new("a", DataType::Int64, true),
+        Field::new("b", DataType::Utf8, true),
+        Field::new("c", DataType::Float32, true),
+        Field::new("p", DataType::Int32, true),
+    ]));
+    let mut batches = Vec::new();
+    for f in files {
+        let p: i32 = if f.parent().unwrap().ends_with("p=1") {
+            1
+        } else {
+            0
+        };
+        let (_, read) = rayquet_testkit::reference(f, None, 1024).unwrap();
+        for b in read {
+            let mut columns: Vec<_> = schema.fields()[..3]
+                .iter()
+                .map(|field| match b.column_by_name(field.name()) {
+                    Some(c) => cast(c, field.data_type()).unwrap(),
+                    None => new_null_array(field.data_type(), b.num_rows()),
+                })
+                .collect();
+            columns.push(Arc::new(Int32Array::from(vec![p; b.num_rows()])));
+            batches.push(RecordBatch::try_new(Arc::clone(&schema), columns).unwrap());
+        }
+    }
+    reference("t", schema, batches)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn files_that_differ_read_by_name_as_duckdbs_union_by_name() {
+    let dir = tempfile::tempdir().unwrap();
+    let files = differing_files(dir.path());
+    let expected = union_reference(&files);
+    let at = dir.path().to_str().unwrap().to_string();
+    let table = tokio::task::spawn_blocking(move || {
+        RayquetTable::parquet_union_by_name(&at, ScanOptions::new())
+    })
+    .await
+    .unwrap()
+    .expect("register by name");
+    use rayquet_datafusion::datafusion::datasource::TableProvider;
+    let names: Vec<String> = table
+        .schema()
+        .fields()
+        .iter()
+        .map(|f| format!("{}: {}", f.name(), f.data_type()))
+        .collect();
+    assert_eq!(names, ["a: Int64", "b: Utf8View", "c: Float32", "p: Int32"]);
+    let ctx = local_session();
+    ctx.register_table("t", Arc::new(table)).unwrap();
+    for sql in [
+        "SELECT * FROM t",
+        "SELECT a, c FROM t WHERE a > 4",
+        "SELECT a, b FROM t WHERE b IS NULL",
+        "SELECT c, p FROM t WHERE c > 1",
+        "SELECT p, count(*), sum(a), count(b), max(c) FROM t GROUP BY p",
+        "SELECT a FROM t WHERE p = 1 AND a > 100",
+    ] {
+        assert_same(&ctx, &expected, sql).await;
+    }
+    assert_eq!(rows_of(&ctx, "SELECT count(*) FROM t").await, ["8"]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn files_that_differ_are_an_error_naming_the_option_without_it() {
+    let dir = tempfile::tempdir().unwrap();
+    differing_files(dir.path());
+    let at = dir.path().to_str().unwrap().to_string();
+    let table = tokio::task::spawn_blocking(move || RayquetTable::parquet(&at, ScanOptions::new()))
+        .await
+        .unwrap()
+        .expect("register: the first file's schema");
+    let ctx = local_session();
+    ctx.register_table("t", Arc::new(table)).unwrap();
+    let err = run(&ctx, "SELECT * FROM t").await.unwrap_err().to_string();
+    assert!(
+        err.contains("union_by_name") || err.contains("union by name"),
+        "{err}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn files_that_differ_where_no_type_holds_both_are_an_error_naming_both() {
+    use rayquet_datafusion::datafusion::arrow::array::{
+        ArrayRef, Int32Array, RecordBatch, StringArray,
+    };
+    let dir = tempfile::tempdir().unwrap();
+    for (name, column) in [
+        ("1.parquet", Arc::new(Int32Array::from(vec![1])) as ArrayRef),
+        ("2.parquet", Arc::new(StringArray::from(vec!["x"]))),
+    ] {
+        let batch = RecordBatch::try_from_iter([("a", column)]).unwrap();
+        std::fs::write(
+            dir.path().join(name),
+            rayquet_testkit::write_parquet(&[batch], 1),
+        )
+        .unwrap();
+    }
+    let at = dir.path().to_str().unwrap().to_string();
+    let err = tokio::task::spawn_blocking(move || {
+        RayquetTable::parquet_union_by_name(&at, ScanOptions::new())
+    })
+    .await
+    .unwrap()
+    .unwrap_err()
+    .to_string();
+    assert!(
+        err.contains("\"a\"") && err.contains("1.parquet") && err.contains("2.parquet"),
+        "{err}"
+    );
+}
