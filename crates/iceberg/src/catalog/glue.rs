@@ -22,21 +22,10 @@ use object_store::client::{ClientOptions, HttpConnector, ReqwestConnector};
 use rayquet::{Error, ErrorKind, Result, ScanOptions};
 use serde_json::{json, Value};
 
-use super::{Answer, Ask, CatalogConfig, MISSING_NAMESPACE, MISSING_TABLE};
-
-/// Answer `ask` through the catalog `config`.
-pub(super) async fn ask(config: &CatalogConfig, ask: Ask, options: &ScanOptions) -> Result<Answer> {
-    Ok(match ask {
-        Ask::Table(ident, table) => {
-            Answer::Table(Box::new(load_table(config, &ident, &table, options).await?))
-        }
-        Ask::Namespaces => Answer::Names(namespaces(config).await?),
-        Ask::Tables(ns) => Answer::Names(tables(config, &ns).await?),
-    })
-}
+use super::{CatalogConfig, MISSING_NAMESPACE, MISSING_TABLE};
 
 /// Load `ident` (written `table` by the caller) through the Glue catalog `config`.
-async fn load_table(
+pub(super) async fn load_table(
     config: &CatalogConfig,
     ident: &TableIdent,
     table: &str,
@@ -74,7 +63,7 @@ async fn load_table(
 }
 
 /// The catalog's databases.
-async fn namespaces(config: &CatalogConfig) -> Result<Vec<String>> {
+pub(super) async fn namespaces(config: &CatalogConfig, _: &ScanOptions) -> Result<Vec<String>> {
     let glue = Glue::new(config)?;
     glue.pages("GetDatabases", json!({}), "DatabaseList", |d| {
         d["Name"].as_str().map(str::to_string)
@@ -84,7 +73,11 @@ async fn namespaces(config: &CatalogConfig) -> Result<Vec<String>> {
 }
 
 /// The Iceberg tables of `namespace` (a database).
-async fn tables(config: &CatalogConfig, namespace: &NamespaceIdent) -> Result<Vec<String>> {
+pub(super) async fn tables(
+    config: &CatalogConfig,
+    namespace: &NamespaceIdent,
+    _: &ScanOptions,
+) -> Result<Vec<String>> {
     let glue = Glue::new(config)?;
     let database = database(config, namespace)?;
     let body = json!({"DatabaseName": database});

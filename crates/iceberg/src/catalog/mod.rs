@@ -47,6 +47,21 @@ use rayquet::{Error, ErrorKind, Result, ScanOptions};
 
 use config::yaml_catalog;
 
+/// The answer to `ask` from catalog client module `$client`: each client has the same three
+/// functions (`load_table`, `namespaces`, `tables`), whatever protocol it speaks.
+#[cfg(any(feature = "rest", feature = "sql-catalog", feature = "glue-catalog"))]
+macro_rules! answer {
+    ($client:ident, $config:expr, $ask:expr, $opts:expr) => {
+        match $ask {
+            Ask::Table(ident, table) => Answer::Table(Box::new(
+                $client::load_table($config, &ident, &table, $opts).await?,
+            )),
+            Ask::Namespaces => Answer::Names($client::namespaces($config, $opts).await?),
+            Ask::Tables(ns) => Answer::Names($client::tables($config, &ns, $opts).await?),
+        }
+    };
+}
+
 /// A catalog's name and properties (see the module doc).
 #[derive(Clone, PartialEq, Eq)]
 pub struct CatalogConfig {
@@ -259,21 +274,21 @@ impl CatalogConfig {
             "rest" => {
                 rayquet::layer::block_on(
                     options,
-                    async move { rest::ask(&config, ask, &opts).await },
+                    async move { Ok(answer!(rest, &config, ask, &opts)) },
                 )
             }
             #[cfg(feature = "sql-catalog")]
             "sql" => {
                 rayquet::layer::block_on(
                     options,
-                    async move { sql::ask(&config, ask, &opts).await },
+                    async move { Ok(answer!(sql, &config, ask, &opts)) },
                 )
             }
             #[cfg(feature = "glue-catalog")]
             "glue" => {
                 rayquet::layer::block_on(
                     options,
-                    async move { glue::ask(&config, ask, &opts).await },
+                    async move { Ok(answer!(glue, &config, ask, &opts)) },
                 )
             }
             _ => Err(self.unsupported(&kind)),

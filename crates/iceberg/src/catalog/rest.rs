@@ -14,22 +14,11 @@ use iceberg::table::Table;
 use iceberg::{Catalog, CatalogBuilder, NamespaceIdent, TableIdent};
 use rayquet::{ErrorKind, Result, ScanOptions};
 
-use super::{Answer, Ask, CatalogConfig, MISSING_NAMESPACE, MISSING_TABLE};
+use super::{CatalogConfig, MISSING_NAMESPACE, MISSING_TABLE};
 use crate::storage::ObjectStoreStorageFactory;
 
-/// Answer `ask` through the catalog `config`.
-pub(super) async fn ask(config: &CatalogConfig, ask: Ask, options: &ScanOptions) -> Result<Answer> {
-    Ok(match ask {
-        Ask::Table(ident, table) => {
-            Answer::Table(Box::new(load_table(config, &ident, &table, options).await?))
-        }
-        Ask::Namespaces => Answer::Names(namespaces(config, options).await?),
-        Ask::Tables(ns) => Answer::Names(tables(config, &ns, options).await?),
-    })
-}
-
 /// Load `ident` (written `table` by the caller) through the REST catalog `config`.
-async fn load_table(
+pub(super) async fn load_table(
     config: &CatalogConfig,
     ident: &TableIdent,
     table: &str,
@@ -49,7 +38,10 @@ async fn load_table(
 }
 
 /// Every namespace, nested ones too (walked from the top), dotted.
-async fn namespaces(config: &CatalogConfig, options: &ScanOptions) -> Result<Vec<String>> {
+pub(super) async fn namespaces(
+    config: &CatalogConfig,
+    options: &ScanOptions,
+) -> Result<Vec<String>> {
     let catalog = client(config, options).await?;
     let mut out = Vec::new();
     let mut todo: Vec<Option<NamespaceIdent>> = vec![None];
@@ -71,7 +63,7 @@ async fn namespaces(config: &CatalogConfig, options: &ScanOptions) -> Result<Vec
 }
 
 /// The tables of `namespace`, by name.
-async fn tables(
+pub(super) async fn tables(
     config: &CatalogConfig,
     namespace: &NamespaceIdent,
     options: &ScanOptions,

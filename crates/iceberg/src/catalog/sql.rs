@@ -28,24 +28,13 @@ use sqlx::postgres::{PgConnectOptions, PgConnection};
 use sqlx::sqlite::{SqliteConnectOptions, SqliteConnection};
 use sqlx::Connection;
 
-use super::{redact, Answer, Ask, CatalogConfig, MISSING_NAMESPACE, MISSING_TABLE};
+use super::{redact, CatalogConfig, MISSING_NAMESPACE, MISSING_TABLE};
 
 /// How long connecting to the catalog's database may take.
 pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
 
-/// Answer `ask` through the catalog `config`.
-pub(super) async fn ask(config: &CatalogConfig, ask: Ask, options: &ScanOptions) -> Result<Answer> {
-    Ok(match ask {
-        Ask::Table(ident, table) => {
-            Answer::Table(Box::new(load_table(config, &ident, &table, options).await?))
-        }
-        Ask::Namespaces => Answer::Names(namespaces(config).await?),
-        Ask::Tables(ns) => Answer::Names(tables(config, &ns).await?),
-    })
-}
-
 /// Load `ident` (written `table` by the caller) through the SQL catalog `config`.
-async fn load_table(
+pub(super) async fn load_table(
     config: &CatalogConfig,
     ident: &TableIdent,
     table: &str,
@@ -61,7 +50,7 @@ async fn load_table(
 }
 
 /// Every namespace of the catalog: those its tables are in and those with properties.
-async fn namespaces(config: &CatalogConfig) -> Result<Vec<String>> {
+pub(super) async fn namespaces(config: &CatalogConfig, _: &ScanOptions) -> Result<Vec<String>> {
     let sql = "SELECT table_namespace FROM iceberg_tables WHERE catalog_name = ? \
                UNION SELECT namespace FROM iceberg_namespace_properties WHERE catalog_name = ?";
     let name = config.name.as_str();
@@ -73,7 +62,11 @@ async fn namespaces(config: &CatalogConfig) -> Result<Vec<String>> {
 }
 
 /// The tables of `namespace` (not its views); a namespace the catalog lacks is `NotFound`.
-async fn tables(config: &CatalogConfig, namespace: &NamespaceIdent) -> Result<Vec<String>> {
+pub(super) async fn tables(
+    config: &CatalogConfig,
+    namespace: &NamespaceIdent,
+    _: &ScanOptions,
+) -> Result<Vec<String>> {
     let ns = namespace.join(".");
     let args = [config.name.as_str(), ns.as_str()];
     let select = "SELECT table_name FROM iceberg_tables \
