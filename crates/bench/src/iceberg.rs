@@ -7,8 +7,8 @@
 //!
 //! Every reader goes through the workload's one `LatencyStore` (so requests are counted, and
 //! the latency workload delays them all): the table lives at `rayquet-bench://table/`, a
-//! scheme iceberg's FileIO reaches through [`BenchStorage`] (an iceberg `Storage` over that
-//! store) and rayquet through `Scan::object_store`. Metadata, manifests, delete files and
+//! scheme iceberg's FileIO reaches through rayquet-iceberg's `ObjectStoreStorageFactory` and
+//! rayquet through `Scan::object_store`, both given that store for the root. Metadata, manifests, delete files and
 //! data files all take that path.
 //!
 //! Without the `iceberg` feature the workloads exist but their readers fail.
@@ -83,24 +83,16 @@ pub fn run(
 
 mod imp {
     use std::collections::HashMap;
-    use std::fmt;
-    use std::ops::Range;
-    use std::sync::{Arc, Mutex};
+    use std::sync::Arc;
 
     use arrow::array::{
         ArrayRef, Float64Array, Int32Array, Int64Array, RecordBatch, StringArray,
         TimestampMicrosecondArray,
     };
     use arrow::datatypes::SchemaRef;
-    use async_trait::async_trait;
-    use bytes::Bytes;
-    use futures::stream::BoxStream;
     use futures::{StreamExt, TryStreamExt};
     use iceberg::arrow::schema_to_arrow_schema;
-    use iceberg::io::{
-        FileIO, FileIOBuilder, FileMetadata, FileRead, FileWrite, InputFile, OutputFile, Storage,
-        StorageConfig, StorageFactory,
-    };
+    use iceberg::io::{FileIO, FileIOBuilder};
     use iceberg::metadata_columns::{delete_file_path_field, delete_file_pos_field};
     use iceberg::spec::{
         DataContentType, DataFileBuilder, DataFileFormat, FormatVersion, ManifestListWriter,
@@ -110,148 +102,26 @@ mod imp {
     };
     use iceberg::table::{StaticTable, Table};
     use iceberg::{Runtime, TableIdent};
-    use object_store::path::Path as OsPath;
-    use object_store::{ObjectStore, ObjectStoreExt};
+    use object_store::ObjectStore;
     use parquet::arrow::ArrowWriter;
 
     use super::*;
     use crate::kinds::{Input, BATCH_SIZE};
     use rayquet::{ScanBuilder, ScanOptions};
+    use rayquet_iceberg::storage::ObjectStoreStorageFactory;
 
     /// Where the table's files are, as its metadata names them.
     const ROOT: &str = "rayquet-bench://table";
     /// The table's metadata file (one, final: the snapshot before deletes and the delete one).
     const METADATA: &str = "metadata/final.metadata.json";
 
-    // --- an iceberg Storage over the bench's object store ------------------------------------
+    // --- iceberg's FileIO over the bench's object store -------------------------------------
 
-    /// The store every `BenchStorage` reads and writes (set before a FileIO is built).
-    fn current() -> &'static Mutex<Option<Arc<dyn ObjectStore>>> {
-        static STORE: Mutex<Option<Arc<dyn ObjectStore>>> = Mutex::new(None);
-        &STORE
-    }
-
+    /// A FileIO reaching `rayquet-bench://table/<path>` as `<path>` in `store`: rayquet-iceberg's
+    /// own object_store `Storage`, with `store` as the scan options' store for the root.
     fn file_io(store: Arc<dyn ObjectStore>) -> FileIO {
-        *current().lock().expect("store lock") = Some(store);
-        FileIOBuilder::new(Arc::new(BenchStorageFactory)).build()
-    }
-
-    fn unset() -> Arc<dyn ObjectStore> {
-        current()
-            .lock()
-            .expect("store lock")
-            .clone()
-            .unwrap_or_else(|| Arc::new(object_store::memory::InMemory::new()))
-    }
-
-    /// iceberg `Storage` for `rayquet-bench://table/<path>`: `<path>` in the bench's store.
-    #[derive(Clone, serde::Serialize, serde::Deserialize)]
-    pub struct BenchStorage {
-        #[serde(skip, default = "unset")]
-        store: Arc<dyn ObjectStore>,
-    }
-
-    impl fmt::Debug for BenchStorage {
-        fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-            f.write_str("BenchStorage")
-        }
-    }
-
-    fn os_path(path: &str) -> iceberg::Result<OsPath> {
-        let rel = path
-            .strip_prefix(ROOT)
-            .map(|p| p.trim_start_matches('/'))
-            .ok_or_else(|| err(format!("{path} is not under {ROOT}")))?;
-        Ok(OsPath::from(rel))
-    }
-
-    fn err(e: impl fmt::Display) -> iceberg::Error {
-        iceberg::Error::new(iceberg::ErrorKind::Unexpected, e.to_string())
-    }
-
-    struct Reader(Arc<dyn ObjectStore>, OsPath);
-
-    #[async_trait]
-    impl FileRead for Reader {
-        async fn read(&self, range: Range<u64>) -> iceberg::Result<Bytes> {
-            self.0.get_range(&self.1, range).await.map_err(err)
-        }
-    }
-
-    struct Writer(Arc<dyn ObjectStore>, OsPath, Vec<u8>);
-
-    #[async_trait]
-    impl FileWrite for Writer {
-        async fn write(&mut self, bs: Bytes) -> iceberg::Result<()> {
-            self.2.extend_from_slice(&bs);
-            Ok(())
-        }
-        async fn close(&mut self) -> iceberg::Result<()> {
-            let data = std::mem::take(&mut self.2);
-            self.0.put(&self.1, data.into()).await.map_err(err)?;
-            Ok(())
-        }
-    }
-
-    #[async_trait]
-    #[typetag::serde]
-    impl Storage for BenchStorage {
-        async fn exists(&self, path: &str) -> iceberg::Result<bool> {
-            Ok(self.store.head(&os_path(path)?).await.is_ok())
-        }
-        async fn metadata(&self, path: &str) -> iceberg::Result<FileMetadata> {
-            let m = self.store.head(&os_path(path)?).await.map_err(err)?;
-            Ok(FileMetadata { size: m.size })
-        }
-        async fn read(&self, path: &str) -> iceberg::Result<Bytes> {
-            let r = self.store.get(&os_path(path)?).await.map_err(err)?;
-            r.bytes().await.map_err(err)
-        }
-        async fn reader(&self, path: &str) -> iceberg::Result<Box<dyn FileRead>> {
-            Ok(Box::new(Reader(self.store.clone(), os_path(path)?)))
-        }
-        async fn write(&self, path: &str, bs: Bytes) -> iceberg::Result<()> {
-            self.store
-                .put(&os_path(path)?, bs.into())
-                .await
-                .map_err(err)?;
-            Ok(())
-        }
-        async fn writer(&self, path: &str) -> iceberg::Result<Box<dyn FileWrite>> {
-            Ok(Box::new(Writer(
-                self.store.clone(),
-                os_path(path)?,
-                Vec::new(),
-            )))
-        }
-        async fn delete(&self, path: &str) -> iceberg::Result<()> {
-            self.store.delete(&os_path(path)?).await.map_err(err)
-        }
-        async fn delete_prefix(&self, path: &str) -> iceberg::Result<()> {
-            Err(err(format!(
-                "delete_prefix({path}): read-only bench storage"
-            )))
-        }
-        async fn delete_stream(&self, _: BoxStream<'static, String>) -> iceberg::Result<()> {
-            Err(err("delete_stream: read-only bench storage"))
-        }
-        fn new_input(&self, path: &str) -> iceberg::Result<InputFile> {
-            Ok(InputFile::new(Arc::new(self.clone()), path.to_string()))
-        }
-        fn new_output(&self, path: &str) -> iceberg::Result<OutputFile> {
-            Ok(OutputFile::new(Arc::new(self.clone()), path.to_string()))
-        }
-    }
-
-    /// Builds [`BenchStorage`]s over the current store.
-    #[derive(Debug, serde::Serialize, serde::Deserialize)]
-    pub struct BenchStorageFactory;
-
-    #[typetag::serde]
-    impl StorageFactory for BenchStorageFactory {
-        fn build(&self, _: &StorageConfig) -> iceberg::Result<Arc<dyn Storage>> {
-            Ok(Arc::new(BenchStorage { store: unset() }))
-        }
+        let options = ScanOptions::new().object_store(ROOT, store);
+        FileIOBuilder::new(Arc::new(ObjectStoreStorageFactory::new(&options))).build()
     }
 
     // --- writing the table -------------------------------------------------------------------

@@ -1402,134 +1402,16 @@ fn static_table_needs_a_tokio_context_and_keeps_its_runtime() {
 }
 
 // ---------------------------------------------------------------------------------------------
-// An object_store-backed iceberg `Storage`, implemented outside the iceberg crate
+// iceberg-rust reading through rayquet-iceberg's object_store `Storage`
 // ---------------------------------------------------------------------------------------------
-
-mod object_store_storage {
-    //! `Storage`/`StorageFactory` are `#[typetag::serde]` traits: an implementation in another
-    //! crate compiles with `typetag` (0.2, the version iceberg uses) and serde derives, and the
-    //! impl must carry `#[typetag::serde]` too. The store itself cannot be serialized, so it is
-    //! skipped and re-created by `default` on deserialization.
-    use std::ops::Range;
-    use std::sync::Arc;
-
-    use async_trait::async_trait;
-    use bytes::Bytes;
-    use futures::stream::BoxStream;
-    use iceberg::io::{
-        FileMetadata, FileRead, FileWrite, InputFile, OutputFile, Storage, StorageConfig,
-        StorageFactory,
-    };
-    use object_store::{path::Path as OsPath, ObjectStore, ObjectStoreExt};
-
-    fn default_store() -> Arc<dyn ObjectStore> {
-        Arc::new(object_store::local::LocalFileSystem::new())
-    }
-
-    #[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
-    struct OsStorage {
-        #[serde(skip, default = "default_store")]
-        store: Arc<dyn ObjectStore>,
-    }
-
-    fn p(path: &str) -> OsPath {
-        OsPath::from(path.strip_prefix("file://").unwrap_or(path))
-    }
-    fn err(e: object_store::Error) -> iceberg::Error {
-        iceberg::Error::new(iceberg::ErrorKind::Unexpected, "object_store").with_source(e)
-    }
-
-    struct OsRead(Arc<dyn ObjectStore>, OsPath);
-    #[async_trait]
-    impl FileRead for OsRead {
-        async fn read(&self, range: Range<u64>) -> iceberg::Result<Bytes> {
-            self.0.get_range(&self.1, range).await.map_err(err)
-        }
-    }
-    struct OsWrite(Arc<dyn ObjectStore>, OsPath, Vec<u8>);
-    #[async_trait]
-    impl FileWrite for OsWrite {
-        async fn write(&mut self, bs: Bytes) -> iceberg::Result<()> {
-            self.2.extend_from_slice(&bs);
-            Ok(())
-        }
-        async fn close(&mut self) -> iceberg::Result<()> {
-            self.0
-                .put(&self.1, std::mem::take(&mut self.2).into())
-                .await
-                .map_err(err)?;
-            Ok(())
-        }
-    }
-
-    #[async_trait]
-    #[typetag::serde]
-    impl Storage for OsStorage {
-        async fn exists(&self, path: &str) -> iceberg::Result<bool> {
-            match self.store.head(&p(path)).await {
-                Ok(_) => Ok(true),
-                Err(object_store::Error::NotFound { .. }) => Ok(false),
-                Err(e) => Err(err(e)),
-            }
-        }
-        async fn metadata(&self, path: &str) -> iceberg::Result<FileMetadata> {
-            Ok(FileMetadata {
-                size: self.store.head(&p(path)).await.map_err(err)?.size,
-            })
-        }
-        async fn read(&self, path: &str) -> iceberg::Result<Bytes> {
-            self.store
-                .get(&p(path))
-                .await
-                .map_err(err)?
-                .bytes()
-                .await
-                .map_err(err)
-        }
-        async fn reader(&self, path: &str) -> iceberg::Result<Box<dyn FileRead>> {
-            Ok(Box::new(OsRead(self.store.clone(), p(path))))
-        }
-        async fn write(&self, path: &str, bs: Bytes) -> iceberg::Result<()> {
-            self.store.put(&p(path), bs.into()).await.map_err(err)?;
-            Ok(())
-        }
-        async fn writer(&self, path: &str) -> iceberg::Result<Box<dyn FileWrite>> {
-            Ok(Box::new(OsWrite(self.store.clone(), p(path), vec![])))
-        }
-        async fn delete(&self, path: &str) -> iceberg::Result<()> {
-            self.store.delete(&p(path)).await.map_err(err)
-        }
-        async fn delete_prefix(&self, _path: &str) -> iceberg::Result<()> {
-            unimplemented!()
-        }
-        async fn delete_stream(&self, _paths: BoxStream<'static, String>) -> iceberg::Result<()> {
-            unimplemented!()
-        }
-        fn new_input(&self, path: &str) -> iceberg::Result<InputFile> {
-            Ok(InputFile::new(Arc::new(self.clone()), path.to_string()))
-        }
-        fn new_output(&self, path: &str) -> iceberg::Result<OutputFile> {
-            Ok(OutputFile::new(Arc::new(self.clone()), path.to_string()))
-        }
-    }
-
-    #[derive(Debug, serde::Serialize, serde::Deserialize)]
-    pub struct OsFactory;
-    #[typetag::serde]
-    impl StorageFactory for OsFactory {
-        fn build(&self, _config: &StorageConfig) -> iceberg::Result<Arc<dyn Storage>> {
-            Ok(Arc::new(OsStorage {
-                store: default_store(),
-            }))
-        }
-    }
-}
 
 #[test]
 fn object_store_backed_storage_plans_and_reads() {
-    use object_store_storage::OsFactory;
+    use rayquet_iceberg::storage::ObjectStoreStorageFactory;
+    use std::sync::Arc;
     let fx = deletes(40, 10);
-    let io = iceberg::io::FileIOBuilder::new(std::sync::Arc::new(OsFactory)).build();
+    let factory = Arc::new(ObjectStoreStorageFactory::new(&rayquet::ScanOptions::new()));
+    let io = iceberg::io::FileIOBuilder::new(factory.clone()).build();
     let table = runtime()
         .block_on(iceberg::table::StaticTable::from_metadata_file(
             &fx.metadata_location,
@@ -1541,13 +1423,15 @@ fn object_store_backed_storage_plans_and_reads() {
     let s2 = fx.snapshot_ids[1];
     let (_, got) = to_arrow(&table, Some(s2), None, None, true);
     assert_eq!(sorted_rows(&got), rows(fx.expected_at(s2)));
-    // The factory round-trips through typetag's registry by its type name.
-    let json = serde_json::to_string(
-        &(std::sync::Arc::new(OsFactory) as std::sync::Arc<dyn iceberg::io::StorageFactory>),
-    )
-    .unwrap();
-    assert_eq!(json, r#"{"type":"OsFactory"}"#);
-    let _back: Box<dyn iceberg::io::StorageFactory> = serde_json::from_str(&json).unwrap();
+    // The factory round-trips through typetag's registry by its type name (iceberg serializes
+    // a FileIO's factory with its tasks).
+    let json = serde_json::to_string(&(factory as Arc<dyn iceberg::io::StorageFactory>)).unwrap();
+    assert!(
+        json.starts_with(r#"{"type":"ObjectStoreStorageFactory""#),
+        "{json}"
+    );
+    let back: Box<dyn iceberg::io::StorageFactory> = serde_json::from_str(&json).unwrap();
+    assert_eq!(serde_json::to_string(&back).unwrap(), json);
 }
 
 // ---------------------------------------------------------------------------------------------
