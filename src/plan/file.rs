@@ -98,13 +98,15 @@ pub(crate) fn prepare(
     meta: FileMeta,
     loaded: Option<RoaringTreemap>,
 ) -> Result<(FileRun, Blooms)> {
-    let name: &str = &meta.file.name;
-    let file_schema = Arc::clone(meta.reader.schema());
     let rules = Rules {
         name_mapping: task.name_mapping.clone(),
         strict_ids: task.strict_ids,
         positional_ids: task.positional_ids,
     };
+    let values = task
+        .partition
+        .clone()
+        .unwrap_or_else(|| Arc::from(Vec::new()));
     // The output columns, and what the filter's column names refer to.
     let (mapping, schema, filter_mapping) = match mode {
         Mode::Plain {
@@ -115,217 +117,23 @@ pub(crate) fn prepare(
             let union = union
                 .get()
                 .expect("a union's schema is set before files open");
-            let values = task
-                .partition
-                .clone()
-                .unwrap_or_else(|| Arc::from(Vec::new()));
             union_columns(opts, union, hive, &values, &meta)?
         }
-        Mode::Plain { first, hive, .. } => {
-            let values = task
-                .partition
-                .clone()
-                .unwrap_or_else(|| Arc::from(Vec::new()));
-            // A key the file also holds as a column (polars writes both): the file's column
-            // is read, the key adds nothing (its path value only skips files, see
-            // `scan::prune_partitions`).
-            let live: Vec<usize> = (0..hive.len())
-                .filter(|&i| file_schema.field_with_name(hive[i].name()).is_err())
-                .collect();
-            let hive_index = |c: &str| live.iter().copied().find(|&i| hive[i].name() == c);
-            let file_columns: Option<Vec<String>> = opts.columns.as_ref().map(|cs| {
-                cs.iter()
-                    .filter(|c| hive_index(c).is_none())
-                    .cloned()
-                    .collect()
-            });
-            let proj = project(&meta, file_columns.as_deref())?;
-            let (scan_schema, first_name) =
-                first.get_or_init(|| (proj.schema.clone(), name.into()));
-            check_schema(scan_schema, first_name, &proj, name)?;
-            // The output in the caller's order: file columns (each root once) and partition
-            // columns; by default the file's columns, then the partition columns.
-            let mut columns: Vec<(FieldRef, OutCol)> = Vec::new();
-            let file_col = |i: usize| {
-                let root = proj.output[i];
-                let field = Arc::clone(&proj.schema.fields()[i]);
-                // Columns decoded as their bytes (INTERVAL, Int128: see `footer::meta`).
-                let (field, build) = match meta.raw.iter().find(|(r, _)| *r == root) {
-                    Some((_, Raw::Interval)) => (
-                        Arc::new(Field::clone(&field).with_data_type(DataType::Interval(
-                            arrow::datatypes::IntervalUnit::MonthDayNano,
-                        ))),
-                        Build::Interval,
-                    ),
-                    Some((_, Raw::Int128)) => (
-                        Arc::new(Field::clone(&field).with_data_type(DataType::Decimal128(38, 0))),
-                        Build::Int128,
-                    ),
-                    None => (field, Build::Same),
-                };
-                let col = OutCol::File {
-                    root,
-                    path: Vec::new(),
-                    build,
-                };
-                (field, col)
-            };
-            let hive_col = |i: usize| (Arc::clone(&hive[i]), OutCol::Const(Arc::clone(&values[i])));
-            match &opts.columns {
-                None => {
-                    columns.extend((0..proj.output.len()).map(file_col));
-                    columns.extend(live.iter().map(|&i| hive_col(i)));
-                }
-                Some(names) => {
-                    let mut next_file = 0;
-                    let mut seen_hive = Vec::new();
-                    for c in names {
-                        match hive_index(c) {
-                            Some(i) if !seen_hive.contains(&i) => {
-                                seen_hive.push(i);
-                                columns.push(hive_col(i));
-                            }
-                            Some(_) => {}
-                            // Each file name adds its root once, in order (see `project`).
-                            None => {
-                                if let Some(r) = root_of(&meta, c) {
-                                    if next_file < proj.output.len() && proj.output[next_file] == r
-                                    {
-                                        columns.push(file_col(next_file));
-                                        next_file += 1;
-                                    }
-                                }
-                            }
-                        }
-                    }
-                }
-            }
-            if let Some(ri) = &opts.row_index {
-                let clash = columns.iter().any(|(f, _)| f.name() == ri);
-                columns.push(row_index_column(ri, clash, name)?);
-            }
-            let (fields, columns): (Vec<FieldRef>, Vec<OutCol>) = columns.into_iter().unzip();
-            let schema = Arc::new(Schema::new_with_metadata(
-                fields,
-                proj.schema.metadata().clone(),
-            ));
-            let mapping = Mapping::plain(schema.fields().clone(), columns, proj.roots.clone());
-            // Filters may name any column of the file, projected or not, and the partition
-            // columns (constants in this file).
-            let all = (0..file_schema.fields().len()).map(|root| OutCol::File {
-                root,
-                path: Vec::new(),
-                build: Build::Same,
-            });
-            let all_fields: Fields = file_schema
-                .fields()
-                .iter()
-                .chain(live.iter().map(|&i| &hive[i]))
-                .cloned()
-                .collect();
-            let consts = live.iter().map(|&i| OutCol::Const(Arc::clone(&values[i])));
-            let whole = Mapping::plain(all_fields, all.chain(consts).collect(), Vec::new());
-            (mapping, schema, Some(whole))
-        }
-        Mode::Tasks(schema) => {
-            let mut mapping = Mapping::resolve(
-                schema.fields(),
-                task.columns.as_deref(),
-                rules.clone(),
-                &file_schema,
-                name,
-            )?;
-            let decoded = projected_schema(&meta, &mapping.leaves())?;
-            let roots: Vec<usize> = mapping.roots.iter().map(|(r, _)| *r).collect();
-            mapping.prepare(&|r| decoded_root(&decoded, &roots, r), name)?;
-            (mapping, Arc::clone(schema), None)
-        }
+        Mode::Plain { first, hive, .. } => plain_columns(opts, first, hive, &values, &meta)?,
+        Mode::Tasks(schema) => task_columns(schema, &task, rules.clone(), &meta)?,
     };
-    let md = Arc::clone(meta.reader.metadata());
-    let n = md.num_row_groups();
-    let mut prune = FilePrune {
-        exact: opts.filter_exact,
-        row_filter: task.row_filter.is_some(),
-        ..Default::default()
-    };
-    let resolved = match &opts.filter {
-        Some(expr) => {
-            match FileFilter::resolve(expr, &meta, filter_mapping.as_ref().unwrap_or(&mapping)) {
-                Ok(f) => Some(f),
-                // A pruning hint (`Scan::prune`) this file cannot resolve (a column it cannot
-                // filter on, a literal of another type) prunes nothing: it is only a hint.
-                Err(_) if !opts.filter_exact => None,
-                Err(e) => return Err(e),
-            }
-        }
-        None => None,
-    };
-    if let Some(f) = resolved {
-        prune.verdicts = stats::row_groups(&f, &meta);
-        prune.by_bloom = vec![false; n];
-        prune.pages = (0..n)
-            .map(|rg| match prune.verdicts[rg] {
-                Verdict::Some => stats::pages(&f, &meta, rg),
-                _ => None,
-            })
-            .collect();
-        if prune.exact {
-            prune.stage_leaves = f.leaves.clone();
-        }
-        prune.filter = Some(Arc::new(f));
-    }
+    let filter_mapping = filter_mapping.as_ref().unwrap_or(&mapping);
+    let mut prune = file_prune(opts, &meta, filter_mapping, task.row_filter.is_some())?;
     let row_filter = match task.row_filter.take() {
         Some(rf) => Some(row_filter_plan(&meta, rf, rules, &mut prune)?),
         None => None,
     };
     // Which row groups the task reads, and which rows of them.
-    prune.excluded = excluded(&md, &task, name)?;
-    let mut deletes = task.deletes.take();
-    if let Some(more) = loaded {
-        match &mut deletes {
-            Some(d) => *d |= more,
-            None => deletes = Some(more),
-        }
-    }
-    let mut selected = match task.selection.take() {
-        Some(sel) => split_selection(&md, sel, name)?,
-        None => vec![None; n],
-    };
-    if let Some(d) = deletes.as_ref().filter(|d| !d.is_empty()) {
-        // A deleted position the file does not have: the table's metadata and its data file
-        // disagree (checked before any position is walked: a bitmap's maximum is found from
-        // its containers).
-        let rows: u64 = md
-            .row_groups()
-            .iter()
-            .map(|rg| rg.num_rows().max(0) as u64)
-            .sum();
-        if let Some(max) = d.max().filter(|&m| m >= rows) {
-            return Err(Error::new(
-                ErrorKind::CorruptTable,
-                format!("its deleted rows include position {max}; the file has {rows} rows"),
-            )
-            .with_path(name));
-        }
-        let (kept, deleted) = deletes_by_row_group(&md, d, &prune.excluded);
-        Metrics::add(&metrics.rows_deleted, deleted);
-        for (s, k) in selected.iter_mut().zip(kept) {
-            *s = match (s.take(), k) {
-                (Some(a), Some(b)) => Some(a.intersection(&b)),
-                (a, b) => a.or(b),
-            };
-        }
-    }
+    let md = Arc::clone(meta.reader.metadata());
+    prune.excluded = excluded(&md, &task, &meta.file.name)?;
+    let selected = selected_rows(&md, &mut task, loaded, &prune.excluded, metrics, &meta)?;
     prune.selected = selected.into_iter().map(|s| s.map(Arc::new)).collect();
-    let blooms: Blooms = match &prune.filter {
-        Some(f) => (0..n)
-            .filter(|&rg| prune.verdicts[rg] == Verdict::Some)
-            .filter(|&rg| !prune.excluded.get(rg).copied().unwrap_or(false))
-            .map(|rg| (rg, bloom::bloom_ranges(f, &meta, rg)))
-            .filter(|(_, r)| !r.is_empty())
-            .collect(),
-        None => Vec::new(),
-    };
+    let blooms = bloom_checks(&prune, &meta);
     let run = FileRun {
         meta: Arc::new(meta),
         mapping,
@@ -341,7 +149,264 @@ pub(crate) fn prepare(
     Ok((run, blooms))
 }
 
-/// The decoded field of file root `r` in a batch decoded for the roots `roots` (ascending).
+/// The output columns of a plain scan's file (its projected columns, which must match the
+/// first file's, and the partition columns and row index), the schema, and the mapping
+/// filters resolve through (every column of the file, and the partition columns).
+fn plain_columns(
+    opts: &ScanOptions,
+    first: &OnceLock<(SchemaRef, Arc<str>)>,
+    hive: &Fields,
+    values: &[arrow::array::ArrayRef],
+    meta: &FileMeta,
+) -> Result<(Mapping, SchemaRef, Option<Mapping>)> {
+    let name: &str = &meta.file.name;
+    let file_schema = meta.reader.schema();
+    // A key the file also holds as a column (polars writes both): the file's column is read,
+    // the key adds nothing (its path value only skips files, see `scan::prune_partitions`).
+    let live: Vec<usize> = (0..hive.len())
+        .filter(|&i| file_schema.field_with_name(hive[i].name()).is_err())
+        .collect();
+    let file_columns: Option<Vec<String>> = opts.columns.as_ref().map(|cs| {
+        cs.iter()
+            .filter(|c| !live.iter().any(|&i| hive[i].name() == *c))
+            .cloned()
+            .collect()
+    });
+    let proj = project(meta, file_columns.as_deref())?;
+    let (scan_schema, first_name) = first.get_or_init(|| (proj.schema.clone(), name.into()));
+    check_schema(scan_schema, first_name, &proj, name)?;
+    let keys = PlainKeys {
+        hive,
+        live: &live,
+        values,
+    };
+    let mut columns = plain_output(opts.columns.as_deref(), &proj, meta, &keys);
+    if let Some(ri) = &opts.row_index {
+        let clash = columns.iter().any(|(f, _)| f.name() == ri);
+        columns.push(row_index_column(ri, clash, name)?);
+    }
+    let (fields, columns): (Vec<FieldRef>, Vec<OutCol>) = columns.into_iter().unzip();
+    let schema = Arc::new(Schema::new_with_metadata(
+        fields,
+        proj.schema.metadata().clone(),
+    ));
+    let mapping = Mapping::plain(schema.fields().clone(), columns, proj.roots.clone());
+    // Filters may name any column of the file, projected or not, and the partition columns
+    // (constants in this file).
+    let all = (0..file_schema.fields().len()).map(|root| OutCol::File {
+        root,
+        path: Vec::new(),
+        build: Build::Same,
+    });
+    let all_fields: Fields = file_schema
+        .fields()
+        .iter()
+        .chain(live.iter().map(|&i| &hive[i]))
+        .cloned()
+        .collect();
+    let consts = live.iter().map(|&i| OutCol::Const(Arc::clone(&values[i])));
+    let whole = Mapping::plain(all_fields, all.chain(consts).collect(), Vec::new());
+    Ok((mapping, schema, Some(whole)))
+}
+
+/// A plain file's partition columns: the scan's keys, those the file does not hold itself
+/// (`live`, indexes into `hive`), and this file's values of every key.
+struct PlainKeys<'a> {
+    hive: &'a Fields,
+    live: &'a [usize],
+    values: &'a [arrow::array::ArrayRef],
+}
+
+/// The output columns of a plain file in the caller's order (`names`): file columns (each
+/// root once) and partition columns; by default the file's columns, then the partition
+/// columns.
+fn plain_output(
+    names: Option<&[String]>,
+    proj: &crate::plan::project::Projection,
+    meta: &FileMeta,
+    keys: &PlainKeys<'_>,
+) -> Vec<(FieldRef, OutCol)> {
+    let PlainKeys { hive, live, values } = keys;
+    let hive_index = |c: &str| live.iter().copied().find(|&i| hive[i].name() == c);
+    let file_col = |i: usize| {
+        let root = proj.output[i];
+        let field = Arc::clone(&proj.schema.fields()[i]);
+        // Columns decoded as their bytes (INTERVAL, Int128: see `footer::meta`).
+        let (field, build) = match meta.raw.iter().find(|(r, _)| *r == root) {
+            Some((_, Raw::Interval)) => (
+                Arc::new(Field::clone(&field).with_data_type(DataType::Interval(
+                    arrow::datatypes::IntervalUnit::MonthDayNano,
+                ))),
+                Build::Interval,
+            ),
+            Some((_, Raw::Int128)) => (
+                Arc::new(Field::clone(&field).with_data_type(DataType::Decimal128(38, 0))),
+                Build::Int128,
+            ),
+            None => (field, Build::Same),
+        };
+        let col = OutCol::File {
+            root,
+            path: Vec::new(),
+            build,
+        };
+        (field, col)
+    };
+    let hive_col = |i: usize| (Arc::clone(&hive[i]), OutCol::Const(Arc::clone(&values[i])));
+    let Some(names) = names else {
+        let files = (0..proj.output.len()).map(file_col);
+        return files.chain(live.iter().map(|&i| hive_col(i))).collect();
+    };
+    let mut columns = Vec::new();
+    let mut next_file = 0;
+    let mut seen_hive = Vec::new();
+    for c in names {
+        match hive_index(c) {
+            Some(i) if !seen_hive.contains(&i) => {
+                seen_hive.push(i);
+                columns.push(hive_col(i));
+            }
+            Some(_) => {}
+            // Each file name adds its root once, in order (see `project`).
+            None => {
+                if let Some(r) = root_of(meta, c) {
+                    if next_file < proj.output.len() && proj.output[next_file] == r {
+                        columns.push(file_col(next_file));
+                        next_file += 1;
+                    }
+                }
+            }
+        }
+    }
+    columns
+}
+
+/// A task's columns (the scan's `schema`) mapped to its file, builds prepared.
+fn task_columns(
+    schema: &SchemaRef,
+    task: &FileTask,
+    rules: Rules,
+    meta: &FileMeta,
+) -> Result<(Mapping, SchemaRef, Option<Mapping>)> {
+    let name: &str = &meta.file.name;
+    let mut mapping = Mapping::resolve(
+        schema.fields(),
+        task.columns.as_deref(),
+        rules,
+        meta.reader.schema(),
+        name,
+    )?;
+    let decoded = projected_schema(meta, &mapping.leaves())?;
+    let roots: Vec<usize> = mapping.roots.iter().map(|(r, _)| *r).collect();
+    mapping.prepare(&|r| decoded_root(&decoded, &roots, r), name)?;
+    Ok((mapping, Arc::clone(schema), None))
+}
+
+/// The scan's filter resolved through `mapping` and judged against the file's statistics and
+/// page index (`row_filter`: whether the task has a row filter of its own).
+fn file_prune(
+    opts: &ScanOptions,
+    meta: &FileMeta,
+    mapping: &Mapping,
+    row_filter: bool,
+) -> Result<FilePrune> {
+    let n = meta.reader.metadata().num_row_groups();
+    let mut prune = FilePrune {
+        exact: opts.filter_exact,
+        row_filter,
+        ..Default::default()
+    };
+    let Some(expr) = &opts.filter else {
+        return Ok(prune);
+    };
+    let f = match FileFilter::resolve(expr, meta, mapping) {
+        Ok(f) => f,
+        // A pruning hint (`Scan::prune`) this file cannot resolve (a column it cannot filter
+        // on, a literal of another type) prunes nothing: it is only a hint.
+        Err(_) if !opts.filter_exact => return Ok(prune),
+        Err(e) => return Err(e),
+    };
+    prune.verdicts = stats::row_groups(&f, meta);
+    prune.by_bloom = vec![false; n];
+    prune.pages = (0..n)
+        .map(|rg| match prune.verdicts[rg] {
+            Verdict::Some => stats::pages(&f, meta, rg),
+            _ => None,
+        })
+        .collect();
+    if prune.exact {
+        prune.stage_leaves = f.leaves.clone();
+    }
+    prune.filter = Some(Arc::new(f));
+    Ok(prune)
+}
+
+/// Per row group, the rows the task reads (`None`: all): its selection, less its deleted rows
+/// (its own and `loaded`, counted in `metrics`). A deleted position past the file's rows is a
+/// `CorruptTable` error.
+fn selected_rows(
+    md: &parquet::file::metadata::ParquetMetaData,
+    task: &mut FileTask,
+    loaded: Option<RoaringTreemap>,
+    excluded: &[bool],
+    metrics: &Metrics,
+    meta: &FileMeta,
+) -> Result<Vec<Option<parquet::arrow::arrow_reader::RowSelection>>> {
+    let name: &str = &meta.file.name;
+    let mut deletes = task.deletes.take();
+    if let Some(more) = loaded {
+        match &mut deletes {
+            Some(d) => *d |= more,
+            None => deletes = Some(more),
+        }
+    }
+    let mut selected = match task.selection.take() {
+        Some(sel) => split_selection(md, sel, name)?,
+        None => vec![None; md.num_row_groups()],
+    };
+    let Some(d) = deletes.as_ref().filter(|d| !d.is_empty()) else {
+        return Ok(selected);
+    };
+    // A deleted position the file does not have: the table's metadata and its data file
+    // disagree (checked before any position is walked: a bitmap's maximum is found from its
+    // containers).
+    let rows: u64 = md
+        .row_groups()
+        .iter()
+        .map(|rg| rg.num_rows().max(0) as u64)
+        .sum();
+    if let Some(max) = d.max().filter(|&m| m >= rows) {
+        return Err(Error::new(
+            ErrorKind::CorruptTable,
+            format!("its deleted rows include position {max}; the file has {rows} rows"),
+        )
+        .with_path(name));
+    }
+    let (kept, deleted) = deletes_by_row_group(md, d, excluded);
+    Metrics::add(&metrics.rows_deleted, deleted);
+    for (s, k) in selected.iter_mut().zip(kept) {
+        *s = match (s.take(), k) {
+            (Some(a), Some(b)) => Some(a.intersection(&b)),
+            (a, b) => a.or(b),
+        };
+    }
+    Ok(selected)
+}
+
+/// The bloom filters to check: those of the row groups the filter left undecided and the
+/// task reads.
+fn bloom_checks(prune: &FilePrune, meta: &FileMeta) -> Blooms {
+    let Some(f) = &prune.filter else {
+        return Vec::new();
+    };
+    (0..prune.verdicts.len())
+        .filter(|&rg| prune.verdicts[rg] == Verdict::Some)
+        .filter(|&rg| !prune.excluded.get(rg).copied().unwrap_or(false))
+        .map(|rg| (rg, bloom::bloom_ranges(f, meta, rg)))
+        .filter(|(_, r)| !r.is_empty())
+        .collect()
+}
+
 /// The output columns of a union-by-name scan's file (see `plan::union`): the scan's columns
 /// (all of the union's, or those named), its partition columns and row index; the schema;
 /// and the mapping filters resolve through (every column of the union and the partitions).
