@@ -1405,6 +1405,68 @@ def delta_all():
         write_deltalake(str(p), t)
         delta_case(name, p, delta_read(p), why="large_string, string_view, large_binary, large_list and dictionary arrays handed to write_deltalake")
 
+    delta_nanos()
+
+
+def delta_nanos():
+    """Nanosecond timestamps (`timestamp_nanos`, `timestamp_nanos_ntz`, reader feature
+    `timestampNanos`), which deltalake writes and reads only after
+    `enable_nanosecond_timestamps()`: a process-wide switch (it also stops deltalake casting
+    other nanosecond columns to microseconds), turned off again before the other cases."""
+    deltalake.enable_nanosecond_timestamps()
+    try:
+        delta_nanos_cases()
+    finally:
+        deltalake._disable_nanosecond_timestamps()
+
+
+def delta_nanos_cases():
+    nanos_writer = f"{DELTALAKE} with enable_nanosecond_timestamps() (expected: DeltaTable(...).to_pyarrow_table())"
+
+    def table(first):
+        when = pa.struct([("a", pa.int32()), ("when", pa.timestamp("ns", tz="UTC"))])
+        return pa.table(
+            {
+                "id": pa.array([first + 1, first + 2, first + 3], pa.int64()),
+                "ts": pa.array([1, None, 1_700_000_000_123_456_789], pa.timestamp("ns")),
+                "tz": pa.array([5, 1_000_000_001, None], pa.timestamp("ns", tz="UTC")),
+                "st": pa.array([{"a": 1, "when": 7}, None, {"a": 3, "when": None}], when),
+                "p": pa.array(["x", "y", "x"]),
+            }
+        )
+
+    for name, kw, why in [
+        ("delta/timestamp_nanos", {}, "timestamp_nanos_ntz, timestamp_nanos and one in a struct, to the nanosecond"),
+        ("delta/timestamp_nanos_partitioned", {"partition_by": ["p"]}, "nanosecond timestamps in a table partitioned by a string (the kernel's transform adds the partition column)"),
+        (
+            "delta/timestamp_nanos_column_mapping",
+            {"partition_by": ["p"], "configuration": {"delta.columnMapping.mode": "name"}},
+            "nanosecond timestamps under column mapping (name), partitioned",
+        ),
+    ]:
+        if not wanted(name):
+            continue
+        p = fresh(DELTA / name.split("/")[1])
+        write_deltalake(str(p), table(0), **kw)
+        write_deltalake(str(p), table(10), mode="append")
+        delta_case(name, p, delta_read(p), why=why, writer=nanos_writer)
+        where = "ts >= TIMESTAMP '2023-11-14 22:13:20.123456789'"
+        expected = delta_read(p).filter(pc.field("ts") >= pa.scalar(1_700_000_000_123_456_789, pa.timestamp("ns")))
+        delta_case(name + "/filter", p, expected, read={"filter": where}, why=why + "; a filter at the nanosecond (one nanosecond less keeps more rows)", writer=nanos_writer + ", filtered by pyarrow")
+    name = "delta/timestamp_nanos_checkpoint"
+    if wanted(name):
+        p = fresh(DELTA / "timestamp_nanos_checkpoint")
+        write_deltalake(str(p), table(0))
+        write_deltalake(str(p), table(10), mode="append")
+        DeltaTable(str(p)).create_checkpoint()
+        write_deltalake(str(p), table(20), mode="append")
+        delta_case(name, p, delta_read(p), why="nanosecond timestamps whose protocol and schema are in a checkpoint", writer=nanos_writer)
+    name = "delta/timestamp_nanos_list"
+    if wanted(name):
+        p = fresh(DELTA / "timestamp_nanos_list")
+        write_deltalake(str(p), pa.table({"l": pa.array([[1, 2]], pa.list_(pa.timestamp("ns")))}))
+        case(name, "delta", p, error={"kind": "Unsupported", "contains": "timestamp_nanos"}, writer=nanos_writer, why="a list of nanosecond timestamps: not read (delta-kernel 0.29 does not know the type), refused clearly")
+
 
 # ==========================================================================================
 # Parquet files: pyarrow

@@ -86,15 +86,20 @@ impl RayquetEngine {
         let executor = Arc::new(TokioMultiThreadExecutor::new(io));
         // Log reads keep the commit files, which the kernel reads twice per scan.
         let root = format!("{}://{}", url.scheme(), url.authority());
-        let log: Arc<dyn ObjectStore> = Arc::new(LogCache::new(Arc::clone(&store), root.clone()));
+        let rewritten = crate::nanos::Rewritten::default();
+        let log: Arc<dyn ObjectStore> = Arc::new(LogCache::new(
+            Arc::clone(&store),
+            root.clone(),
+            rewritten.clone(),
+        ));
         let inner = DefaultEngineBuilder::new(log)
             .with_task_executor(executor)
             .build();
         let scans = options.clone().object_store(root, store);
-        let parquet = Arc::new(RayquetParquetHandler::new(
-            scans,
-            inner.default_parquet_handler(),
-        ));
+        let parquet = Arc::new(
+            RayquetParquetHandler::new(scans, inner.default_parquet_handler())
+                .with_rewritten(rewritten),
+        );
         Arc::new(RayquetEngine { inner, parquet })
     }
 

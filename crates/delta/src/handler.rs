@@ -13,7 +13,7 @@ use std::sync::Arc;
 
 use arrow::array::{RecordBatch, StructArray};
 use arrow::datatypes::{Schema as ArrowSchema, SchemaRef as ArrowSchemaRef};
-use delta_kernel::engine::arrow_conversion::{TryFromArrow, TryIntoArrow};
+use delta_kernel::engine::arrow_conversion::TryFromArrow;
 use delta_kernel::engine::arrow_data::ArrowEngineData;
 use delta_kernel::engine::arrow_utils::fix_nested_null_masks;
 use delta_kernel::schema::{SchemaRef, StructType};
@@ -105,6 +105,9 @@ pub struct RayquetParquetHandler {
     options: ScanOptions,
     /// Writes (checkpoints) go to the default engine's handler.
     writer: Arc<dyn ParquetHandler>,
+    /// Set when a checkpoint read was rewritten for nanosecond timestamps (see `nanos`):
+    /// shared with the engine's log store, which then refuses writes.
+    rewritten: crate::nanos::Rewritten,
 }
 
 impl std::fmt::Debug for RayquetParquetHandler {
@@ -120,7 +123,7 @@ impl std::fmt::Debug for RayquetParquetHandler {
 pub(crate) fn read_columns(
     schema: &StructType,
 ) -> DeltaResult<(ArrowSchemaRef, Vec<ColumnSource>)> {
-    let arrow: ArrowSchema = schema.try_into_arrow()?;
+    let arrow: ArrowSchema = crate::nanos::to_arrow(schema)?;
     let sources = arrow
         .fields()
         .iter()
@@ -166,7 +169,17 @@ impl RayquetParquetHandler {
     /// A handler whose scans run with `options` (their stores, runtime, budget...), writing
     /// through `writer`.
     pub fn new(options: ScanOptions, writer: Arc<dyn ParquetHandler>) -> Self {
-        RayquetParquetHandler { options, writer }
+        RayquetParquetHandler {
+            options,
+            writer,
+            rewritten: Default::default(),
+        }
+    }
+
+    /// This handler, recording its checkpoint rewrites in `rewritten`.
+    pub(crate) fn with_rewritten(mut self, rewritten: crate::nanos::Rewritten) -> Self {
+        self.rewritten = rewritten;
+        self
     }
 
     /// A rayquet scan of `files` producing `physical_schema` (tasks in file order); the
@@ -178,7 +191,17 @@ impl RayquetParquetHandler {
         predicate: Option<&PredicateRef>,
     ) -> DeltaResult<Scan> {
         let (schema, sources) = read_columns(physical_schema)?;
-        let fix = fix_nulls();
+        let mut fix = fix_nulls();
+        // Checkpoints' protocol and metadata, shown to the kernel as the log's JSON files are
+        // (nanosecond timestamps, see `nanos`).
+        if physical_schema.field("protocol").is_some()
+            || physical_schema.field("metaData").is_some()
+        {
+            let (nulls, rewritten) = (fix, self.rewritten.clone());
+            fix = Arc::new(move |batch| {
+                Ok(crate::nanos::rewrite_checkpoint(nulls(batch)?, &rewritten))
+            });
+        }
         let tasks: Vec<FileTask> = files
             .iter()
             .map(|f| {
@@ -263,6 +286,9 @@ impl ParquetHandler for RayquetParquetHandler {
         location: Url,
         data: DeltaResultIteratorStatic<Box<dyn EngineData>>,
     ) -> DeltaResult<()> {
+        if self.rewritten.get() {
+            return Err(delta_kernel::Error::unsupported(crate::nanos::NO_WRITES));
+        }
         self.writer.write_parquet_file(location, data)
     }
 

@@ -40,6 +40,7 @@ pub mod fuzzing;
 mod handler;
 mod log_cache;
 mod log_check;
+mod nanos;
 mod plan;
 pub mod predicate;
 mod stats;
@@ -47,7 +48,6 @@ mod stats;
 use std::sync::Arc;
 
 use arrow::datatypes::Schema as ArrowSchema;
-use delta_kernel::engine::arrow_conversion::TryIntoArrow;
 use delta_kernel::schema::{SchemaRef, StructType};
 use delta_kernel::Snapshot;
 
@@ -253,7 +253,7 @@ impl TableScan {
             true => stats::stats_columns(&logical, &physical, &table_schema),
             false => Vec::new(),
         };
-        let logical_arrow: ArrowSchema = logical.as_ref().try_into_arrow()?;
+        let logical_arrow: ArrowSchema = nanos::to_arrow(logical.as_ref())?;
         let keep: Vec<usize> = selected
             .iter()
             .map(|c| logical_arrow.index_of(c))

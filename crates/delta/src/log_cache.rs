@@ -40,6 +40,9 @@ pub(crate) struct LogCache {
     /// The store's URL root (`scheme://authority`), to name files in errors.
     root: String,
     kept: Mutex<Kept>,
+    /// Set when a log file was rewritten for nanosecond timestamps (see `nanos`): then every
+    /// write is refused.
+    rewritten: crate::nanos::Rewritten,
 }
 
 impl std::fmt::Display for LogCache {
@@ -50,11 +53,26 @@ impl std::fmt::Display for LogCache {
 
 impl LogCache {
     /// The wrapper of `inner`, the store of URL root `root` (`scheme://authority`).
-    pub fn new(inner: Arc<dyn ObjectStore>, root: String) -> Self {
+    pub fn new(
+        inner: Arc<dyn ObjectStore>,
+        root: String,
+        rewritten: crate::nanos::Rewritten,
+    ) -> Self {
         LogCache {
             inner,
             root,
             kept: Mutex::new((0, HashMap::new())),
+            rewritten,
+        }
+    }
+
+    /// A write after a rewrite: refused.
+    fn no_writes(&self) -> Result<()> {
+        match self.rewritten.get() {
+            true => Err(object_store::Error::NotSupported {
+                source: crate::nanos::NO_WRITES.into(),
+            }),
+            false => Ok(()),
         }
     }
 
@@ -82,6 +100,7 @@ impl LogCache {
 #[async_trait]
 impl ObjectStore for LogCache {
     async fn put_opts(&self, l: &Path, p: PutPayload, o: PutOptions) -> Result<PutResult> {
+        self.no_writes()?;
         self.inner.put_opts(l, p, o).await
     }
 
@@ -90,6 +109,7 @@ impl ObjectStore for LogCache {
         l: &Path,
         o: PutMultipartOptions,
     ) -> Result<Box<dyn MultipartUpload>> {
+        self.no_writes()?;
         self.inner.put_multipart_opts(l, o).await
     }
 
@@ -106,8 +126,8 @@ impl ObjectStore for LogCache {
             return Ok(Self::result(meta, bytes));
         }
         let got = self.inner.get_opts(location, options).await?;
-        let meta = got.meta.clone();
-        let bytes = got.bytes().await?;
+        let mut meta = got.meta.clone();
+        let mut bytes = got.bytes().await?;
         if let Err(reason) = log_check::check(&bytes, kind) {
             return Err(object_store::Error::Generic {
                 store: "rayquet",
@@ -116,6 +136,12 @@ impl ObjectStore for LogCache {
                     reason,
                 }),
             });
+        }
+        // Nanosecond timestamps, shown to the kernel as it can read them (see `nanos`).
+        if let Some(shown) = crate::nanos::rewrite_json(&bytes) {
+            self.rewritten.set();
+            meta.size = shown.len() as u64;
+            bytes = Bytes::from(shown);
         }
         if bytes.len() <= MAX_FILE {
             let mut kept = self.kept.lock().unwrap_or_else(|e| e.into_inner());

@@ -150,7 +150,7 @@ impl ScanPlan {
     /// The Arrow schema of the batches a scan of this plan delivers (the table's logical
     /// columns selected).
     pub fn output_schema(&self) -> Result<ArrowSchemaRef> {
-        let logical: ArrowSchema = (&self.logical).try_into_arrow()?;
+        let logical: ArrowSchema = crate::nanos::to_arrow(&self.logical)?;
         Ok(Arc::new(logical.project(&self.keep)?))
     }
 
@@ -198,6 +198,9 @@ impl ScanPlan {
             filter: self.filter.clone(),
             keep: self.keep.clone(),
             dv_files: Arc::new(dv::DvFiles::new(options.clone())),
+            longs: Longs::of(&self.physical, &self.logical)
+                .map_err(kernel)?
+                .map(Arc::new),
         })
     }
 
@@ -367,6 +370,36 @@ struct Context {
     /// Columns of the logical batch that are delivered (the rest were read for the filter).
     keep: Vec<usize>,
     dv_files: Arc<dv::DvFiles>,
+    /// With nanosecond timestamps (see `nanos`): the schemas the kernel's transform is
+    /// evaluated with (marked columns as `long`), and the Arrow schemas the batch is cast to
+    /// before it (the physical one, as longs) and after it (the logical one, as timestamps).
+    longs: Option<Arc<Longs>>,
+}
+
+/// See [`Context::longs`].
+struct Longs {
+    physical: Arc<StructType>,
+    logical: Arc<StructType>,
+    before: ArrowSchemaRef,
+    after: ArrowSchemaRef,
+}
+
+impl Longs {
+    fn of(physical: &StructType, logical: &StructType) -> delta_kernel::DeltaResult<Option<Self>> {
+        use crate::nanos::{as_long, has_marks, to_arrow};
+        if !has_marks(physical) && !has_marks(logical) {
+            return Ok(None);
+        }
+        let physical = Arc::new(as_long(physical)?);
+        let before: ArrowSchema = physical.as_ref().try_into_arrow()?;
+        let after = to_arrow(logical).map_err(delta_kernel::Error::Arrow)?;
+        Ok(Some(Longs {
+            physical,
+            logical: Arc::new(as_long(logical)?),
+            before: Arc::new(before),
+            after: Arc::new(after),
+        }))
+    }
 }
 
 impl Context {
@@ -396,14 +429,22 @@ impl Context {
             }));
         }
         let engine: Arc<dyn Engine> = Arc::clone(&self.engine) as Arc<dyn Engine>;
-        let (physical, logical) = (Arc::clone(&self.physical), Arc::clone(&self.logical));
         let transform = f.transform.map(Arc::new);
+        // The kernel's evaluator sees nanosecond timestamps as longs (see `nanos`).
+        let longs = self.longs.clone().filter(|_| transform.is_some());
+        let (physical, logical) = match &longs {
+            Some(l) => (Arc::clone(&l.physical), Arc::clone(&l.logical)),
+            None => (Arc::clone(&self.physical), Arc::clone(&self.logical)),
+        };
         let (filter, keep) = (self.filter.clone(), self.keep.clone());
         let fix = handler::fix_nulls();
         Ok(task.transform(Arc::new(move |batch: RecordBatch| {
-            let batch = fix(batch)?;
+            let mut batch = fix(batch)?;
+            if let Some(l) = &longs {
+                batch = crate::nanos::retype(batch, &l.before)?;
+            }
             let data: Box<dyn EngineData> = Box::new(ArrowEngineData::new(batch));
-            let logical = transform_to_logical(
+            let mut logical = transform_to_logical(
                 engine.as_ref(),
                 data,
                 &physical,
@@ -417,6 +458,9 @@ impl Context {
                     format!("applying the file's transform: {e}"),
                 )
             })?;
+            if let Some(l) = &longs {
+                logical = crate::nanos::retype(logical, &l.after)?;
+            }
             let logical = match &filter {
                 Some(f) => {
                     let keep_rows = f.evaluate(&logical)?;

@@ -36,7 +36,9 @@ pub(crate) fn stats_columns(
 ) -> Vec<StatsColumn> {
     let mut out = Vec::new();
     for f in logical.fields() {
-        if !matches!(f.data_type(), DataType::Primitive(_)) {
+        // Nanosecond timestamps: their statistics are kept to the millisecond, and the kernel
+        // parses them as microseconds (see `nanos`); none given.
+        if !matches!(f.data_type(), DataType::Primitive(_)) || crate::nanos::is_marked(f) {
             continue;
         }
         let mapped = |field: &delta_kernel::schema::StructField| match field
