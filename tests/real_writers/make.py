@@ -1338,6 +1338,29 @@ def delta_all():
             why="delta.columnMapping.mode=id set through configuration (protocol 2/5): columns found by field id; expected = QueryBuilder (to_pyarrow_table reads mapped columns as NULL)",
             writer=f"{DELTALAKE} (expected: QueryBuilder 'select * from t')",
         )
+    name = "delta/column_mapping_nested"
+    if wanted(name):
+        # Issue 77 reported "schema mismatch: a batch of ..." on such tables (field metadata
+        # on nested fields compared): a struct holding a struct and a list, a map, a list.
+        p = fresh(DELTA / "column_mapping_nested")
+        inner = pa.struct([("x", pa.int32()), ("y", pa.string())])
+        st = pa.struct([("in", inner), ("li", pa.list_(pa.int64()))])
+        t = pa.table(
+            {
+                "id": pa.array([1, 2, 3], pa.int64()),
+                "st": pa.array([{"in": {"x": 1, "y": "a"}, "li": [1, 2]}, None, {"in": None, "li": []}], st),
+                "m": pa.array([[("k", 1)], None, []], pa.map_(pa.string(), pa.int32())),
+                "l": pa.array([["p", None], [], None], pa.list_(pa.string())),
+            }
+        )
+        write_deltalake(str(p), t, configuration={"delta.columnMapping.mode": "name"})
+        write_deltalake(str(p), t.slice(0, 1), mode="append")
+        qb = f"{DELTALAKE} (expected: QueryBuilder 'select * from t')"
+        why = "delta.columnMapping.mode=name with nested columns (a struct holding a struct and a list, a map, a list): every nested field has a physical name"
+        delta_case(name, p, delta_query(p), why=why, writer=qb)
+        delta_case(name + "/filter", p, delta_query(p, "id >= 2"), read={"filter": "id >= 2"}, why=why + "; filtered", writer=qb)
+        DeltaTable(str(p)).create_checkpoint()
+        delta_case(name + "/checkpoint", p, delta_query(p), why=why + "; after a checkpoint", writer=qb)
     name = "delta/change_data_feed"
     if wanted(name):
         p = fresh(DELTA / "cdf")
