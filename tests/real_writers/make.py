@@ -1981,6 +1981,24 @@ def duckdb_files():
                 writer=f"{DUCKDB} (expected: duckdb's WHERE)",
                 why=f"{sql}: duckdb's SQL semantics (-0.0 = 0.0; u64 literals above 2^63)",
             )
+    name = "parquet/duckdb/bare_boolean"
+    if wanted(name):
+        # A bare boolean column as a filter (issue 77: the filter parser refused `flag`).
+        f = d / "duckdb_bare_boolean.parquet"
+        duck().sql(
+            f"""copy (select i as id, case i % 5 when 0 then NULL when 1 then true when 3 then true else false end as flag,
+                i % 4 as x from range(40) t(i)) to '{f}' (format parquet, row_group_size 16)"""
+        )
+        for i, sql in enumerate(["flag", "NOT flag", "flag AND x > 1", "NOT flag OR x = 3"]):
+            case(
+                f"{name}/filter{i}",
+                "parquet",
+                f,
+                expected=duck_read(f, where=sql),
+                read={"filter": sql},
+                writer=f"{DUCKDB} (expected: duckdb's WHERE)",
+                why=f"WHERE {sql}: a bare boolean column is a predicate (a NULL flag is not true)",
+            )
 
 
 def refused():
