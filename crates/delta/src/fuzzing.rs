@@ -5,7 +5,7 @@
 //!
 //! | function | what runs | reference |
 //! | --- | --- | --- |
-//! | [`log`] | the strict check of a commit, a log compaction or a JSON checkpoint, then serde_json's reading of each line it accepted | every accepted line is one JSON object of one action |
+//! | [`log`] | the strict check of a commit, a log compaction or a JSON checkpoint, then serde_json's reading of each line it accepted, then the nanosecond-timestamp rewrite (`nanos`) | every accepted line is one JSON object of one action; a rewritten file is still accepted, line for line, without the feature |
 //! | [`deletion_vector`] | a deletion vector read by the kernel's descriptor (inline, Z85; or a slice of a DV file: size, magic, CRC) and its cardinality checked | the roaring crate's own reading of the same bitmap: the same positions |
 //!
 //! Delta checkpoints in Parquet are read through rayquet's scans (the `scan` target).
@@ -40,6 +40,23 @@ pub fn log(data: &[u8]) {
         let v: serde_json::Value = serde_json::from_slice(line).expect("an accepted line parses");
         let obj = v.as_object().expect("an accepted line is an object");
         assert_eq!(obj.len(), 1, "an accepted line holds one action");
+    }
+    // What the kernel is shown of nanosecond timestamps (`nanos`): still a file the check
+    // accepts, with as many lines, and no `timestampNanos` feature left in a protocol.
+    if let Some(shown) = crate::nanos::rewrite_json(bytes) {
+        assert!(check(&shown, kind).is_ok(), "a rewritten log is accepted");
+        let lines = |b: &[u8]| b.split(|&c| c == b'\n').count();
+        assert_eq!(lines(&shown), lines(bytes), "one line for one line");
+        for line in shown.split(|&b| b == b'\n') {
+            let Ok(v) = serde_json::from_slice::<serde_json::Value>(line) else {
+                continue;
+            };
+            for key in ["readerFeatures", "writerFeatures"] {
+                if let Some(features) = v["protocol"][key].as_array() {
+                    assert!(!features.iter().any(|f| f == "timestampNanos"), "{key}");
+                }
+            }
+        }
     }
 }
 
