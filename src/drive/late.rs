@@ -43,7 +43,9 @@ impl LateStats {
     /// The report slot number `slot` owes, if it is a probe. Take it before the slot's first
     /// await point, so that it is dropped (and reported) whatever happens to the slot.
     pub fn probe(&self, slot: usize) -> Option<Probe<'_>> {
-        (slot < PROBES).then_some(Probe {
+        // `then`, not `then_some`: a Probe made for a later slot would be dropped at once,
+        // reporting "no outcome" in a probe's place.
+        (slot < PROBES).then(|| Probe {
             stats: self,
             done: false,
         })
@@ -155,6 +157,29 @@ mod tests {
             }
             assert_eq!(rt.block_on(waiter).unwrap(), expect);
             assert!(stats.probe(PROBES).is_none());
+            // Asking for a later slot's probe reports nothing.
+            assert_eq!(stats.state.lock().unwrap().reported, PROBES);
         }
+    }
+
+    /// Later slots start (and ask whether they are probes) before the probes report: the
+    /// decision is still the probes'.
+    #[test]
+    fn later_slots_starting_first_do_not_stand_in_for_probes() {
+        let rt = runtime();
+        let stats = Arc::new(LateStats::default());
+        for slot in PROBES..PROBES + 8 {
+            assert!(stats.probe(slot).is_none());
+        }
+        let waiter = {
+            let stats = Arc::clone(&stats);
+            rt.spawn(async move { stats.worth_it(PROBES).await })
+        };
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        assert!(!waiter.is_finished(), "decided before any probe reported");
+        for slot in 0..PROBES {
+            stats.probe(slot).expect("a probe").record(100, 100);
+        }
+        assert!(!rt.block_on(waiter).unwrap(), "no bytes saved: one round");
     }
 }
