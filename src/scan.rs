@@ -10,6 +10,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 use arrow::array::ArrayRef;
 use arrow::datatypes::SchemaRef;
+use crossbeam_channel::Receiver;
 use futures::StreamExt;
 use object_store::ObjectStore;
 use parquet::arrow::arrow_reader::RowSelection;
@@ -22,7 +23,7 @@ use crate::drive::{driver, open, DriveCtx};
 use crate::error::{Error, ErrorKind, Result};
 use crate::expr::Expr;
 use crate::flow::budget::Budget;
-use crate::flow::event::Outbox;
+use crate::flow::event::{Event, Outbox};
 use crate::flow::held::Decoding;
 use crate::flow::part::DecodeWindow;
 use crate::flow::Flow;
@@ -253,11 +254,46 @@ impl Scan {
 
     /// Resolve the inputs (plain files: list prefixes and read the first footer for the
     /// schema), and start fetching. Blocks the calling thread until the schema is known.
-    pub fn build(self) -> Result<ScanReader> {
-        let mut opts = self.options;
-        opts.selections = self.selections;
-        opts.row_index = self.row_index;
-        if let Some(hint) = self.prune {
+    pub fn build(mut self) -> Result<ScanReader> {
+        let mut opts = self.checked_options()?;
+        let source = self.checked_source(&mut opts)?;
+        let io = opts.io_handle();
+        let metrics = Arc::new(Metrics::default());
+        let stores = Stores::new(&opts, Some(Arc::clone(&metrics)))?;
+        let (mode, stores, start) = match source {
+            Source::Files(inputs) => {
+                let (stores, files, hive) = self.resolve_files(inputs, stores, &io)?;
+                let mode = Mode::Plain {
+                    first: OnceLock::new(),
+                    hive: hive.as_ref().map(|h| h.fields.clone()).unwrap_or_default(),
+                    union: self.union_by_name.then(OnceLock::new),
+                };
+                (mode, stores, Start::Files(files, hive))
+            }
+            Source::Tasks { schema, tasks } => (Mode::Tasks(schema), stores, Start::Tasks(tasks)),
+        };
+        let (ctx, flow, outbox) = scan_context(opts, metrics, mode, stores);
+        let (schema, driver) = match start {
+            Start::Tasks(tasks) => {
+                let Mode::Tasks(read) = &ctx.mode else {
+                    unreachable!("tasks have a schema")
+                };
+                let schema = self.transformed.unwrap_or_else(|| Arc::clone(read));
+                let _ = ctx.decode.output.set(Arc::clone(&schema));
+                let driver = io.spawn(driver::run(Arc::clone(&ctx), None, tasks, 0));
+                (schema, driver)
+            }
+            Start::Files(files, hive) => start_files(&ctx, &io, files, hive)?,
+        };
+        Ok(ScanReader::new(outbox, flow, &ctx.opts, schema, driver, io))
+    }
+
+    /// The scan's options, with its row selections, row index and pruning hint, validated.
+    fn checked_options(&mut self) -> Result<ScanOptions> {
+        let mut opts = std::mem::take(&mut self.options);
+        opts.selections = std::mem::take(&mut self.selections);
+        opts.row_index = self.row_index.take();
+        if let Some(hint) = self.prune.take() {
             if opts.filter.is_some() {
                 return Err(Error::new(
                     ErrorKind::InvalidArgument,
@@ -269,138 +305,149 @@ impl Scan {
             opts.filter_exact = false;
         }
         opts.validate()?;
-        let source = match self.source {
-            Source::Tasks { schema, tasks } => {
-                if !opts.selections.is_empty() || opts.row_index.is_some() {
-                    return Err(Error::new(
-                        ErrorKind::InvalidArgument,
-                        "select_rows() and row_index() do not apply to a scan of tasks: give each \
-                         task its deleted rows or a ColumnSource::RowIndex column instead",
-                    ));
-                }
-                let (schema, tasks) = match opts.columns.take() {
-                    Some(_) if self.transformed.is_some() => {
-                        return Err(Error::new(
-                            ErrorKind::InvalidArgument,
-                            "columns() cannot project a scan whose tasks transform their \
-                             batches (transformed_schema): project in the transform",
-                        ))
-                    }
-                    Some(columns) => project_tasks(&schema, &columns, tasks)?,
-                    None => (schema, tasks),
-                };
-                Source::Tasks { schema, tasks }
-            }
-            files => files,
-        };
-        let io = opts.io_handle();
-        let pool = opts.pool();
-        let metrics = Arc::new(Metrics::default());
-        let mut stores = Stores::new(&opts, Some(Arc::clone(&metrics)))?;
-        let (mode, files, tasks, hive) = match source {
-            Source::Files(inputs) => {
-                let (resolved, back) = block_on_io(&io, async move {
-                    let r = resolve(inputs, &mut stores).await;
-                    Ok((r, stores))
-                })?;
-                stores = back;
-                let resolved = resolved?;
-                let rels: Vec<Option<String>> = resolved.iter().map(|l| l.under.clone()).collect();
-                let names: Vec<Arc<str>> = resolved.iter().map(|l| l.file.name.clone()).collect();
-                let hive = hive::discover(&self.partitioning, &rels, &names)?;
-                let files = resolved.into_iter().map(|l| l.file).collect();
-                let mode = Mode::Plain {
-                    first: OnceLock::new(),
-                    hive: hive.as_ref().map(|h| h.fields.clone()).unwrap_or_default(),
-                    union: self.union_by_name.then(OnceLock::new),
-                };
-                (mode, files, None, hive)
-            }
-            Source::Tasks { .. } if self.union_by_name => {
-                return Err(Error::new(
-                    ErrorKind::InvalidArgument,
-                    "union_by_name() does not apply to a scan of tasks: their schema is the \
-                     caller's, each task maps its file to it",
-                ))
-            }
-            Source::Tasks { schema, tasks } => (Mode::Tasks(schema), Vec::new(), Some(tasks), None),
-        };
-        let flow = Arc::new(Flow {
-            budget: Budget::new(
-                opts.memory_budget as u64,
-                opts.tuning.prefetch_bytes as u64,
-                driver::DECODE_QUEUE_BYTES,
-                opts.limits.clone(),
-            ),
-            decoding: Arc::new(Decoding::new(pool.current_num_threads())),
-            // Enough undelivered slots decoding to keep every thread busy while the first
-            // one is delivered.
-            window: DecodeWindow::new(pool.current_num_threads() + 1),
-            expansion: Default::default(),
-            metrics: Arc::clone(&metrics),
-        });
-        let (outbox, rx) = Outbox::new();
-        let decode = Arc::new(DecodeCtx {
-            pool,
-            outbox: outbox.clone(),
-            flow: Arc::clone(&flow),
-            batch_size: opts.batch_size,
-            page_limit: crate::validate::page_limit(opts.memory_budget),
-            verify_checksums: opts.verify_checksums,
-            batch_bytes: crate::flow::budget::batch_bytes(opts.memory_budget as u64),
-            output: OnceLock::new(),
-        });
-        let ctx = Arc::new(DriveCtx {
-            fetcher: Fetcher {
-                permits: Arc::new(tokio::sync::Semaphore::new(
-                    opts.tuning.max_requests_in_flight,
-                )),
-                shared: opts.limits.as_ref().map(|s| Arc::clone(s.connections())),
-                metrics,
-                memory_map: opts.memory_map,
-            },
-            opts,
-            mode,
-            stores: Mutex::new(stores),
-            late: Default::default(),
-            decode,
-        });
-        let (schema, driver) = match tasks {
-            Some(tasks) => {
-                let Mode::Tasks(read) = &ctx.mode else {
-                    unreachable!("tasks have a schema")
-                };
-                let schema = self.transformed.unwrap_or_else(|| Arc::clone(read));
-                let _ = ctx.decode.output.set(Arc::clone(&schema));
-                let driver = io.spawn(driver::run(Arc::clone(&ctx), None, tasks, 0));
-                (schema, driver)
-            }
-            None => {
-                let tasks = plain_tasks(&ctx.opts, files, hive)?;
-                let tasks = prune_partitions(&ctx, tasks)?;
-                if let Mode::Plain { union: Some(u), .. } = &ctx.mode {
-                    let schema = open::union_schema(&ctx, &tasks)?;
-                    let _ = u.set(schema);
-                }
-                let mut tasks = tasks.into_iter();
-                let first = tasks.next().expect("plain_tasks gives at least one");
-                let first = block_on_io(&io, open::open(Arc::clone(&ctx), 0, first))?;
-                let schema = Arc::clone(&first.schema);
-                let _ = ctx.decode.output.set(Arc::clone(&schema));
-                let rest = futures::stream::iter(tasks.map(Ok)).boxed();
-                let driver = io.spawn(driver::run(Arc::clone(&ctx), Some(first), rest, 1));
-                (schema, driver)
-            }
-        };
-        Ok(ScanReader::new(
-            (outbox, rx),
-            flow,
-            &ctx.opts,
-            schema,
-            driver,
-            io,
-        ))
+        Ok(opts)
     }
+
+    /// The scan's source, its options checked against it: a scan of tasks takes its
+    /// projection (`columns`) into its schema and tasks, and refuses the options of plain
+    /// files.
+    fn checked_source(&mut self, opts: &mut ScanOptions) -> Result<Source> {
+        let source = std::mem::replace(&mut self.source, Source::Files(Vec::new()));
+        let Source::Tasks { schema, tasks } = source else {
+            return Ok(source);
+        };
+        let refused = if !opts.selections.is_empty() || opts.row_index.is_some() {
+            Some(
+                "select_rows() and row_index() do not apply to a scan of tasks: give each task \
+                 its deleted rows or a ColumnSource::RowIndex column instead",
+            )
+        } else if self.union_by_name {
+            Some(
+                "union_by_name() does not apply to a scan of tasks: their schema is the \
+                 caller's, each task maps its file to it",
+            )
+        } else if opts.columns.is_some() && self.transformed.is_some() {
+            Some(
+                "columns() cannot project a scan whose tasks transform their batches \
+                 (transformed_schema): project in the transform",
+            )
+        } else {
+            None
+        };
+        if let Some(why) = refused {
+            return Err(Error::new(ErrorKind::InvalidArgument, why));
+        }
+        let (schema, tasks) = match opts.columns.take() {
+            Some(columns) => project_tasks(&schema, &columns, tasks)?,
+            None => (schema, tasks),
+        };
+        Ok(Source::Tasks { schema, tasks })
+    }
+
+    /// List the plain inputs (on the IO runtime, with `stores`) and find their Hive
+    /// partitions.
+    fn resolve_files(
+        &self,
+        inputs: Vec<Input>,
+        stores: Stores,
+        io: &tokio::runtime::Handle,
+    ) -> Result<(Stores, Vec<FileRef>, Option<hive::Hive>)> {
+        let mut stores = stores;
+        let (resolved, stores) = block_on_io(io, async move {
+            let r = resolve(inputs, &mut stores).await;
+            Ok((r, stores))
+        })?;
+        let resolved = resolved?;
+        let rels: Vec<Option<String>> = resolved.iter().map(|l| l.under.clone()).collect();
+        let names: Vec<Arc<str>> = resolved.iter().map(|l| l.file.name.clone()).collect();
+        let hive = hive::discover(&self.partitioning, &rels, &names)?;
+        let files = resolved.into_iter().map(|l| l.file).collect();
+        Ok((stores, files, hive))
+    }
+}
+
+/// What a scan's driver starts from: the caller's tasks, or plain files (and their Hive
+/// partitions).
+enum Start {
+    Tasks(TaskStream),
+    Files(Vec<FileRef>, Option<hive::Hive>),
+}
+
+/// The shared state of one scan: its flow control (budget, decode window), the decoders'
+/// context and the driver's; and the outbox its batches come through.
+fn scan_context(
+    opts: ScanOptions,
+    metrics: Arc<Metrics>,
+    mode: Mode,
+    stores: Stores,
+) -> (Arc<DriveCtx>, Arc<Flow>, (Outbox, Receiver<Event>)) {
+    let pool = opts.pool();
+    let flow = Arc::new(Flow {
+        budget: Budget::new(
+            opts.memory_budget as u64,
+            opts.tuning.prefetch_bytes as u64,
+            driver::DECODE_QUEUE_BYTES,
+            opts.limits.clone(),
+        ),
+        decoding: Arc::new(Decoding::new(pool.current_num_threads())),
+        // Enough undelivered slots decoding to keep every thread busy while the first one is
+        // delivered.
+        window: DecodeWindow::new(pool.current_num_threads() + 1),
+        expansion: Default::default(),
+        metrics: Arc::clone(&metrics),
+    });
+    let (outbox, rx) = Outbox::new();
+    let decode = Arc::new(DecodeCtx {
+        pool,
+        outbox: outbox.clone(),
+        flow: Arc::clone(&flow),
+        batch_size: opts.batch_size,
+        page_limit: crate::validate::page_limit(opts.memory_budget),
+        verify_checksums: opts.verify_checksums,
+        batch_bytes: crate::flow::budget::batch_bytes(opts.memory_budget as u64),
+        output: OnceLock::new(),
+    });
+    let ctx = Arc::new(DriveCtx {
+        fetcher: Fetcher {
+            permits: Arc::new(tokio::sync::Semaphore::new(
+                opts.tuning.max_requests_in_flight,
+            )),
+            shared: opts.limits.as_ref().map(|s| Arc::clone(s.connections())),
+            metrics,
+            memory_map: opts.memory_map,
+        },
+        opts,
+        mode,
+        stores: Mutex::new(stores),
+        late: Default::default(),
+        decode,
+    });
+    (ctx, flow, (outbox, rx))
+}
+
+/// Start a plain scan: its tasks (partitions the filter excludes left out), the union schema
+/// when asked, and the first file opened here for the scan's schema; the driver reads the
+/// rest.
+fn start_files(
+    ctx: &Arc<DriveCtx>,
+    io: &tokio::runtime::Handle,
+    files: Vec<FileRef>,
+    hive: Option<hive::Hive>,
+) -> Result<(SchemaRef, tokio::task::JoinHandle<()>)> {
+    let tasks = plain_tasks(&ctx.opts, files, hive)?;
+    let tasks = prune_partitions(ctx, tasks)?;
+    if let Mode::Plain { union: Some(u), .. } = &ctx.mode {
+        let schema = open::union_schema(ctx, &tasks)?;
+        let _ = u.set(schema);
+    }
+    let mut tasks = tasks.into_iter();
+    let first = tasks.next().expect("plain_tasks gives at least one");
+    let first = block_on_io(io, open::open(Arc::clone(ctx), 0, first))?;
+    let schema = Arc::clone(&first.schema);
+    let _ = ctx.decode.output.set(Arc::clone(&schema));
+    let rest = futures::stream::iter(tasks.map(Ok)).boxed();
+    let driver = io.spawn(driver::run(Arc::clone(ctx), Some(first), rest, 1));
+    Ok((schema, driver))
 }
 
 /// A task scan's `schema` and `tasks` keeping only the top-level fields named `columns`, in

@@ -73,7 +73,8 @@ def workloads():
              ("-2col", {"columns": TWO_COLUMNS}, "2 columns (l_orderkey, l_extendedprice)"),
              ("-shipdate", {"filter": "shipdate"}, f"all columns WHERE {FILTERS['shipdate']}"))
     for shape, what in (("small", "100 files x ~1 MB"), ("large", "4 files x 2 row groups of ~15 MB"),
-                        ("tiny", "many files (--tiny-files, 10,000) x ~10 KB")):
+                        ("tiny", "many files (--tiny-files, 10,000) x ~10 KB"),
+                        ("huge", "1 file of ~1 GB (--huge-file-bytes) in row groups of ~64 MB")):
         for suffix, extra, read in reads:
             w.append({"id": f"s3-{shape}{suffix}", "source": shape, "s3": True, "delay": False,
                       "desc": f"S3 (moto on loopback), {what}, {read}", **extra})
@@ -368,7 +369,9 @@ def child_one(spec):
 
 def child_derive(args):
     """Cut `files` x `row_groups` row groups of ~`target_bytes` (compressed) from the first rows
-    of the local lineitem; scaled down proportionally when the source has too few rows."""
+    of the local lineitem; scaled down proportionally when the source has too few rows, or with
+    `--cycle`, its rows repeated from the start (the huge shape: one file larger than SF1)."""
+    import pyarrow
     import pyarrow.dataset as ds
     import pyarrow.parquet as pq
 
@@ -381,19 +384,26 @@ def child_derive(args):
     bytes_per_row = total_bytes / total_rows
     groups = args.files * args.row_groups
     rows_per_group = max(1, round(args.target_bytes / bytes_per_row))
-    scaled = groups * rows_per_group > total_rows
+    scaled = groups * rows_per_group > total_rows and not args.cycle
     if scaled:
         rows_per_group = total_rows // groups
-    table = src.head(groups * rows_per_group)
+    table = src.head(min(groups * rows_per_group, total_rows))
     tmp = args.out + ".tmp"
     shutil.rmtree(tmp, ignore_errors=True)
     os.makedirs(tmp)
     width = len(str(args.files - 1))
     for i in range(args.files):
-        part = table.slice(i * args.row_groups * rows_per_group, args.row_groups * rows_per_group)
-        pq.write_table(part, os.path.join(tmp, f"part-{i:0{width}d}.parquet"),
-                       row_group_size=rows_per_group, compression="snappy",
-                       write_statistics=True, write_page_index=True)
+        # Row group by row group, so a cycled file never sits whole in memory.
+        with pq.ParquetWriter(os.path.join(tmp, f"part-{i:0{width}d}.parquet"), table.schema,
+                              compression="snappy", write_statistics=True,
+                              write_page_index=True) as writer:
+            for g in range(args.row_groups):
+                start = ((i * args.row_groups + g) * rows_per_group) % table.num_rows
+                part = table.slice(start, rows_per_group)
+                while part.num_rows < rows_per_group:
+                    part = pyarrow.concat_tables(
+                        [part, table.slice(0, rows_per_group - part.num_rows)])
+                writer.write_table(part, row_group_size=rows_per_group)
     shutil.rmtree(args.out, ignore_errors=True)
     os.rename(tmp, args.out)
     sizes = []
@@ -404,7 +414,6 @@ def child_derive(args):
         md = pq.ParquetFile(path).metadata
         rg_sizes += [sum(md.row_group(g).column(c).total_compressed_size for c in range(md.num_columns))
                      for g in range(md.num_row_groups)]
-    import pyarrow
 
     print(json.dumps({
         "files": args.files, "row_groups_per_file": args.row_groups,
@@ -412,7 +421,7 @@ def child_derive(args):
         "bytes": sum(sizes), "file_bytes_min": min(sizes), "file_bytes_max": max(sizes),
         "row_group_bytes_mean": sum(rg_sizes) / len(rg_sizes),
         "target_row_group_bytes": args.target_bytes, "scaled_down": scaled,
-        "source_rows": total_rows,
+        "source_rows": total_rows, "cycled": groups * rows_per_group > total_rows,
         "writer": f"pyarrow {pyarrow.__version__}: snappy, statistics, page index, "
                   f"row_group_size={rows_per_group}",
     }))
@@ -492,11 +501,11 @@ def generate_lineitem(args, data_dir):
     return out, have
 
 
-def derive_shape(args, lineitem, data_dir, name, files, row_groups, target_bytes):
+def derive_shape(args, lineitem, data_dir, name, files, row_groups, target_bytes, cycle=False):
     base = os.path.join(data_dir, sf_name(args.scale_factor))
     out = os.path.join(base, f"s3-{name}")
     marker = os.path.join(base, f"s3-{name}.json")
-    params = {"files": files, "row_groups": row_groups, "target_bytes": target_bytes,
+    params = {"files": files, "row_groups": row_groups, "target_bytes": target_bytes, "cycle": cycle,
               "source": os.path.getmtime(os.path.join(base, "lineitem.json"))}
     if os.path.exists(marker):
         with open(marker) as f:
@@ -507,7 +516,8 @@ def derive_shape(args, lineitem, data_dir, name, files, row_groups, target_bytes
     log(f"shape {name}: writing {files} files x {row_groups} row groups of ~{target_bytes / 1e6:g} MB")
     r = spawn([sys.executable, __file__, "_derive", "--src", lineitem, "--out", out,
                "--files", str(files), "--row-groups", str(row_groups),
-               "--target-bytes", str(target_bytes)], os.environ.copy(), 3600)
+               "--target-bytes", str(target_bytes)] + (["--cycle"] if cycle else []),
+              os.environ.copy(), 3600)
     shape = json_from_output(r["stdout"])
     if r["rc"] != 0 or shape is None:
         die(f"deriving shape {name} failed:\n{r['stderr'][-3000:]}")
@@ -1065,6 +1075,9 @@ def parse_args(argv):
     ap.add_argument("--tiny-files", type=int, default=10000, help="S3 tiny shape file count (10000)")
     ap.add_argument("--tiny-file-bytes", type=float, default=1e4, help="S3 tiny shape file size (1e4)")
     ap.add_argument("--large-row-group-bytes", type=float, default=15e6, help="S3 large shape row group (15e6)")
+    ap.add_argument("--huge-file-bytes", type=float, default=1e9,
+                    help="S3 huge shape: one file of this size, in row groups of ~64 MB, the lineitem's "
+                         "rows repeated when it has fewer (1e9)")
     ap.add_argument("--bound-concurrency", type=int, default=0,
                     help="requests in flight assumed by the latency bound (0: one per file)")
     ap.add_argument("--timeout", type=float, default=None, help="seconds per run before it is killed (600)")
@@ -1150,9 +1163,11 @@ def run(args, servers):
     shapes, shape_dirs = {}, {"lineitem": lineitem}
     for name, files, groups, target in (("small", 100, 1, args.small_file_bytes),
                                         ("large", 4, 2, args.large_row_group_bytes),
-                                        ("tiny", args.tiny_files, 1, args.tiny_file_bytes)):
+                                        ("tiny", args.tiny_files, 1, args.tiny_file_bytes),
+                                        ("huge", 1, max(1, round(args.huge_file_bytes / 64e6)), 64e6)):
         if any(w["source"] == name for w in wl):
-            shape_dirs[name], have = derive_shape(args, lineitem, args.data_dir, name, files, groups, target)
+            shape_dirs[name], have = derive_shape(args, lineitem, args.data_dir, name, files, groups, target,
+                                                  cycle=name == "huge")
             shapes[name] = have["shape"]
 
     r = spawn([sys.executable, __file__, "_reference", json.dumps({
@@ -1357,6 +1372,7 @@ if __name__ == "__main__":
             ap.add_argument("--files", type=int, required=True)
             ap.add_argument("--row-groups", type=int, required=True)
             ap.add_argument("--target-bytes", type=float, required=True)
+            ap.add_argument("--cycle", action="store_true")
             child_derive(ap.parse_args(sys.argv[2:]))
         else:
             die(f"unknown internal command {cmd}")

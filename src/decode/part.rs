@@ -42,6 +42,20 @@ pub(crate) struct PartRows {
     pub prepared: Option<Arc<direct::Prepared>>,
 }
 
+/// What every part of one slot shares: its file and row group, the assembler joining the
+/// parts' batches, the fetched bytes (counted as buffered while `held` lives) and the rows
+/// to read.
+#[derive(Clone)]
+pub(crate) struct SlotShare {
+    pub run: Arc<FileRun>,
+    pub slot: usize,
+    pub row_group: usize,
+    pub assembler: Arc<Assembler>,
+    pub chunk: SparseChunk,
+    pub held: Arc<Held>,
+    pub rows: PartRows,
+}
+
 /// The decoding state of one part, movable between rayon tasks.
 pub(crate) struct PartDecoder {
     ctx: Arc<DecodeCtx>,
@@ -75,33 +89,29 @@ impl std::fmt::Debug for PartDecoder {
 }
 
 impl PartDecoder {
-    /// A decoder for `part` of `slot` (`ids` = (slot, part)) of row group `row_group` of
-    /// `run`'s file, over the slot's fetched `chunk`, whose bytes stay counted as buffered
-    /// while `held` lives; its batches go to `assembler`.
-    #[allow(clippy::too_many_arguments)]
+    /// A decoder for part `part` (planned as `plan`) of the slot `share` describes; `ctl`
+    /// parks and wakes it.
     pub fn new(
         ctx: Arc<DecodeCtx>,
-        (ctl, assembler): (Arc<PartCtl>, Arc<Assembler>),
-        ids: (usize, usize),
-        (run, row_group): (Arc<FileRun>, usize),
+        share: SlotShare,
+        part: usize,
         plan: PartPlan,
-        (chunk, held): (SparseChunk, Arc<Held>),
-        rows: PartRows,
+        ctl: Arc<PartCtl>,
     ) -> Self {
         PartDecoder {
             ctx,
             ctl,
-            assembler,
-            slot: ids.0,
-            part: ids.1,
-            run,
-            row_group,
+            assembler: share.assembler,
+            slot: share.slot,
+            part,
+            run: share.run,
+            row_group: share.row_group,
             leaves: plan.leaves,
             uncompressed: plan.uncompressed,
             decoded: 0,
-            chunk: Some(chunk),
-            rows,
-            held: Some(held),
+            chunk: Some(share.chunk),
+            rows: share.rows,
+            held: Some(share.held),
             reader: None,
         }
     }

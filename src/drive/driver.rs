@@ -7,6 +7,7 @@
 //! Cancellation: dropping the reader sets `quit` and aborts this task, whose `JoinSet` aborts
 //! every fetch in flight; files being opened ahead are aborted by their guards.
 
+use std::future::Future;
 use std::panic::AssertUnwindSafe;
 use std::sync::atomic::AtomicU64;
 use std::sync::atomic::Ordering::Relaxed;
@@ -26,7 +27,7 @@ use crate::metrics::Metrics;
 use crate::options::{Reach, ScanOptions};
 use crate::plan::file::{FileRun, Mode};
 use crate::plan::prune::Verdict;
-use crate::plan::slots::{self, SlotPlan};
+use crate::plan::slots::{self, FilePrune, SlotPlan};
 use crate::task::FileTask;
 
 /// Most files opened ahead of the one being planned (see [`Lookahead`]).
@@ -187,6 +188,8 @@ pub(crate) async fn run(
     while fetches.join_next().await.is_some() {}
 }
 
+/// Open the scan's files ahead (at most as many as the lookahead allows), plan each file's
+/// slots and start them, in delivery order, until the tasks or the limit end.
 async fn drive(
     ctx: &Arc<DriveCtx>,
     first: Option<Arc<FileRun>>,
@@ -197,30 +200,10 @@ async fn drive(
 ) -> Result<()> {
     let opts = &ctx.opts;
     let threads = ctx.decode.pool.current_num_threads();
-    let flow = &ctx.decode.flow;
-    let plain = matches!(ctx.mode, Mode::Plain { .. });
     let limit = opts.limit.map(|l| l as u64);
     let mut rows_planned = 0u64;
-    let sh = Arc::clone(ctx);
     let ahead = Arc::new(Lookahead::new(opts, first_index));
-    let lookahead = Arc::clone(&ahead);
-    let opened = tasks.enumerate().map(move |(i, task)| {
-        let sh = Arc::clone(&sh);
-        let ahead = Arc::clone(&lookahead);
-        async move {
-            let task = task?;
-            let index = first_index + i as u64;
-            // Wait for room: bytes of files opened ahead stay bounded.
-            let permit = ahead.reserve(&sh.opts, plain, (index, &task)).await;
-            match AbortOnDrop(tokio::spawn(open::open(sh, index, task))).await {
-                Ok(r) => r.map(|run| (run, permit)),
-                Err(e) => Err(Error::new(
-                    ErrorKind::Panic,
-                    format!("opening a file failed: {e}"),
-                )),
-            }
-        }
-    });
+    let opened = open_ahead(ctx, tasks, first_index, &ahead);
     let mut opened = opened.buffered(MAX_FILES_AHEAD.max(opts.tuning.footers_ahead));
     let mut current = first.map(|run| (run, None));
     let mut taken = 0;
@@ -244,83 +227,123 @@ async fn drive(
                 }
             }
         };
-        let prune = &run.prune;
-        let meta = &run.meta;
-        let (slots, skipped) = slots::plan_file(
-            meta,
-            &run.mapping.roots,
-            prune,
-            opts.tuning.split_bytes,
-            threads,
-        )?;
+        let split = opts.tuning.split_bytes;
+        let plan = slots::plan_file(&run.meta, &run.mapping.roots, &run.prune, split, threads);
+        let (slots, skipped) = plan?;
         let m = ctx.metrics();
         Metrics::add(&m.row_groups_pruned, skipped.row_groups);
         Metrics::add(&m.bloom_pruned, skipped.by_bloom);
         Metrics::add(&m.pages_pruned, skipped.pages);
-        // Statistics excluded most row groups: the filter's column is clustered, so a kept row
-        // group most likely holds matches and late materialization would only add a round trip.
-        let none = prune
-            .verdicts
-            .iter()
-            .filter(|v| **v == Verdict::None)
-            .count();
-        let clustered = !prune.verdicts.is_empty() && none * 2 >= prune.verdicts.len();
+        let clustered = clustered(&run.prune);
         for slot_plan in slots {
             if limit.is_some_and(|l| rows_planned >= l) {
                 return Ok(());
             }
-            // Under shared-memory pressure a slot reserves (and may hold) fewer batches ahead.
-            let decode_ahead = flow.budget.decode_ahead(opts.tuning.decode_ahead);
-            let reserve = reservation(&slot_plan, opts, decode_ahead, flow.expansion.ratio());
-            let fetch = slot_plan.compressed();
-            flow.budget.admit(reserve, fetch, &flow.metrics).await;
-            let slot = *next_slot;
-            // Created before the slot is announced: the reader opens gated parts when the
-            // announcement or a later delivery puts the slot in the decode window.
-            let gated = !flow.budget.io_bound() && flow.window.gates(slot);
-            let cap = part_cap(
-                opts.memory_budget as u64,
-                slot_plan.parts.len(),
-                ctx.decode.batch_bytes,
-            );
-            let ctls: Vec<Arc<PartCtl>> = allowances(&slot_plan, reserve)
-                .into_iter()
-                .map(|a| Arc::new(PartCtl::new(a, decode_ahead, gated, cap)))
-                .collect();
-            let info = SlotInfo {
-                parts: ctls.clone(),
-                reserve,
-                task: Arc::clone(&run.task),
-            };
-            ctx.decode.outbox.send(Event::Slot { slot, info });
-            Metrics::add(&m.row_groups, 1);
-            Metrics::add(&m.units, slot_plan.parts.len() as u64);
             // A task's transform may drop rows (Delta's exact filter on logical columns): the
             // limit then counts only delivered rows, and planning goes on until it is met.
             if run.transform.is_none() {
                 rows_planned += slot_plan.known_rows();
             }
-            let guard = m.task_started();
-            let held = Held::new(Arc::clone(flow), slot_plan.compressed());
-            let sh = Arc::clone(ctx);
-            let run = Arc::clone(&run);
-            fetches.spawn(async move {
-                let _guard = guard;
-                let rg = slot_plan.row_group;
-                let name = run.meta.file.name.clone();
-                let fetch =
-                    materialize::fetch_slot(&sh, run, clustered, slot_plan, ctls, held, slot);
-                let error = match AssertUnwindSafe(fetch).catch_unwind().await {
-                    Ok(Ok(())) => return,
-                    Ok(Err(e)) => e.with_row_group(rg),
-                    Err(_) => Error::new(ErrorKind::Panic, "fetch task panicked")
-                        .with_path(&*name)
-                        .with_row_group(rg),
-                };
-                sh.decode.outbox.send(Event::Error { slot, error });
-            });
+            start_slot(ctx, &run, slot_plan, clustered, fetches, *next_slot).await;
             *next_slot += 1;
             while fetches.try_join_next().is_some() {}
         }
     }
+}
+
+/// The scan's tasks opened (footer, deleted rows, bloom filters), each on its own tokio task
+/// once `ahead` has room for it, with the permit that counts its bytes.
+fn open_ahead(
+    ctx: &Arc<DriveCtx>,
+    tasks: TaskStream,
+    first_index: u64,
+    ahead: &Arc<Lookahead>,
+) -> impl futures::Stream<Item = impl Future<Output = Result<(Arc<FileRun>, AheadPermit)>>> {
+    let plain = matches!(ctx.mode, Mode::Plain { .. });
+    let (open_ctx, ahead) = (Arc::clone(ctx), Arc::clone(ahead));
+    tasks.enumerate().map(move |(i, task)| {
+        let ctx = Arc::clone(&open_ctx);
+        let ahead = Arc::clone(&ahead);
+        async move {
+            let task = task?;
+            let index = first_index + i as u64;
+            // Wait for room: bytes of files opened ahead stay bounded.
+            let permit = ahead.reserve(&ctx.opts, plain, (index, &task)).await;
+            match AbortOnDrop(tokio::spawn(open::open(ctx, index, task))).await {
+                Ok(r) => r.map(|run| (run, permit)),
+                Err(e) => Err(Error::new(
+                    ErrorKind::Panic,
+                    format!("opening a file failed: {e}"),
+                )),
+            }
+        }
+    })
+}
+
+/// Statistics excluded most row groups: the filter's column is clustered, so a kept row
+/// group most likely holds matches and late materialization would only add a round trip.
+fn clustered(prune: &FilePrune) -> bool {
+    let none = prune
+        .verdicts
+        .iter()
+        .filter(|v| **v == Verdict::None)
+        .count();
+    !prune.verdicts.is_empty() && none * 2 >= prune.verdicts.len()
+}
+
+/// Admit slot number `slot` under the budget, announce it to the reader, and spawn its
+/// fetch (which starts its decoders) on `fetches`.
+async fn start_slot(
+    ctx: &Arc<DriveCtx>,
+    run: &Arc<FileRun>,
+    slot_plan: SlotPlan,
+    clustered: bool,
+    fetches: &mut JoinSet<()>,
+    slot: usize,
+) {
+    let (opts, flow) = (&ctx.opts, &ctx.decode.flow);
+    // Under shared-memory pressure a slot reserves (and may hold) fewer batches ahead.
+    let decode_ahead = flow.budget.decode_ahead(opts.tuning.decode_ahead);
+    let reserve = reservation(&slot_plan, opts, decode_ahead, flow.expansion.ratio());
+    let fetch = slot_plan.compressed();
+    flow.budget.admit(reserve, fetch, &flow.metrics).await;
+    // Created before the slot is announced: the reader opens gated parts when the
+    // announcement or a later delivery puts the slot in the decode window.
+    let gated = !flow.budget.io_bound() && flow.window.gates(slot);
+    let cap = part_cap(
+        opts.memory_budget as u64,
+        slot_plan.parts.len(),
+        ctx.decode.batch_bytes,
+    );
+    let ctls: Vec<Arc<PartCtl>> = allowances(&slot_plan, reserve)
+        .into_iter()
+        .map(|a| Arc::new(PartCtl::new(a, decode_ahead, gated, cap)))
+        .collect();
+    let info = SlotInfo {
+        parts: ctls.clone(),
+        reserve,
+        task: Arc::clone(&run.task),
+    };
+    ctx.decode.outbox.send(Event::Slot { slot, info });
+    let m = ctx.metrics();
+    Metrics::add(&m.row_groups, 1);
+    Metrics::add(&m.units, slot_plan.parts.len() as u64);
+    let guard = m.task_started();
+    let held = Held::new(Arc::clone(flow), slot_plan.compressed());
+    let ctx = Arc::clone(ctx);
+    let run = Arc::clone(run);
+    fetches.spawn(async move {
+        let _guard = guard;
+        let rg = slot_plan.row_group;
+        let name = run.meta.file.name.clone();
+        let fetch = materialize::fetch_slot(&ctx, run, clustered, slot_plan, ctls, held, slot);
+        let error = match AssertUnwindSafe(fetch).catch_unwind().await {
+            Ok(Ok(())) => return,
+            Ok(Err(e)) => e.with_row_group(rg),
+            Err(_) => Error::new(ErrorKind::Panic, "fetch task panicked")
+                .with_path(&*name)
+                .with_row_group(rg),
+        };
+        ctx.decode.outbox.send(Event::Error { slot, error });
+    });
 }

@@ -2,7 +2,8 @@
 //! ([`driver`]) pulls the scan's tasks ([`tasks`]), opens their files ahead of need ([`open`]:
 //! footer, deleted rows, bloom filters), plans each file's slots, admits them under the budget
 //! in delivery order and fetches each slot's bytes, then hands them to the decoders
-//! ([`materialize`]), in one round or two as the scan's first slots decided ([`late`]).
+//! ([`materialize`]), in one round or two around a filter stage ([`rounds`]), as the scan's
+//! first slots decided ([`late`]).
 //!
 //! The orchestrator: it imports every stage below it (`input`, `io`, `footer`, `plan`,
 //! `decode`, `flow`); nothing imports it but `scan`. Invariant: nothing here decodes; every
@@ -12,6 +13,7 @@ pub(crate) mod driver;
 pub(crate) mod late;
 pub(crate) mod materialize;
 pub(crate) mod open;
+pub(crate) mod rounds;
 pub(crate) mod tasks;
 
 use std::sync::{Arc, Mutex};

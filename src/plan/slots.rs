@@ -211,7 +211,6 @@ pub(crate) fn plan_file(
     threads: usize,
 ) -> Result<(Vec<SlotPlan>, Skipped)> {
     let md = meta.reader.metadata();
-    let name = &*meta.file.name;
     let mut slots = Vec::with_capacity(md.num_row_groups());
     let mut skipped = Skipped::default();
     let mut first_row = 0u64;
@@ -221,7 +220,7 @@ pub(crate) fn plan_file(
                 ErrorKind::CorruptFooter,
                 format!("negative row count {}", rg.num_rows()),
             )
-            .with_path(name)
+            .with_path(&*meta.file.name)
             .with_row_group(rg_idx));
         }
         let rows = rg.num_rows() as u64;
@@ -231,15 +230,7 @@ pub(crate) fn plan_file(
             continue;
         }
         let verdict = prune.verdicts.get(rg_idx).copied().unwrap_or(Verdict::All);
-        let user = prune.selected.get(rg_idx).cloned().flatten();
-        let pages = match verdict {
-            Verdict::Some => prune.pages.get(rg_idx).cloned().flatten(),
-            _ => None,
-        };
-        let selection = match (user, pages) {
-            (Some(a), Some(b)) => Some(Arc::new(a.intersection(&b))),
-            (a, b) => a.or(b.map(Arc::new)),
-        };
+        let selection = selection_of(prune, rg_idx, verdict);
         let empty = selection.as_ref().is_some_and(|s| !s.selects_any());
         if verdict == Verdict::None || empty || (rows == 0 && prune.filter.is_some()) {
             skipped.row_groups += 1;
@@ -248,27 +239,15 @@ pub(crate) fn plan_file(
             }
             continue;
         }
-        // With an offset index, fetch only the pages holding selected rows; whether any page
-        // is actually left out decides how the decoders read (below).
-        let offsets = selection.is_some() && has_offset_index(meta, rg_idx);
-        let runs = selection
-            .as_deref()
-            .filter(|_| offsets)
-            .map(SelectedRows::new);
+        let pages = PageReads::new(meta, rg_idx, selection.as_deref());
+        // Whether any page is actually left out decides how the decoders read.
         let mut left_out = false;
-        let fraction = selection
-            .as_ref()
-            .map_or(1.0, |s| s.row_count() as f64 / rows.max(1) as f64);
         let stage = prune.row_filter || (prune.exact && verdict == Verdict::Some);
         let filter = match stage {
             true => {
-                let mut ranges = Vec::new();
-                for &leaf in &prune.stage_leaves {
-                    let (r, n) = chunk_ranges(meta, rg_idx, leaf, runs.as_ref(), offsets)?;
-                    ranges.extend(r);
-                    skipped.pages += n;
-                    left_out |= n > 0;
-                }
+                let (ranges, n) = pages.of_leaves(&prune.stage_leaves)?;
+                skipped.pages += n;
+                left_out |= n > 0;
                 let compressed = ranges.iter().map(|r| r.end - r.start).sum();
                 Some(FilterStage {
                     leaves: prune.stage_leaves.clone(),
@@ -278,69 +257,127 @@ pub(crate) fn plan_file(
             }
             false => None,
         };
-        // Per root: (leaves, ranges, compressed, uncompressed)
+        let fraction = selection
+            .as_ref()
+            .map_or(1.0, |s| s.row_count() as f64 / rows.max(1) as f64);
         let mut per_root = Vec::with_capacity(roots.len());
         for (root, leaves) in roots {
-            let mut ranges = Vec::with_capacity(leaves.len());
-            let (mut comp, mut uncomp) = (0u64, 0u64);
-            for &leaf in leaves {
-                let (r, n) = chunk_ranges(meta, rg_idx, leaf, runs.as_ref(), offsets)?;
-                comp += r.iter().map(|r| r.end - r.start).sum::<u64>();
-                ranges.extend(r);
-                left_out |= n > 0;
-                // With a filter stage, the pages parts skip are known (and counted) only once
-                // the filter has run (`pipeline`).
-                if filter.is_none() {
-                    skipped.pages += n;
-                }
-                let col = rg.column(leaf);
-                uncomp += (col.uncompressed_size().max(0) as f64 * fraction) as u64;
+            let (ranges, n) = pages.of_leaves(leaves)?;
+            left_out |= n > 0;
+            // With a filter stage, the pages parts skip are known (and counted) only once
+            // the filter has run (`drive::rounds`).
+            if filter.is_none() {
+                skipped.pages += n;
             }
-            per_root.push((*root, leaves.clone(), ranges, comp, uncomp));
+            let uncompressed = leaves
+                .iter()
+                .map(|&leaf| (rg.column(leaf).uncompressed_size().max(0) as f64 * fraction) as u64)
+                .sum();
+            per_root.push(PartPlan {
+                roots: vec![*root],
+                leaves: leaves.clone(),
+                compressed: ranges.iter().map(|r| r.end - r.start).sum(),
+                ranges,
+                uncompressed,
+            });
         }
-        let total_uncompressed: u64 = per_root.iter().map(|r| r.4).sum();
-        let n_parts = if total_uncompressed > split_bytes as u64 {
-            per_root.len().min(threads.max(1)).max(1)
-        } else {
-            1
-        };
-        // Greedy balance by uncompressed size: biggest root to the lightest part.
-        let mut order: Vec<usize> = (0..per_root.len()).collect();
-        order.sort_by_key(|&i| std::cmp::Reverse(per_root[i].4));
-        let mut assign = vec![0usize; per_root.len()];
-        let mut load = vec![0u64; n_parts];
-        for i in order {
-            let p = (0..n_parts).min_by_key(|&p| load[p]).unwrap_or(0);
-            assign[i] = p;
-            load[p] += per_root[i].4.max(1);
-        }
-        let mut parts: Vec<PartPlan> = (0..n_parts)
-            .map(|_| PartPlan {
-                roots: Vec::new(),
-                leaves: Vec::new(),
-                ranges: Vec::new(),
-                compressed: 0,
-                uncompressed: 0,
-            })
-            .collect();
-        for (i, (root, leaves, ranges, comp, uncomp)) in per_root.into_iter().enumerate() {
-            let p = &mut parts[assign[i]];
-            p.roots.push(root);
-            p.leaves.extend(leaves);
-            p.ranges.extend(ranges);
-            p.compressed += comp;
-            p.uncompressed += uncomp;
-        }
-        parts.retain(|p| !p.roots.is_empty() || n_parts == 1);
         slots.push(SlotPlan {
             row_group: rg_idx,
             rows,
             first_row: row_group_start,
             selection,
-            page_level: offsets && left_out,
+            page_level: pages.offsets && left_out,
             filter,
-            parts,
+            parts: split_parts(per_root, split_bytes, threads),
         });
     }
     Ok((slots, skipped))
+}
+
+/// The rows of row group `rg` to read: the caller's selection and, when statistics could
+/// not decide (`Some`), the pages the page index says may match; `None`: all.
+fn selection_of(prune: &FilePrune, rg: usize, verdict: Verdict) -> Option<Arc<RowSelection>> {
+    let user = prune.selected.get(rg).cloned().flatten();
+    let pages = match verdict {
+        Verdict::Some => prune.pages.get(rg).cloned().flatten(),
+        _ => None,
+    };
+    match (user, pages) {
+        (Some(a), Some(b)) => Some(Arc::new(a.intersection(&b))),
+        (a, b) => a.or(b.map(Arc::new)),
+    }
+}
+
+/// The byte ranges a row group's reads need: with a selection and an offset index
+/// (`offsets`), only the pages holding selected rows; else whole column chunks.
+struct PageReads<'a> {
+    meta: &'a FileMeta,
+    rg: usize,
+    runs: Option<SelectedRows>,
+    offsets: bool,
+}
+
+impl<'a> PageReads<'a> {
+    fn new(meta: &'a FileMeta, rg: usize, selection: Option<&RowSelection>) -> Self {
+        let offsets = selection.is_some() && has_offset_index(meta, rg);
+        let runs = selection.filter(|_| offsets).map(SelectedRows::new);
+        PageReads {
+            meta,
+            rg,
+            runs,
+            offsets,
+        }
+    }
+
+    /// The ranges of `leaves`' column chunks, and how many data pages they leave out.
+    fn of_leaves(&self, leaves: &[usize]) -> Result<(Vec<Range<u64>>, u64)> {
+        let mut ranges = Vec::with_capacity(leaves.len());
+        let mut skipped = 0;
+        for &leaf in leaves {
+            let (r, n) = chunk_ranges(self.meta, self.rg, leaf, self.runs.as_ref(), self.offsets)?;
+            ranges.extend(r);
+            skipped += n;
+        }
+        Ok((ranges, skipped))
+    }
+}
+
+/// The row group's reads (one part per root) split into parts for up to `threads` decode
+/// tasks when their uncompressed bytes exceed `split_bytes`, balanced greedily: the largest
+/// root to the lightest part.
+fn split_parts(per_root: Vec<PartPlan>, split_bytes: usize, threads: usize) -> Vec<PartPlan> {
+    let total: u64 = per_root.iter().map(|r| r.uncompressed).sum();
+    let n_parts = if total > split_bytes as u64 {
+        per_root.len().min(threads.max(1)).max(1)
+    } else {
+        1
+    };
+    let mut order: Vec<usize> = (0..per_root.len()).collect();
+    order.sort_by_key(|&i| std::cmp::Reverse(per_root[i].uncompressed));
+    let mut assign = vec![0usize; per_root.len()];
+    let mut load = vec![0u64; n_parts];
+    for i in order {
+        let p = (0..n_parts).min_by_key(|&p| load[p]).unwrap_or(0);
+        assign[i] = p;
+        load[p] += per_root[i].uncompressed.max(1);
+    }
+    let mut parts: Vec<PartPlan> = (0..n_parts)
+        .map(|_| PartPlan {
+            roots: Vec::new(),
+            leaves: Vec::new(),
+            ranges: Vec::new(),
+            compressed: 0,
+            uncompressed: 0,
+        })
+        .collect();
+    for (i, root) in per_root.into_iter().enumerate() {
+        let p = &mut parts[assign[i]];
+        p.roots.extend(root.roots);
+        p.leaves.extend(root.leaves);
+        p.ranges.extend(root.ranges);
+        p.compressed += root.compressed;
+        p.uncompressed += root.uncompressed;
+    }
+    parts.retain(|p| !p.roots.is_empty() || n_parts == 1);
+    parts
 }

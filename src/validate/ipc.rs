@@ -120,29 +120,70 @@ fn wide_integer(field: Field<'_>) -> Option<String> {
 /// encoding, if any, is still to be looked at).
 fn check_field(field: Field<'_>, dictionary: bool) -> R<()> {
     let name = field.name().unwrap_or_default();
-    let bad = |what: &str| Err(format!("field {name:?}: {what}"));
+    let bad = |what: String| format!("field {name:?}: {what}");
     if let (Some(dict), true) = (field.dictionary(), dictionary) {
         let Some(int) = dict.indexType() else {
-            return bad("a dictionary without an index type");
+            return Err(bad("a dictionary without an index type".into()));
         };
         if !matches!(int.bitWidth(), 8 | 16 | 32 | 64) {
-            return bad(&format!("dictionary indexes of {} bits", int.bitWidth()));
+            return Err(bad(format!(
+                "dictionary indexes of {} bits",
+                int.bitWidth()
+            )));
         }
         return check_field(field, false);
     }
+    let all_children = || {
+        field
+            .children()
+            .map_or(Ok(()), |c| c.iter().try_for_each(|c| check_field(c, true)))
+    };
     let children = |n: usize| -> R<()> {
         match field.children() {
-            Some(c) if c.len() == n => c.iter().try_for_each(|c| check_field(c, true)),
-            Some(c) => bad(&format!("{} children, {n} expected", c.len())),
-            None => bad(&format!("no children, {n} expected")),
+            Some(c) if c.len() == n => all_children(),
+            Some(c) => Err(bad(format!("{} children, {n} expected", c.len()))),
+            None => Err(bad(format!("no children, {n} expected"))),
         }
     };
     let missing = || {
-        bad(&format!(
+        bad(format!(
             "type {:?} without its parameters",
             field.type_type()
         ))
     };
+    match field.type_type() {
+        Type::List | Type::LargeList | Type::ListView | Type::LargeListView => children(1),
+        Type::FixedSizeList => match field.type_as_fixed_size_list() {
+            Some(_) => children(1),
+            None => Err(missing()),
+        },
+        Type::Map => match field.type_as_map() {
+            Some(_) => children(1),
+            None => Err(missing()),
+        },
+        Type::RunEndEncoded => children(2),
+        Type::Struct_ => all_children(),
+        Type::Union => {
+            let Some(union) = field.type_as_union() else {
+                return Err(missing());
+            };
+            let n = field.children().map_or(0, |c| c.len());
+            union_fields(union, n).map_err(bad)?;
+            all_children()
+        }
+        _ => match leaf_type(field) {
+            Err(None) => Err(missing()),
+            Err(Some(what)) => Err(bad(what)),
+            Ok(()) => Ok(()),
+        },
+    }
+}
+
+/// A field of a type without children: one arrow knows, with parameters it knows; else what
+/// is wrong (`None`: its parameters are missing).
+fn leaf_type(field: Field<'_>) -> Result<(), Option<String>> {
+    use arrow::ipc::{DateUnit, IntervalUnit, Precision, TimeUnit};
+    let wrong = |what: String| Err(Some(what));
     match field.type_type() {
         Type::Null
         | Type::Bool
@@ -152,121 +193,82 @@ fn check_field(field: Field<'_>, dictionary: bool) -> R<()> {
         | Type::Utf8
         | Type::Utf8View
         | Type::LargeUtf8 => Ok(()),
-        Type::Int => match field.type_as_int() {
-            Some(i) if matches!(i.bitWidth(), 8 | 16 | 32 | 64) => Ok(()),
-            Some(i) => bad(&format!("an integer of {} bits", i.bitWidth())),
-            None => missing(),
+        Type::Int => match field.type_as_int().ok_or(None)?.bitWidth() {
+            8 | 16 | 32 | 64 => Ok(()),
+            w => wrong(format!("an integer of {w} bits")),
         },
-        Type::FixedSizeBinary => field
-            .type_as_fixed_size_binary()
-            .map_or_else(missing, |_| Ok(())),
-        Type::FloatingPoint => match field.type_as_floating_point() {
-            Some(f) => match f.precision() {
-                arrow::ipc::Precision::HALF
-                | arrow::ipc::Precision::SINGLE
-                | arrow::ipc::Precision::DOUBLE => Ok(()),
-                p => bad(&format!("floating point precision {p:?}")),
-            },
-            None => missing(),
+        Type::FixedSizeBinary => field.type_as_fixed_size_binary().map(|_| ()).ok_or(None),
+        Type::FloatingPoint => match field.type_as_floating_point().ok_or(None)?.precision() {
+            Precision::HALF | Precision::SINGLE | Precision::DOUBLE => Ok(()),
+            p => wrong(format!("floating point precision {p:?}")),
         },
-        Type::Date => match field.type_as_date() {
-            Some(d) => match d.unit() {
-                arrow::ipc::DateUnit::DAY | arrow::ipc::DateUnit::MILLISECOND => Ok(()),
-                u => bad(&format!("date unit {u:?}")),
-            },
-            None => missing(),
+        Type::Date => match field.type_as_date().ok_or(None)?.unit() {
+            DateUnit::DAY | DateUnit::MILLISECOND => Ok(()),
+            u => wrong(format!("date unit {u:?}")),
         },
-        Type::Time => match field.type_as_time() {
-            Some(t) => match (t.bitWidth(), t.unit()) {
-                (32, arrow::ipc::TimeUnit::SECOND | arrow::ipc::TimeUnit::MILLISECOND)
-                | (64, arrow::ipc::TimeUnit::MICROSECOND | arrow::ipc::TimeUnit::NANOSECOND) => {
-                    Ok(())
-                }
-                (w, u) => bad(&format!("time of {w} bits in {u:?}")),
-            },
-            None => missing(),
-        },
-        Type::Timestamp => match field.type_as_timestamp() {
-            Some(t) => time_unit(t.unit()).or_else(|u| bad(&format!("timestamp unit {u:?}"))),
-            None => missing(),
-        },
-        Type::Duration => match field.type_as_duration() {
-            Some(d) => time_unit(d.unit()).or_else(|u| bad(&format!("duration unit {u:?}"))),
-            None => missing(),
-        },
-        Type::Interval => match field.type_as_interval() {
-            Some(i) => match i.unit() {
-                arrow::ipc::IntervalUnit::YEAR_MONTH
-                | arrow::ipc::IntervalUnit::DAY_TIME
-                | arrow::ipc::IntervalUnit::MONTH_DAY_NANO => Ok(()),
-                u => bad(&format!("interval unit {u:?}")),
-            },
-            None => missing(),
-        },
-        Type::List | Type::LargeList | Type::ListView | Type::LargeListView => children(1),
-        Type::FixedSizeList => match field.type_as_fixed_size_list() {
-            Some(_) => children(1),
-            None => missing(),
-        },
-        Type::Map => match field.type_as_map() {
-            Some(_) => children(1),
-            None => missing(),
-        },
-        Type::RunEndEncoded => children(2),
-        Type::Struct_ => field
-            .children()
-            .map_or(Ok(()), |c| c.iter().try_for_each(|c| check_field(c, true))),
-        Type::Decimal => match field.type_as_decimal() {
-            Some(d) if u8::try_from(d.precision()).is_err() => {
-                bad(&format!("decimal precision {}", d.precision()))
+        Type::Time => {
+            let t = field.type_as_time().ok_or(None)?;
+            match (t.bitWidth(), t.unit()) {
+                (32, TimeUnit::SECOND | TimeUnit::MILLISECOND)
+                | (64, TimeUnit::MICROSECOND | TimeUnit::NANOSECOND) => Ok(()),
+                (w, u) => wrong(format!("time of {w} bits in {u:?}")),
             }
-            Some(d) if i8::try_from(d.scale()).is_err() => {
-                bad(&format!("decimal scale {}", d.scale()))
-            }
-            Some(d) if !matches!(d.bitWidth(), 32 | 64 | 128 | 256) => {
-                bad(&format!("a decimal of {} bits", d.bitWidth()))
-            }
-            Some(_) => Ok(()),
-            None => missing(),
-        },
-        Type::Union => {
-            let Some(union) = field.type_as_union() else {
-                return missing();
-            };
-            if !matches!(
-                union.mode(),
-                arrow::ipc::UnionMode::Dense | arrow::ipc::UnionMode::Sparse
-            ) {
-                return bad(&format!("union mode {:?}", union.mode()));
-            }
-            let n = field.children().map_or(0, |c| c.len());
-            match union.typeIds() {
-                None if n > 128 => bad(&format!("a union of {n} fields (at most 128)")),
-                None => Ok(()),
-                Some(ids) => {
-                    // Taken `as i8`: they must be non-negative and distinct as such.
-                    let ids: Vec<i32> = ids.iter().collect();
-                    let mut seen = 0u128;
-                    let bad_id = |&i: &i32| {
-                        let id = i as i8;
-                        let dup = id >= 0 && seen & (1 << id) != 0;
-                        if id >= 0 {
-                            seen |= 1 << id;
-                        }
-                        id < 0 || dup
-                    };
-                    if ids.len() != n || ids.iter().any(bad_id) {
-                        bad(&format!("union type ids {ids:?} for {n} fields"))
-                    } else {
-                        Ok(())
-                    }
-                }
-            }?;
-            field
-                .children()
-                .map_or(Ok(()), |c| c.iter().try_for_each(|c| check_field(c, true)))
         }
-        t => bad(&format!("type {t:?}, which arrow does not know")),
+        Type::Timestamp => time_unit(field.type_as_timestamp().ok_or(None)?.unit())
+            .or_else(|u| wrong(format!("timestamp unit {u:?}"))),
+        Type::Duration => time_unit(field.type_as_duration().ok_or(None)?.unit())
+            .or_else(|u| wrong(format!("duration unit {u:?}"))),
+        Type::Interval => match field.type_as_interval().ok_or(None)?.unit() {
+            IntervalUnit::YEAR_MONTH | IntervalUnit::DAY_TIME | IntervalUnit::MONTH_DAY_NANO => {
+                Ok(())
+            }
+            u => wrong(format!("interval unit {u:?}")),
+        },
+        Type::Decimal => {
+            let d = field.type_as_decimal().ok_or(None)?;
+            if u8::try_from(d.precision()).is_err() {
+                wrong(format!("decimal precision {}", d.precision()))
+            } else if i8::try_from(d.scale()).is_err() {
+                wrong(format!("decimal scale {}", d.scale()))
+            } else if !matches!(d.bitWidth(), 32 | 64 | 128 | 256) {
+                wrong(format!("a decimal of {} bits", d.bitWidth()))
+            } else {
+                Ok(())
+            }
+        }
+        t => wrong(format!("type {t:?}, which arrow does not know")),
+    }
+}
+
+/// A union's mode and type ids, for its `n` fields; else what is wrong.
+fn union_fields(union: arrow::ipc::Union<'_>, n: usize) -> Result<(), String> {
+    if !matches!(
+        union.mode(),
+        arrow::ipc::UnionMode::Dense | arrow::ipc::UnionMode::Sparse
+    ) {
+        return Err(format!("union mode {:?}", union.mode()));
+    }
+    match union.typeIds() {
+        None if n > 128 => Err(format!("a union of {n} fields (at most 128)")),
+        None => Ok(()),
+        Some(ids) => {
+            // Taken `as i8`: they must be non-negative and distinct as such.
+            let ids: Vec<i32> = ids.iter().collect();
+            let mut seen = 0u128;
+            let bad_id = |&i: &i32| {
+                let id = i as i8;
+                let dup = id >= 0 && seen & (1 << id) != 0;
+                if id >= 0 {
+                    seen |= 1 << id;
+                }
+                id < 0 || dup
+            };
+            if ids.len() != n || ids.iter().any(bad_id) {
+                Err(format!("union type ids {ids:?} for {n} fields"))
+            } else {
+                Ok(())
+            }
+        }
     }
 }
 

@@ -151,40 +151,206 @@ pub(crate) fn check_pages(
     (rows, locations): (i64, Option<&[PageLocation]>),
     checks: PageChecks,
 ) -> R<PageSizes> {
-    let sizes = std::cell::RefCell::new(Vec::new());
-    let shape = std::cell::Cell::new(Shape::default());
-    let start = col
-        .dictionary_page_offset()
-        .unwrap_or_else(|| col.data_page_offset());
-    let len = col.compressed_size();
-    if start < 0 || len < 0 {
-        return Err(format!("column chunk at {start} of {len} bytes"));
+    let mut walk = ChunkWalk::new(chunk, col, rows, checks)?;
+    let walked = walk.walk()?;
+    // Offset index locations (and the dictionary page before the first one).
+    if let Some(locs) = locations {
+        let dictionary = walk.has_dictionary.unwrap_or(false) as usize;
+        for (i, loc) in locs.iter().enumerate() {
+            let at = loc.offset.max(0) as u64;
+            if at >= walk.start && at < walk.end && walked.binary_search(&at).is_err() {
+                if let Some((_, head)) = walk.page(at, i + dictionary)? {
+                    walk.dictionary_first(at, &head)?;
+                }
+            }
+        }
     }
-    let (start, len) = (start as u64, len as u64);
-    let end = start.saturating_add(len);
-    let declared = col.uncompressed_size().max(0) as u64;
-    let plausible = declared.max(len).saturating_mul(2).saturating_add(1 << 20);
-    let limit = checks.limit.min(plausible);
-    let chunk_values = col.num_values();
-    let flat = col.column_descr().max_rep_level() == 0;
-    let width = decoded_width(col);
-    let check = |at: u64, nth: usize| -> R<Option<(u64, PageHead)>> {
-        let Some(head) = header_at(chunk, at, end)? else {
+    let mut sizes = walk.sizes;
+    sizes.sort_unstable();
+    sizes.dedup_by_key(|(at, _)| *at);
+    Ok(PageSizes {
+        sizes,
+        shape: walk.shape,
+        decompressed: None,
+    })
+}
+
+/// One column chunk's page checks: its bounds, what its footer declares, and what the pages
+/// checked so far claimed.
+struct ChunkWalk<'a> {
+    chunk: &'a SparseChunk,
+    checks: PageChecks,
+    /// The chunk's bytes in the file.
+    start: u64,
+    end: u64,
+    /// The footer's uncompressed size of the chunk.
+    declared: u64,
+    /// The most uncompressed bytes a page may claim: the page limit, and plausible for the
+    /// chunk.
+    limit: u64,
+    /// The row group's rows and the chunk's values.
+    rows: i64,
+    chunk_values: i64,
+    /// No repetition: a v2 page's rows equal its values.
+    flat: bool,
+    /// [`decoded_width`].
+    width: u64,
+    /// Dictionary-encoded data pages need a dictionary page (every physical type but
+    /// BYTE_ARRAY, whose decoder reports it: parquet's others panic).
+    needs_dictionary: bool,
+    /// Whether the chunk starts with a dictionary page, once its first page was checked.
+    has_dictionary: Option<bool>,
+    sizes: Vec<(u64, usize)>,
+    shape: Shape,
+}
+
+impl<'a> ChunkWalk<'a> {
+    fn new(
+        chunk: &'a SparseChunk,
+        col: &ColumnChunkMetaData,
+        rows: i64,
+        checks: PageChecks,
+    ) -> R<Self> {
+        let start = col
+            .dictionary_page_offset()
+            .unwrap_or_else(|| col.data_page_offset());
+        let len = col.compressed_size();
+        if start < 0 || len < 0 {
+            return Err(format!("column chunk at {start} of {len} bytes"));
+        }
+        let (start, len) = (start as u64, len as u64);
+        let declared = col.uncompressed_size().max(0) as u64;
+        let plausible = declared.max(len).saturating_mul(2).saturating_add(1 << 20);
+        let descr = col.column_descr();
+        Ok(ChunkWalk {
+            chunk,
+            checks,
+            start,
+            end: start.saturating_add(len),
+            declared,
+            limit: checks.limit.min(plausible),
+            rows,
+            chunk_values: col.num_values(),
+            flat: descr.max_rep_level() == 0,
+            width: decoded_width(col),
+            needs_dictionary: descr.physical_type() != PhysicalType::BYTE_ARRAY,
+            has_dictionary: None,
+            sizes: Vec::new(),
+            shape: Shape::default(),
+        })
+    }
+
+    /// Walk the pages in order from the chunk's start, until the first one not fetched. A
+    /// dictionary page must come first (parquet's decoder panics on one after data pages).
+    /// The data pages' values add up to the chunk's, and their rows (v2) to the row group's.
+    /// Returns the offsets of the headers walked, in order: not checked (nor their CRCs
+    /// computed) again at the offset index's locations.
+    fn walk(&mut self) -> R<Vec<u64>> {
+        let (mut at, mut nth) = (self.start, 0);
+        let mut data_pages = false;
+        let (mut values, mut v2_rows, mut all_v2) = (0i64, 0i64, true);
+        let mut walked = Vec::new();
+        while at < self.end {
+            let Some((next, head)) = self.page(at, nth)? else {
+                break;
+            };
+            if head.kind == DICTIONARY_PAGE && data_pages {
+                return Err(format!(
+                    "dictionary page {nth} (at byte {at}) comes after a data page"
+                ));
+            }
+            walked.push(at);
+            if at == self.start {
+                self.has_dictionary = Some(head.kind == DICTIONARY_PAGE);
+            }
+            self.dictionary_first(at, &head)?;
+            if is_data(&head) {
+                data_pages = true;
+                values = values.saturating_add(head.values.unwrap_or(0));
+                v2_rows = v2_rows.saturating_add(head.rows.unwrap_or(0));
+                all_v2 &= head.rows.is_some();
+                if values > self.chunk_values {
+                    return Err(format!(
+                        "the data pages up to page {nth} (at byte {at}) hold {values} values; \
+                         the column chunk has {}",
+                        self.chunk_values
+                    ));
+                }
+            }
+            at = next;
+            nth += 1;
+        }
+        if at == self.end {
+            // Every page was walked: the counts must agree, as DuckDB requires ("Column has N
+            // values but row group has M rows").
+            if values != self.chunk_values {
+                return Err(format!(
+                    "the data pages hold {values} values; the column chunk claims {}",
+                    self.chunk_values
+                ));
+            }
+            if all_v2 && data_pages && v2_rows != self.rows {
+                return Err(format!(
+                    "the data pages hold {v2_rows} rows; the row group claims {}",
+                    self.rows
+                ));
+            }
+        }
+        Ok(walked)
+    }
+
+    /// A dictionary-encoded data page needs the chunk's dictionary page, the page at its
+    /// start. Known once the chunk's first page was fetched (parquet reads no page of a chunk
+    /// whose start it cannot read).
+    fn dictionary_first(&self, at: u64, head: &PageHead) -> R<()> {
+        let dict_encoded = matches!(head.encoding, Some(PLAIN_DICTIONARY | RLE_DICTIONARY));
+        if self.needs_dictionary
+            && is_data(head)
+            && dict_encoded
+            && self.has_dictionary == Some(false)
+        {
+            return Err(format!(
+                "data page at byte {at} is dictionary-encoded, but the column chunk has no \
+                 dictionary page"
+            ));
+        }
+        Ok(())
+    }
+
+    /// Check the page whose header is at `at` (the chunk's page `nth`) and record what it
+    /// claims; the offset after its data and its header, or `None` when its header was not
+    /// fetched.
+    fn page(&mut self, at: u64, nth: usize) -> R<Option<(u64, PageHead)>> {
+        let Some(head) = header_at(self.chunk, at, self.end)? else {
             return Ok(None);
         };
         let page = format!("page {nth} (at byte {at})");
         let data = at + head.len as u64;
+        self.sizes_fit(&page, data, &head)?;
+        if is_data(&head) {
+            self.counts_fit(&page, &head)?;
+        }
+        if self.checks.verify_checksums {
+            self.checksum(&page, data, &head)?;
+        }
+        self.record(data, &head);
+        Ok(Some((data + head.compressed as u64, head)))
+    }
+
+    /// The page's sizes fit its chunk, the page limit, and (a dictionary page) its values.
+    fn sizes_fit(&self, page: &str, data: u64, head: &PageHead) -> R<()> {
+        let end = self.end;
         if head.compressed < 0 || data.saturating_add(head.compressed as u64) > end {
             return Err(format!(
                 "{page} claims {} compressed bytes; its column chunk ends at byte {end}",
                 head.compressed
             ));
         }
-        if head.uncompressed < 0 || head.uncompressed as u64 > limit {
+        if head.uncompressed < 0 || head.uncompressed as u64 > self.limit {
             return Err(format!(
-                "{page} claims {} uncompressed bytes, more than {limit} (the page limit, and \
-                 at most twice the column chunk's declared size {declared} + 1 MiB)",
-                head.uncompressed
+                "{page} claims {} uncompressed bytes, more than {} (the page limit, and at \
+                 most twice the column chunk's declared size {} + 1 MiB)",
+                head.uncompressed, self.limit, self.declared
             ));
         }
         if let Some(n) = head.dict_values {
@@ -195,169 +361,93 @@ pub(crate) fn check_pages(
                 ));
             }
         }
-        let data_page = head.kind == DATA_PAGE || head.kind == DATA_PAGE_V2;
-        if data_page {
-            let values = head.values.unwrap_or(-1);
-            if values < 0 || values > chunk_values {
+        Ok(())
+    }
+
+    /// A data page's values fit its chunk's and, decoded, the page limit; its rows and nulls
+    /// fit its values.
+    fn counts_fit(&self, page: &str, head: &PageHead) -> R<()> {
+        let (chunk_values, width, rows) = (self.chunk_values, self.width, self.rows);
+        let values = head.values.unwrap_or(-1);
+        if values < 0 || values > chunk_values {
+            return Err(format!(
+                "{page} claims {values} values; its column chunk has {chunk_values}"
+            ));
+        }
+        // Decoding reads a page in batches, but the direct reader and the dictionary filter
+        // decode a page's levels and indices whole: what they may allocate.
+        if (values as u64).saturating_mul(width) > self.checks.limit {
+            return Err(format!(
+                "{page} claims {values} values: decoded ({width} bytes each), more than the \
+                 page limit {}",
+                self.checks.limit
+            ));
+        }
+        if let Some(r) = head.rows {
+            if r < 0 || r > values || (self.flat && r != values) || r > rows {
                 return Err(format!(
-                    "{page} claims {values} values; its column chunk has {chunk_values}"
-                ));
-            }
-            // Decoding reads a page in batches, but the direct reader and the dictionary
-            // filter decode a page's levels and indices whole: what they may allocate.
-            if (values as u64).saturating_mul(width) > checks.limit {
-                return Err(format!(
-                    "{page} claims {values} values: decoded ({width} bytes each), more than \
-                     the page limit {}",
-                    checks.limit
-                ));
-            }
-            if let Some(r) = head.rows {
-                if r < 0 || r > values || (flat && r != values) || r > rows {
-                    return Err(format!(
-                        "{page} claims {r} rows for {values} values in a row group of {rows} rows"
-                    ));
-                }
-            }
-            if head.nulls.is_some_and(|n| n < 0 || n > values) {
-                return Err(format!(
-                    "{page} claims {} nulls for {values} values",
-                    head.nulls.unwrap_or_default()
+                    "{page} claims {r} rows for {values} values in a row group of {rows} rows"
                 ));
             }
         }
-        if checks.verify_checksums {
-            // Only a page held whole is checked (one not fetched is not read either).
-            let stored = head
-                .crc
-                .and_then(|_| chunk.contiguous(data, head.compressed as u64))
-                .filter(|b| b.len() as u64 == head.compressed as u64);
-            if let (Some(want), Some(bytes)) = (head.crc, &stored) {
-                let got = crc_fast::checksum(crc_fast::CrcAlgorithm::Crc32IsoHdlc, bytes) as u32;
-                if got != want {
-                    return Err(format!(
-                        "{page}: CRC-32 mismatch (the header says {want:#010x}, the {} stored \
-                         bytes give {got:#010x})",
-                        bytes.len()
-                    ));
-                }
+        if head.nulls.is_some_and(|n| n < 0 || n > values) {
+            return Err(format!(
+                "{page} claims {} nulls for {values} values",
+                head.nulls.unwrap_or_default()
+            ));
+        }
+        Ok(())
+    }
+
+    /// The page's CRC-32, if its header has one: only a page held whole is checked (one not
+    /// fetched is not read either).
+    fn checksum(&self, page: &str, data: u64, head: &PageHead) -> R<()> {
+        let stored = head
+            .crc
+            .and_then(|_| self.chunk.contiguous(data, head.compressed as u64))
+            .filter(|b| b.len() as u64 == head.compressed as u64);
+        if let (Some(want), Some(bytes)) = (head.crc, &stored) {
+            let got = crc_fast::checksum(crc_fast::CrcAlgorithm::Crc32IsoHdlc, bytes) as u32;
+            if got != want {
+                return Err(format!(
+                    "{page}: CRC-32 mismatch (the header says {want:#010x}, the {} stored \
+                     bytes give {got:#010x})",
+                    bytes.len()
+                ));
             }
         }
-        let mut sh = shape.get();
+        Ok(())
+    }
+
+    /// Record the page's claimed size (by where its data starts) and its part of the
+    /// chunk's [`Shape`].
+    fn record(&mut self, data: u64, head: &PageHead) {
+        let shape = &mut self.shape;
         if head.kind == DICTIONARY_PAGE {
-            sh.dictionary = Some(DictionaryAt {
+            shape.dictionary = Some(DictionaryAt {
                 data,
                 compressed: head.compressed as u64,
                 uncompressed: head.uncompressed as u64,
             });
-        } else if data_page {
+        } else if is_data(head) {
             let values = head.values.unwrap_or(0).max(1) as u64;
-            sh.max_page = sh.max_page.max(head.uncompressed as u64);
+            shape.max_page = shape.max_page.max(head.uncompressed as u64);
             match head.encoding {
-                Some(PLAIN_DICTIONARY | RLE_DICTIONARY) => sh.dict_encoded = true,
-                Some(DELTA_BYTE_ARRAY) => sh.prefixed = true,
+                Some(PLAIN_DICTIONARY | RLE_DICTIONARY) => shape.dict_encoded = true,
+                Some(DELTA_BYTE_ARRAY) => shape.prefixed = true,
                 _ => {
                     let per = (head.uncompressed as u64).div_ceil(values);
-                    sh.max_per_value = sh.max_per_value.max(per);
+                    shape.max_per_value = shape.max_per_value.max(per);
                 }
             }
         }
-        shape.set(sh);
-        sizes.borrow_mut().push((data, head.uncompressed as usize));
-        Ok(Some((data + head.compressed as u64, head)))
-    };
-    // A dictionary-encoded data page needs the chunk's dictionary page, the page at its start:
-    // parquet's decoders of every type but BYTE_ARRAY (which reports it) panic without one.
-    // Known once the chunk's first page was fetched (parquet reads no page of a chunk whose
-    // start it cannot read).
-    let needs_dictionary = col.column_descr().physical_type() != PhysicalType::BYTE_ARRAY;
-    let mut has_dictionary = None;
-    let no_dictionary = |at: u64, head: &PageHead, has: Option<bool>| -> R<()> {
-        let data = head.kind == DATA_PAGE || head.kind == DATA_PAGE_V2;
-        let dict_encoded = matches!(head.encoding, Some(PLAIN_DICTIONARY | RLE_DICTIONARY));
-        if needs_dictionary && data && dict_encoded && has == Some(false) {
-            return Err(format!(
-                "data page at byte {at} is dictionary-encoded, but the column chunk has no \
-                 dictionary page"
-            ));
-        }
-        Ok(())
-    };
-    // Sequential walk, until the first page that was not fetched. A dictionary page must come
-    // first (parquet's decoder panics on one after data pages). The data pages' values add up
-    // to the chunk's, and their rows (v2) to the row group's.
-    let mut at = start;
-    let mut data_pages = false;
-    let (mut values, mut v2_rows, mut all_v2) = (0i64, 0i64, true);
-    let mut nth = 0;
-    // The headers walked, in order: not checked (nor their CRCs computed) again at the offset
-    // index's locations.
-    let mut walked = Vec::new();
-    while at < end {
-        match check(at, nth)? {
-            Some((_, head)) if head.kind == DICTIONARY_PAGE && data_pages => {
-                return Err(format!(
-                    "dictionary page {nth} (at byte {at}) comes after a data page"
-                ))
-            }
-            Some((next, head)) => {
-                walked.push(at);
-                if at == start {
-                    has_dictionary = Some(head.kind == DICTIONARY_PAGE);
-                }
-                no_dictionary(at, &head, has_dictionary)?;
-                let data = head.kind == DATA_PAGE || head.kind == DATA_PAGE_V2;
-                data_pages |= data;
-                if data {
-                    values = values.saturating_add(head.values.unwrap_or(0));
-                    v2_rows = v2_rows.saturating_add(head.rows.unwrap_or(0));
-                    all_v2 &= head.rows.is_some();
-                    if values > chunk_values {
-                        return Err(format!(
-                            "the data pages up to page {nth} (at byte {at}) hold {values} \
-                             values; the column chunk has {chunk_values}"
-                        ));
-                    }
-                }
-                at = next;
-                nth += 1;
-            }
-            None => break,
-        }
+        self.sizes.push((data, head.uncompressed as usize));
     }
-    if at == end {
-        // Every page was walked: the counts must agree, as DuckDB requires ("Column has N
-        // values but row group has M rows").
-        if values != chunk_values {
-            return Err(format!(
-                "the data pages hold {values} values; the column chunk claims {chunk_values}"
-            ));
-        }
-        if all_v2 && data_pages && v2_rows != rows {
-            return Err(format!(
-                "the data pages hold {v2_rows} rows; the row group claims {rows}"
-            ));
-        }
-    }
-    // Offset index locations (and the dictionary page before the first one).
-    if let Some(locs) = locations {
-        for (i, loc) in locs.iter().enumerate() {
-            let at = loc.offset.max(0) as u64;
-            if at >= start && at < end && walked.binary_search(&at).is_err() {
-                if let Some((_, head)) = check(at, i + has_dictionary.unwrap_or(false) as usize)? {
-                    no_dictionary(at, &head, has_dictionary)?;
-                }
-            }
-        }
-    }
-    let mut sizes = sizes.into_inner();
-    sizes.sort_unstable();
-    sizes.dedup_by_key(|(at, _)| *at);
-    Ok(PageSizes {
-        sizes,
-        shape: shape.get(),
-        decompressed: None,
-    })
+}
+
+/// A data page, v1 or v2.
+fn is_data(head: &PageHead) -> bool {
+    head.kind == DATA_PAGE || head.kind == DATA_PAGE_V2
 }
 
 /// The most uncompressed bytes one page may claim in a scan with this memory budget: the

@@ -15,6 +15,7 @@
 
 pub(crate) mod bloom;
 pub(crate) mod filter;
+pub(crate) mod leaf;
 pub(crate) mod stats;
 
 pub(crate) use filter::FileFilter;
