@@ -25,25 +25,19 @@ use crate::decode::dictionary::{all_dictionary, read_chunk, DictChunk};
 use crate::decode::flat::flat;
 use crate::decode::pages::leaf_pages;
 use crate::decode::scratch;
-use crate::decode::stage_io::{Stage, StageOutput};
+use crate::decode::stage_io::{Stage, StageOutput, StageRead};
 use crate::error::{Error, ErrorKind, Result};
 use crate::expr::Expr;
 use crate::footer::FileMeta;
-use crate::io::chunk::SparseChunk;
 use crate::plan::prune::filter::leaf_column;
 use crate::plan::prune::FileFilter;
-use crate::validate::pages::PageSizes;
 
-/// The filter stage of row group `rg` (see [`crate::decode::stage::filter_rows`]) on dictionary
-/// indices, or `None` when this path does not apply or fails (the row path then runs).
-pub(crate) fn filter_rows(
-    meta: &FileMeta,
-    rg: usize,
-    stage: &Stage,
-    pre: Option<&RowSelection>,
-    page_level: bool,
-    (chunk, sizes, keep): (&SparseChunk, &[PageSizes], &[usize]),
-) -> Option<StageOutput> {
+/// The filter stage of `read`'s row group (see [`crate::decode::stage::filter_rows`]) on
+/// dictionary indices, or `None` when this path does not apply or fails (the row path then
+/// runs).
+pub(crate) fn filter_rows(meta: &FileMeta, stage: &Stage, read: &StageRead) -> Option<StageOutput> {
+    let (rg, pre, page_level) = (read.rg, read.pre, read.page_level);
+    let (chunk, sizes, keep) = (&read.chunk, &read.sizes[..], read.keep);
     let filter = stage.filter?;
     if stage.row_filter.is_some()
         || page_level

@@ -11,41 +11,35 @@
 
 use std::sync::Arc;
 
-use arrow::array::{Array, ArrayRef, BooleanArray};
+use arrow::array::{Array, ArrayRef, BooleanArray, RecordBatch};
 use arrow::buffer::BooleanBuffer;
 use arrow::compute::prep_null_mask_filter;
-use parquet::arrow::arrow_reader::RowSelection;
 
-use crate::decode::bound::BatchLimit;
 use crate::decode::dict_filter;
 use crate::decode::pages::{row_group_reader, Leaves};
 use crate::decode::positions::RowPositions;
-use crate::decode::stage_io::{Stage, StageOutput};
+use crate::decode::stage_io::{Stage, StageOutput, StageRead};
 use crate::error::{Error, Result};
 use crate::footer::FileMeta;
-use crate::io::chunk::SparseChunk;
 use crate::plan::selection::pad;
-use crate::validate::pages::PageSizes;
 
-/// Decode the stage's columns of row group `rg` (rows of `pre`, or all) from `chunk` (whose page
-/// headers claim `sizes`, from [`crate::validate::check_row_group`]) and find
-/// the rows to deliver; keep the decoded columns at positions `keep` of the stage's batches.
-/// `first_row`: the row group's first row in the file.
-#[allow(clippy::too_many_arguments)]
-pub(crate) fn filter_rows(
-    meta: &FileMeta,
-    rg: usize,
-    first_row: u64,
-    stage: Stage,
-    pre: Option<&RowSelection>,
-    page_level: bool,
-    (chunk, sizes): (SparseChunk, Vec<PageSizes>),
-    (limit, keep): (BatchLimit, &[usize]),
-) -> Result<StageOutput> {
-    let dict = (&chunk, &sizes[..], keep);
-    if let Some(out) = dict_filter::filter_rows(meta, rg, &stage, pre, page_level, dict) {
+/// Decode the stage's columns of `read`'s row group (the rows of its selection, or all) from
+/// its fetched chunk and find the rows to deliver; keep the decoded columns at positions
+/// `read.keep` of the stage's batches.
+pub(crate) fn filter_rows(meta: &FileMeta, stage: Stage, read: StageRead) -> Result<StageOutput> {
+    if let Some(out) = dict_filter::filter_rows(meta, &stage, &read) {
         return Ok(out);
     }
+    let StageRead {
+        rg,
+        first_row,
+        pre,
+        page_level,
+        chunk,
+        sizes,
+        limit,
+        keep,
+    } = read;
     let name = &*meta.file.name;
     let columns = crate::decode::columns_named(meta, stage.leaves);
     let leaves = Leaves {
@@ -62,71 +56,29 @@ pub(crate) fn filter_rows(
     let mut read = 0u64;
     for batch in reader {
         let batch = batch.map_err(|e| Error::decoding(e, name, rg).context(&columns))?;
-        let n = batch.num_rows();
-        let at = |e: Error| e.with_path(name).with_row_group(rg);
-        let mut keep_rows: Option<BooleanArray> = match stage.filter {
-            Some(f) => Some(f.evaluate(&batch).map_err(at)?),
-            None => None,
-        };
-        if let Some(rf) = stage.row_filter {
-            let roots: Vec<ArrayRef> = rf
-                .columns
-                .iter()
-                .map(|&c| Arc::clone(batch.column(c)))
-                .collect();
-            let cols = rf
-                .mapping
-                .apply(&roots, n, || positions.range(read, n), (name, rg))
-                .map_err(at)?;
-            let k = rf.filter.keep(&cols).map_err(at)?;
-            if k.len() != n {
-                return Err(Error::decode(
-                    format!("the row filter returned {} values for {n} rows", k.len()),
-                    name,
-                    rg,
-                ));
-            }
-            keep_rows = Some(match keep_rows {
-                Some(prev) => arrow::compute::and_kleene(&prev, &k)?,
-                None => k,
-            });
-        }
-        let mask = keep_rows.unwrap_or_else(|| BooleanArray::new(BooleanBuffer::new_set(n), None));
-        let mask = match mask.null_count() {
-            0 => mask,
-            _ => prep_null_mask_filter(&mask),
-        };
+        let (n, from) = (batch.num_rows(), read);
+        let mask = batch_mask(&stage, &batch, || positions.range(from, n), (name, rg))?;
         for (out, &k) in kept.iter_mut().zip(keep) {
             out.push(arrow::compute::filter(batch.column(k), &mask)?);
         }
         masks.push(mask);
-        read += n as u64;
+        read += batch.num_rows() as u64;
     }
     let matched = crate::plan::selection::from_masks(&masks);
     let exact = match pre {
-        Some(pre) => {
-            if pre.row_count() != read as usize {
-                return Err(Error::decode(
-                    format!(
-                        "read {read} rows where the selection holds {}",
-                        pre.row_count()
-                    ),
-                    name,
-                    rg,
-                ));
-            }
-            pre.and_then(&matched)
+        Some(pre) if pre.row_count() != read as usize => {
+            let why = format!(
+                "read {read} rows where the selection holds {}",
+                pre.row_count()
+            );
+            return Err(Error::decode(why, name, rg));
         }
-        None => {
-            if read as usize != rows {
-                return Err(Error::decode(
-                    format!("read {read} rows of a {rows}-row row group"),
-                    name,
-                    rg,
-                ));
-            }
-            matched
+        Some(pre) => pre.and_then(&matched),
+        None if read as usize != rows => {
+            let why = format!("read {read} rows of a {rows}-row row group");
+            return Err(Error::decode(why, name, rg));
         }
+        None => matched,
     };
     let kept = kept
         .into_iter()
@@ -144,5 +96,50 @@ pub(crate) fn filter_rows(
         read,
         kept,
         dictionary: false,
+    })
+}
+
+/// The rows of one decoded `batch` the stage keeps (the filter and the row filter, ANDed;
+/// null counts as not kept); `positions`: the batch's rows' positions in the file, for a row
+/// filter that reads them.
+fn batch_mask(
+    stage: &Stage,
+    batch: &RecordBatch,
+    positions: impl FnOnce() -> ArrayRef,
+    (name, rg): (&str, usize),
+) -> Result<BooleanArray> {
+    let n = batch.num_rows();
+    let at = |e: Error| e.with_path(name).with_row_group(rg);
+    let mut keep_rows: Option<BooleanArray> = match stage.filter {
+        Some(f) => Some(f.evaluate(batch).map_err(at)?),
+        None => None,
+    };
+    if let Some(rf) = stage.row_filter {
+        let roots: Vec<ArrayRef> = rf
+            .columns
+            .iter()
+            .map(|&c| Arc::clone(batch.column(c)))
+            .collect();
+        let cols = rf
+            .mapping
+            .apply(&roots, n, positions, (name, rg))
+            .map_err(at)?;
+        let k = rf.filter.keep(&cols).map_err(at)?;
+        if k.len() != n {
+            return Err(Error::decode(
+                format!("the row filter returned {} values for {n} rows", k.len()),
+                name,
+                rg,
+            ));
+        }
+        keep_rows = Some(match keep_rows {
+            Some(prev) => arrow::compute::and_kleene(&prev, &k)?,
+            None => k,
+        });
+    }
+    let mask = keep_rows.unwrap_or_else(|| BooleanArray::new(BooleanBuffer::new_set(n), None));
+    Ok(match mask.null_count() {
+        0 => mask,
+        _ => prep_null_mask_filter(&mask),
     })
 }

@@ -84,7 +84,7 @@ impl Lookahead {
         plain: bool,
         (index, task): (u64, &FileTask),
     ) -> AheadPermit {
-        let (narrow, _) = open::footer_plan(opts, plain, task);
+        let narrow = open::footer_plan(opts, plain, task, false).narrow;
         // The task's store is not resolved yet: reserve for a far one, whose reads are the
         // larger (a small file read whole).
         let bytes = opts.footer_read(task.size, narrow, Reach::Far);

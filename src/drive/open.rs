@@ -15,6 +15,7 @@ use futures::StreamExt;
 use crate::drive::DriveCtx;
 use crate::error::Result;
 use crate::footer;
+use crate::footer::fetch::FooterRead;
 use crate::input::FileRef;
 use crate::metrics::Metrics;
 use crate::options::{Reach, ScanOptions};
@@ -28,9 +29,13 @@ use crate::task::{FileTask, LoadContext};
 const FAR_WINDOW: u64 = 64 << 20;
 
 /// How the footer of `task`'s file is read in a scan with `opts` (`plain`: a scan of plain
-/// files): (`narrow`: the scan reads only part of the file, so it wants the metadata and not
-/// the data near it; `want_index`: the page index can prune).
-pub(crate) fn footer_plan(opts: &ScanOptions, plain: bool, task: &FileTask) -> (bool, bool) {
+/// files; `views`: it decodes strings to views, [`decode_views`]).
+pub(crate) fn footer_plan(
+    opts: &ScanOptions,
+    plain: bool,
+    task: &FileTask,
+    views: bool,
+) -> FooterRead {
     let narrow = opts.filter.is_some()
         || task.selection.is_some()
         || task.range.is_some()
@@ -42,7 +47,11 @@ pub(crate) fn footer_plan(opts: &ScanOptions, plain: bool, task: &FileTask) -> (
         || task.selection.is_some()
         || task.row_filter.is_some()
         || deletes_expected;
-    (narrow, want_index)
+    FooterRead {
+        narrow,
+        want_index,
+        views,
+    }
 }
 
 /// Whether the files of a scan in `mode` decode strings and binaries to views: plain files as
@@ -117,7 +126,11 @@ async fn fold_schemas(ctx: Arc<DriveCtx>, files: Vec<FileRef>) -> Result<SchemaR
                 &ctx.decode.pool,
                 &ctx.opts,
                 f,
-                (true, false, views),
+                FooterRead {
+                    narrow: true,
+                    want_index: false,
+                    views,
+                },
             )
         })
         .buffered(ctx.opts.tuning.max_requests_in_flight.max(1));
@@ -143,9 +156,7 @@ pub(crate) async fn open(ctx: Arc<DriveCtx>, index: u64, task: FileTask) -> Resu
         ctx.decode.flow.budget.far_store(FAR_WINDOW);
     }
     let plain = matches!(ctx.mode, Mode::Plain { .. });
-    let (narrow, want_index) = footer_plan(opts, plain, &task);
-    let views = decode_views(opts, &ctx.mode);
-    let read = (narrow, want_index, views);
+    let read = footer_plan(opts, plain, &task, decode_views(opts, &ctx.mode));
     let footer = footer::fetch::load(&ctx.fetcher, &ctx.decode.pool, opts, file, read);
     let loader = task.delete_loader.clone();
     let load_ctx = LoadContext {

@@ -18,7 +18,7 @@ use parquet::arrow::arrow_reader::RowSelection;
 use crate::decode::bound::BatchLimit;
 use crate::decode::direct;
 use crate::decode::stage;
-use crate::decode::stage_io::{Stage, StageOutput};
+use crate::decode::stage_io::{Stage, StageOutput, StageRead};
 use crate::drive::late::Probe;
 use crate::drive::materialize::{fetch_ranges, Fetched};
 use crate::drive::DriveCtx;
@@ -271,16 +271,17 @@ impl StageJob {
             buffer_rows: checks.buffer_rows(),
         };
         let keep: Vec<usize> = self.reused.iter().map(|(_, k)| *k).collect();
-        let out = stage::filter_rows(
-            &r.meta,
+        let read = StageRead {
             rg,
-            self.first_row,
-            stage,
-            self.pre.as_deref(),
-            self.page_level,
-            (self.chunk.clone(), sizes),
-            (self.limit, &keep),
-        );
+            first_row: self.first_row,
+            pre: self.pre.as_deref(),
+            page_level: self.page_level,
+            chunk: self.chunk.clone(),
+            sizes,
+            limit: self.limit,
+            keep: &keep,
+        };
+        let out = stage::filter_rows(&r.meta, stage, read);
         // Counted here, not on the IO runtime: a scattered selection has a run every few
         // rows, and each count walks them all. So is the selection the parts' direct
         // readers share (`direct::Prepared`), once for all of them.

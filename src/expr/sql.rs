@@ -65,30 +65,7 @@ fn translate(e: &ast::Expr) -> Result<Expr> {
         S::BinaryOp { left, op, right } => match op {
             BinaryOperator::And => Ok(translate(left)?.and(translate(right)?)),
             BinaryOperator::Or => Ok(translate(left)?.or(translate(right)?)),
-            _ => {
-                let op = match op {
-                    BinaryOperator::Eq => CmpOp::Eq,
-                    BinaryOperator::NotEq => CmpOp::NotEq,
-                    BinaryOperator::Lt => CmpOp::Lt,
-                    BinaryOperator::LtEq => CmpOp::LtEq,
-                    BinaryOperator::Gt => CmpOp::Gt,
-                    BinaryOperator::GtEq => CmpOp::GtEq,
-                    _ => return Err(unsupported(e)),
-                };
-                match (column(left), column(right)) {
-                    (Some(c), None) => Ok(Expr::Compare {
-                        column: c,
-                        op,
-                        value: literal(right)?,
-                    }),
-                    (None, Some(c)) => Ok(Expr::Compare {
-                        column: c,
-                        op: op.flip(),
-                        value: literal(left)?,
-                    }),
-                    _ => Err(unsupported(e)),
-                }
-            }
+            _ => comparison(e, left, op, right),
         },
         S::IsNull(x) | S::IsNotNull(x) => Ok(Expr::IsNull {
             column: column(x).ok_or_else(|| unsupported(e))?,
@@ -127,24 +104,7 @@ fn translate(e: &ast::Expr) -> Result<Expr> {
             expr,
             pattern,
             escape_char,
-        } => {
-            if let Some(c) = escape_char {
-                if !matches!(&c.value, ast::Value::SingleQuotedString(s) if s == "\\") {
-                    return Err(bad(format!(
-                        "unsupported in a filter: `{e}` (LIKE escapes with a backslash only)"
-                    )));
-                }
-            }
-            let Value::Str(pattern) = literal(pattern)? else {
-                return Err(unsupported(e));
-            };
-            Ok(Expr::Like {
-                column: column(expr).ok_or_else(|| unsupported(e))?,
-                pattern,
-                negated: *negated,
-                case_insensitive: matches!(e, S::ILike { .. }),
-            })
-        }
+        } => like(e, expr, pattern, escape_char.as_ref(), *negated),
         S::Value(v) => match &v.value {
             ast::Value::Boolean(b) => Ok(Expr::Literal(*b)),
             _ => Err(unsupported(e)),
@@ -158,6 +118,63 @@ fn translate(e: &ast::Expr) -> Result<Expr> {
         }),
         _ => Err(unsupported(e)),
     }
+}
+
+/// `left op right` (`e`), one side a column and the other a literal.
+fn comparison(
+    e: &ast::Expr,
+    left: &ast::Expr,
+    op: &BinaryOperator,
+    right: &ast::Expr,
+) -> Result<Expr> {
+    let op = match op {
+        BinaryOperator::Eq => CmpOp::Eq,
+        BinaryOperator::NotEq => CmpOp::NotEq,
+        BinaryOperator::Lt => CmpOp::Lt,
+        BinaryOperator::LtEq => CmpOp::LtEq,
+        BinaryOperator::Gt => CmpOp::Gt,
+        BinaryOperator::GtEq => CmpOp::GtEq,
+        _ => return Err(unsupported(e)),
+    };
+    match (column(left), column(right)) {
+        (Some(c), None) => Ok(Expr::Compare {
+            column: c,
+            op,
+            value: literal(right)?,
+        }),
+        (None, Some(c)) => Ok(Expr::Compare {
+            column: c,
+            op: op.flip(),
+            value: literal(left)?,
+        }),
+        _ => Err(unsupported(e)),
+    }
+}
+
+/// `expr [NOT] [I]LIKE pattern [ESCAPE '\']` (`e`): a backslash is the only escape.
+fn like(
+    e: &ast::Expr,
+    expr: &ast::Expr,
+    pattern: &ast::Expr,
+    escape_char: Option<&ast::ValueWithSpan>,
+    negated: bool,
+) -> Result<Expr> {
+    if let Some(c) = escape_char {
+        if !matches!(&c.value, ast::Value::SingleQuotedString(s) if s == "\\") {
+            return Err(bad(format!(
+                "unsupported in a filter: `{e}` (LIKE escapes with a backslash only)"
+            )));
+        }
+    }
+    let Value::Str(pattern) = literal(pattern)? else {
+        return Err(unsupported(e));
+    };
+    Ok(Expr::Like {
+        column: column(expr).ok_or_else(|| unsupported(e))?,
+        pattern,
+        negated,
+        case_insensitive: matches!(e, ast::Expr::ILike { .. }),
+    })
 }
 
 /// A column reference: `a`, `"a"` or `a.b.c`.

@@ -127,18 +127,33 @@ async fn fetch_metadata(
     }
 }
 
-/// Fetch and parse `file`'s footer; with `want_index`, also its page index (when it has one
-/// and it parses). `narrow`: the scan reads only part of the file (see
-/// [`ScanOptions::footer_read`]); `views`: its strings and binaries decode to views. Thrift
-/// decoding runs on `pool`. With a footer cache and a known version of the file, a cached
-/// footer is used instead (and the parsed one stored).
+/// How a scan reads a file's footer.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct FooterRead {
+    /// The scan reads only part of the file: it wants the metadata, not the data near it
+    /// (see [`ScanOptions::footer_read`]).
+    pub narrow: bool,
+    /// Also load the page index (a filter or a selection can prune pages).
+    pub want_index: bool,
+    /// Strings and binaries decode to views.
+    pub views: bool,
+}
+
+/// Fetch and parse `file`'s footer, as `read` says (with its page index, when it has one and
+/// it parses). Thrift decoding runs on `pool`. With a footer cache and a known version of the
+/// file, a cached footer is used instead (and the parsed one stored).
 pub(crate) async fn load(
     fetcher: &Fetcher,
     pool: &rayon::ThreadPool,
     opts: &ScanOptions,
     file: FileRef,
-    (narrow, want_index, views): (bool, bool, bool),
+    read: FooterRead,
 ) -> Result<FileMeta> {
+    let FooterRead {
+        narrow,
+        want_index,
+        views,
+    } = read;
     let metrics = &fetcher.metrics;
     let cache = opts
         .footer_cache
@@ -178,31 +193,7 @@ pub(crate) async fn load(
     };
     let had_index = indexed;
     if want_index && !indexed {
-        if let Some(range) = page_index_range(&meta) {
-            let size = meta.size;
-            let chunk = if meta.cached.covers(&range) {
-                meta.cached.clone()
-            } else {
-                let ranges = [range];
-                let request = opts.request_size(Reach::of(meta.file.store.as_ref()));
-                let f = fetcher.ranges(
-                    (&meta.file, "the page index"),
-                    size,
-                    &ranges,
-                    &meta.cached,
-                    0,
-                    request,
-                );
-                let (c, fetched) = f.await?;
-                Metrics::add(&metrics.metadata_bytes, fetched);
-                c
-            };
-            let (guard, what) = on_pool("page index decoding");
-            meta =
-                crate::panic::on_pool(pool, guard, what, move || Ok(with_page_index(meta, &chunk)))
-                    .await
-                    .map_err(|e| at(e, &name))?;
-        }
+        meta = with_index(fetcher, pool, opts, meta).await?;
         indexed = true;
     }
     if let Some((cache, key)) = cache {
@@ -219,6 +210,36 @@ pub(crate) async fn load(
     }
     Metrics::add(&metrics.files, 1);
     Ok(meta)
+}
+
+/// `meta` with its page index, when it has one (fetched unless its footer read holds it) and
+/// it parses. Decoding runs on `pool`.
+async fn with_index(
+    fetcher: &Fetcher,
+    pool: &rayon::ThreadPool,
+    opts: &ScanOptions,
+    meta: FileMeta,
+) -> Result<FileMeta> {
+    let Some(range) = page_index_range(&meta) else {
+        return Ok(meta);
+    };
+    let chunk = if meta.cached.covers(&range) {
+        meta.cached.clone()
+    } else {
+        let request = opts.request_size(Reach::of(meta.file.store.as_ref()));
+        let what = (&meta.file, "the page index");
+        let ranges = [range];
+        let f = fetcher.ranges(what, meta.size, &ranges, &meta.cached, 0, request);
+        let (c, fetched) = f.await?;
+        Metrics::add(&fetcher.metrics.metadata_bytes, fetched);
+        c
+    };
+    let name = meta.file.name.clone();
+    let guard = Some(fetcher.metrics.task_started());
+    let what = "page index decoding";
+    crate::panic::on_pool(pool, guard, what, move || Ok(with_page_index(meta, &chunk)))
+        .await
+        .map_err(|e| at(e, &name))
 }
 
 /// The footer cache key of `file` read with `views`, when its size and version are known.

@@ -119,7 +119,6 @@ pub(crate) fn decode_footer(
     views: bool,
 ) -> Result<FileMeta> {
     let name = file.name.clone();
-    let name_of_file = name.clone();
     check_metadata(&metadata, &name)?;
     let md =
         ParquetMetaDataReader::decode_metadata(&metadata).map_err(|e| Error::footer(e, &name))?;
@@ -151,45 +150,21 @@ pub(crate) fn decode_footer(
         // Read in the Parquet schema's types, as if the writer had left no hint.
         Hint::Ignore { int128 } => {
             let descr = md.file_metadata().schema_descr();
-            let roots = descr.root_schema().get_fields();
-            for name in &int128 {
-                let root = roots.iter().position(|f| {
-                    f.name() == name
-                        && f.is_primitive()
-                        && f.get_physical_type() == parquet::basic::Type::FIXED_LEN_BYTE_ARRAY
-                        && f.get_basic_info().logical_type_ref().is_none()
-                        && matches!(
-                            f.as_ref(),
-                            parquet::schema::types::Type::PrimitiveType {
-                                type_length: 16,
-                                ..
-                            }
-                        )
-                });
-                match root {
-                    Some(r) => raw.push((r, Raw::Int128)),
-                    None => {
-                        return Err(Error::new(
-                            ErrorKind::Unsupported,
-                            format!(
-                                "column {name:?} is a 128-bit integer (its ARROW:schema hint) not \
-                                 stored as 16 plain bytes at the top level: Arrow has no 128-bit \
-                                 integer type"
-                            ),
-                        )
-                        .with_path(&*name_of_file))
-                    }
-                }
+            for column in &int128 {
+                let root = int128_root(descr, column).ok_or_else(|| {
+                    Error::new(
+                        ErrorKind::Unsupported,
+                        format!(
+                            "column {column:?} is a 128-bit integer (its ARROW:schema hint) not \
+                             stored as 16 plain bytes at the top level: Arrow has no 128-bit \
+                             integer type"
+                        ),
+                    )
+                    .with_path(&*name)
+                })?;
+                raw.push((root, Raw::Int128));
             }
-            with_file_metadata(md, |fm, schema| {
-                let kv: Option<Vec<_>> = fm.key_value_metadata().map(|kv| {
-                    kv.iter()
-                        .filter(|kv| kv.key != "ARROW:schema")
-                        .cloned()
-                        .collect()
-                });
-                (kv, schema)
-            })
+            without_arrow_schema(md)
         }
     };
     let (md, intervals) = intervals_as_bytes(md).map_err(|e| e.with_path(&*name))?;
@@ -208,6 +183,37 @@ pub(crate) fn decode_footer(
         data_end,
         views,
         raw,
+    })
+}
+
+/// The top-level column `name` if it is stored as 16 plain bytes (a FIXED_LEN_BYTE_ARRAY(16)
+/// without a logical type): how an `ARROW:schema` hint's 128-bit integer can be read.
+fn int128_root(descr: &parquet::schema::types::SchemaDescriptor, name: &str) -> Option<usize> {
+    descr.root_schema().get_fields().iter().position(|f| {
+        f.name() == name
+            && f.is_primitive()
+            && f.get_physical_type() == parquet::basic::Type::FIXED_LEN_BYTE_ARRAY
+            && f.get_basic_info().logical_type_ref().is_none()
+            && matches!(
+                f.as_ref(),
+                parquet::schema::types::Type::PrimitiveType {
+                    type_length: 16,
+                    ..
+                }
+            )
+    })
+}
+
+/// `md` without its `ARROW:schema` key: read in the Parquet schema's types.
+fn without_arrow_schema(md: ParquetMetaData) -> ParquetMetaData {
+    with_file_metadata(md, |fm, schema| {
+        let kv: Option<Vec<_>> = fm.key_value_metadata().map(|kv| {
+            kv.iter()
+                .filter(|kv| kv.key != "ARROW:schema")
+                .cloned()
+                .collect()
+        });
+        (kv, schema)
     })
 }
 

@@ -351,6 +351,7 @@ pub(crate) struct Mapping {
 }
 
 /// Context for errors: the file and the column.
+#[derive(Clone, Copy)]
 struct Ctx<'a> {
     file: &'a str,
 }
@@ -407,6 +408,98 @@ fn too_long(n: usize) -> arrow::error::ArrowError {
     arrow::error::ArrowError::InvalidArgumentError(format!("{n} rows do not fit the run ends"))
 }
 
+/// What resolving a task's output columns against one file shares: the file's schema and
+/// the first leaf of each of its roots, the output fields' ids, the rules, where errors
+/// point.
+struct Resolver<'a> {
+    file: &'a arrow::datatypes::Schema,
+    starts: Vec<usize>,
+    ids: Vec<Option<i32>>,
+    rules: &'a Rules,
+    ctx: Ctx<'a>,
+    location: &'a str,
+}
+
+impl Resolver<'_> {
+    /// Output field `i` (`out`), produced by `source`; the file leaves it reads are added to
+    /// `leaves` (by root).
+    fn column(
+        &self,
+        i: usize,
+        out: &Field,
+        source: &ColumnSource,
+        leaves: &mut [Vec<usize>],
+    ) -> Result<OutCol> {
+        let (name, ctx) = (out.name(), &self.ctx);
+        Ok(match source {
+            ColumnSource::Constant(v) => OutCol::Const(
+                typed_value(v, out.data_type(), name)
+                    .map_err(|e| ctx.err(name, format!("constant {v}: {}", e.message())))?,
+            ),
+            ColumnSource::FilePath => {
+                let v = Value::Str(self.location.to_string());
+                OutCol::Const(
+                    typed_value(&v, out.data_type(), name)
+                        .map_err(|e| ctx.err(name, e.message()))?,
+                )
+            }
+            ColumnSource::Null => OutCol::Null,
+            ColumnSource::RowIndex => {
+                if !arrow::compute::can_cast_types(&DataType::Int64, out.data_type()) {
+                    return Err(ctx.err(name, "a row index must have an integer type"));
+                }
+                OutCol::RowIndex
+            }
+            ColumnSource::File(fc) => self.file_column(i, out, fc, leaves)?,
+        })
+    }
+
+    /// Output field `i` read from the file: found by `fc`'s path, else by field id or name;
+    /// when the file lacks it, `fc`'s default or nulls.
+    fn file_column(
+        &self,
+        i: usize,
+        out: &Field,
+        fc: &FileColumn,
+        leaves: &mut [Vec<usize>],
+    ) -> Result<OutCol> {
+        let fields = self.file.fields();
+        let found = match &fc.path {
+            Some(path) => find_path(fields, path),
+            None => {
+                find(out, self.ids[i], &self.ids, fields, true, self.rules).map(|r| (r, Vec::new()))
+            }
+        };
+        let Some((root, chain)) = found else {
+            let name = out.name();
+            return Ok(match &fc.default {
+                Some(v) => OutCol::Const(
+                    typed_value(v, out.data_type(), name)
+                        .map_err(|e| self.ctx.err(name, format!("default {v}: {}", e.message())))?,
+                ),
+                None => OutCol::Null,
+            });
+        };
+        let mut f = self.file.field(root);
+        let mut start = self.starts[root];
+        let mut path = Vec::with_capacity(chain.len());
+        for &c in &chain {
+            let DataType::Struct(fs) = f.data_type() else {
+                unreachable!("find_path walks structs")
+            };
+            start = leaf_starts(fs, start)[c];
+            f = &fs[c];
+            path.push(f.name().clone());
+        }
+        select(out, f, start, self.rules, &mut leaves[root], &self.ctx)?;
+        Ok(OutCol::File {
+            root,
+            path,
+            build: Build::Same,
+        })
+    }
+}
+
 impl Mapping {
     /// Match `fields` (produced by `sources`, or all [`ColumnSource::file`]) against the file
     /// whose Parquet-derived Arrow schema is `file`; `location` is the task's location (for
@@ -432,7 +525,6 @@ impl Mapping {
                 .with_path(location));
             }
         }
-        let default = ColumnSource::file();
         let ids: Vec<Option<i32>> = fields
             .iter()
             .enumerate()
@@ -444,71 +536,23 @@ impl Mapping {
                 _ => None,
             })
             .collect();
-        let starts = leaf_starts(file.fields(), 0);
+        let resolver = Resolver {
+            file,
+            starts: leaf_starts(file.fields(), 0),
+            ids,
+            rules: &rules,
+            ctx,
+            location,
+        };
+        let default = ColumnSource::file();
         let mut leaves: Vec<Vec<usize>> = vec![Vec::new(); file.fields().len()];
         let mut columns = Vec::with_capacity(fields.len());
         for (i, out) in fields.iter().enumerate() {
             let source = sources.map_or(&default, |s| &s[i]);
-            let name = out.name();
-            let col = match source {
-                ColumnSource::Constant(v) => OutCol::Const(
-                    typed_value(v, out.data_type(), name)
-                        .map_err(|e| ctx.err(name, format!("constant {v}: {}", e.message())))?,
-                ),
-                ColumnSource::FilePath => {
-                    let v = Value::Str(location.to_string());
-                    OutCol::Const(
-                        typed_value(&v, out.data_type(), name)
-                            .map_err(|e| ctx.err(name, e.message()))?,
-                    )
-                }
-                ColumnSource::Null => OutCol::Null,
-                ColumnSource::RowIndex => {
-                    if !arrow::compute::can_cast_types(&DataType::Int64, out.data_type()) {
-                        return Err(ctx.err(name, "a row index must have an integer type"));
-                    }
-                    OutCol::RowIndex
-                }
-                ColumnSource::File(fc) => {
-                    let found = match &fc.path {
-                        Some(path) => find_path(file.fields(), path),
-                        None => find(out, ids[i], &ids, file.fields(), true, &rules)
-                            .map(|r| (r, Vec::new())),
-                    };
-                    match found {
-                        Some((root, chain)) => {
-                            let mut f = file.field(root);
-                            let mut start = starts[root];
-                            let mut path = Vec::with_capacity(chain.len());
-                            for &c in &chain {
-                                let DataType::Struct(fs) = f.data_type() else {
-                                    unreachable!("find_path walks structs")
-                                };
-                                start = leaf_starts(fs, start)[c];
-                                f = &fs[c];
-                                path.push(f.name().clone());
-                            }
-                            select(out, f, start, &rules, &mut leaves[root], &ctx)?;
-                            OutCol::File {
-                                root,
-                                path,
-                                build: Build::Same,
-                            }
-                        }
-                        None => match &fc.default {
-                            Some(v) => {
-                                OutCol::Const(typed_value(v, out.data_type(), name).map_err(
-                                    |e| ctx.err(name, format!("default {v}: {}", e.message())),
-                                )?)
-                            }
-                            None => OutCol::Null,
-                        },
-                    }
-                }
-            };
+            let col = resolver.column(i, out, source, &mut leaves)?;
             if matches!(col, OutCol::Null) && !out.is_nullable() {
                 return Err(ctx.err(
-                    name,
+                    out.name(),
                     "the file has no such column and the field is not nullable",
                 ));
             }
@@ -662,44 +706,13 @@ impl Mapping {
                 }
             }
             OutCol::File { root, path, .. } => {
-                let starts = leaf_starts(file.fields(), 0);
-                let mut f: &Field = file.field(*root);
-                let mut leaf = starts[*root];
-                let mut file_path = vec![f.name().clone()];
-                for want in path {
-                    let DataType::Struct(fs) = f.data_type() else {
-                        return Err(bad("not a struct field"));
-                    };
-                    let c = fs
-                        .iter()
-                        .position(|x| x.name() == want)
-                        .ok_or_else(|| bad("field not found"))?;
-                    leaf = leaf_starts(fs, leaf)[c];
-                    f = &fs[c];
-                    file_path.push(f.name().clone());
-                }
-                for (depth, o) in out_chain.iter().enumerate().skip(1) {
-                    let DataType::Struct(fs) = f.data_type() else {
-                        return Err(bad("the file's column is not a struct"));
-                    };
-                    let parent = out_chain[depth - 1];
-                    let DataType::Struct(siblings) = parent.data_type() else {
-                        unreachable!("walked above")
-                    };
-                    let ids: Vec<Option<i32>> = siblings.iter().map(|s| field_id(s)).collect();
-                    match find(o, field_id(o), &ids, fs, false, &self.rules) {
-                        Some(c) => {
-                            leaf = leaf_starts(fs, leaf)[c];
-                            f = &fs[c];
-                            file_path.push(f.name().clone());
-                        }
-                        None => {
-                            return Ok(FilterTarget::Const(arrow::array::new_null_array(
-                                &out_type, 1,
-                            )))
-                        }
-                    }
-                }
+                let Some((leaf, file_path, f)) =
+                    self.file_leaf(file, *root, path, &out_chain, &bad)?
+                else {
+                    return Ok(FilterTarget::Const(arrow::array::new_null_array(
+                        &out_type, 1,
+                    )));
+                };
                 if leaf_count(f.data_type()) != 1 || matches!(f.data_type(), DataType::Struct(_)) {
                     return Err(bad("the file's column is not primitive"));
                 }
@@ -717,6 +730,53 @@ impl Mapping {
                 })
             }
         }
+    }
+
+    /// The file leaf a filter column reads: from file root `root` down the output column's
+    /// `path` into it, then down `out_chain` (the output fields from the top-level column to
+    /// the filter's leaf) matched as [`Mapping::resolve`] matches children; its leaf index,
+    /// its path of names in the file and its field. `None`: the file lacks a struct child the
+    /// chain names (the column is null in this file).
+    fn file_leaf<'f>(
+        &self,
+        file: &'f arrow::datatypes::Schema,
+        root: usize,
+        path: &[String],
+        out_chain: &[&Field],
+        bad: &dyn Fn(&str) -> Error,
+    ) -> Result<Option<(usize, Vec<String>, &'f Field)>> {
+        let starts = leaf_starts(file.fields(), 0);
+        let mut f: &Field = file.field(root);
+        let mut leaf = starts[root];
+        let mut file_path = vec![f.name().clone()];
+        for want in path {
+            let DataType::Struct(fs) = f.data_type() else {
+                return Err(bad("not a struct field"));
+            };
+            let c = fs
+                .iter()
+                .position(|x| x.name() == want)
+                .ok_or_else(|| bad("field not found"))?;
+            leaf = leaf_starts(fs, leaf)[c];
+            f = &fs[c];
+            file_path.push(f.name().clone());
+        }
+        for (depth, o) in out_chain.iter().enumerate().skip(1) {
+            let DataType::Struct(fs) = f.data_type() else {
+                return Err(bad("the file's column is not a struct"));
+            };
+            let DataType::Struct(siblings) = out_chain[depth - 1].data_type() else {
+                unreachable!("the chain walks output structs")
+            };
+            let ids: Vec<Option<i32>> = siblings.iter().map(|s| field_id(s)).collect();
+            let Some(c) = find(o, field_id(o), &ids, fs, false, &self.rules) else {
+                return Ok(None);
+            };
+            leaf = leaf_starts(fs, leaf)[c];
+            f = &fs[c];
+            file_path.push(f.name().clone());
+        }
+        Ok(Some((leaf, file_path, f)))
     }
 
     /// The output columns of one batch of row group `rg` of file `name`: `decoded` holds the

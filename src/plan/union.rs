@@ -172,65 +172,20 @@ pub(crate) fn widen(a: &DataType, b: &DataType) -> std::result::Result<DataType,
     if a == b {
         return Ok(a.clone());
     }
-    let no = || {
-        Err(format!(
-            "{a} and {b} have no common type that holds both exactly"
-        ))
-    };
-    Ok(match (a, b) {
-        (Null, t) | (t, Null) => t.clone(),
+    let no = || format!("{a} and {b} have no common type that holds both exactly");
+    match (a, b) {
+        (Null, t) | (t, Null) => return Ok(t.clone()),
         (Dictionary(_, v), t) | (t, Dictionary(_, v)) => return widen(v, t),
-        _ if int_bits(a).is_some() && int_bits(b).is_some() => {
-            let ((ab, asg), (bb, bsg)) = (int_bits(a).unwrap(), int_bits(b).unwrap());
-            if asg == bsg {
-                int_type(ab.max(bb), asg)
-            } else {
-                let (s, u) = if asg { (ab, bb) } else { (bb, ab) };
-                if s > u {
-                    int_type(s, true)
-                } else if u < 64 {
-                    int_type(u * 2, true)
-                } else {
-                    return no();
-                }
-            }
-        }
-        _ if float_mantissa(a).is_some() && float_mantissa(b).is_some() => {
-            if float_mantissa(a) > float_mantissa(b) {
-                a.clone()
-            } else {
-                b.clone()
-            }
-        }
-        _ if int_bits(a).is_some() || int_bits(b).is_some() => {
-            let (int, float) = if int_bits(a).is_some() {
-                (a, b)
-            } else {
-                (b, a)
-            };
-            let (bits, signed) = int_bits(int).expect("one is an integer");
-            let value_bits = if signed { bits - 1 } else { bits };
-            match float_mantissa(float) {
-                Some(m) if value_bits <= m => float.clone(),
-                Some(_) if value_bits <= 53 => Float64,
-                _ => return no(),
-            }
-        }
-        (Decimal128(p1, s1), Decimal128(p2, s2))
-        | (Decimal128(p1, s1), Decimal256(p2, s2))
-        | (Decimal256(p1, s1), Decimal128(p2, s2))
-        | (Decimal256(p1, s1), Decimal256(p2, s2)) => {
-            let scale = (*s1).max(*s2);
-            let int_digits = (*p1 as i16 - *s1 as i16).max(*p2 as i16 - *s2 as i16);
-            let precision = int_digits + scale as i16;
+        _ => {}
+    }
+    let int = int_bits(a).is_some() || int_bits(b).is_some();
+    if int || (float_mantissa(a).is_some() && float_mantissa(b).is_some()) {
+        return widen_number(a, b).ok_or_else(no);
+    }
+    Ok(match (a, b) {
+        (Decimal128(p1, s1) | Decimal256(p1, s1), Decimal128(p2, s2) | Decimal256(p2, s2)) => {
             let wide = matches!(a, Decimal256(..)) || matches!(b, Decimal256(..));
-            if !wide && precision <= 38 {
-                Decimal128(precision as u8, scale)
-            } else if precision <= 76 {
-                Decimal256(precision as u8, scale)
-            } else {
-                return no();
-            }
+            return widen_decimal((*p1, *s1), (*p2, *s2), wide).ok_or_else(no);
         }
         (Utf8 | LargeUtf8 | Utf8View, Utf8 | LargeUtf8 | Utf8View) => {
             if matches!(a, LargeUtf8) || matches!(b, LargeUtf8) {
@@ -254,26 +209,7 @@ pub(crate) fn widen(a: &DataType, b: &DataType) -> std::result::Result<DataType,
             },
             z1.clone(),
         ),
-        (Struct(fa), Struct(fb)) => {
-            let mut out: Vec<Field> = fa.iter().map(|f| Field::clone(f)).collect();
-            let mut seen = vec![false; out.len()];
-            for f in fb {
-                match out.iter().position(|x| x.name() == f.name()) {
-                    Some(i) => {
-                        seen[i] = true;
-                        out[i] = merge(&out[i], f)
-                            .map_err(|why| format!("struct field {:?}: {why}", f.name()))?;
-                    }
-                    None => out.push(strip_id(f).with_nullable(true)),
-                }
-            }
-            for (i, seen) in seen.into_iter().enumerate() {
-                if !seen {
-                    out[i].set_nullable(true);
-                }
-            }
-            Struct(out.into())
-        }
+        (Struct(fa), Struct(fb)) => return widen_struct(fa, fb),
         (List(x) | LargeList(x), List(y) | LargeList(y)) => {
             let item = Arc::new(merge(x, y)?);
             if matches!(a, LargeList(_)) || matches!(b, LargeList(_)) {
@@ -283,8 +219,81 @@ pub(crate) fn widen(a: &DataType, b: &DataType) -> std::result::Result<DataType,
             }
         }
         (Map(x, s1), Map(y, s2)) if s1 == s2 => Map(Arc::new(merge(x, y)?), *s1),
-        _ => return no(),
+        _ => return Err(no()),
     })
+}
+
+/// [`widen`] of two numbers, at least one an integer or both floats: integers widen (a signed
+/// type wide enough for an unsigned one), floats widen, an integer of at most a float's
+/// mantissa becomes that float (or `Float64`); `None` when nothing holds both.
+fn widen_number(a: &DataType, b: &DataType) -> Option<DataType> {
+    match (int_bits(a), int_bits(b)) {
+        (Some((ab, asg)), Some((bb, bsg))) => {
+            if asg == bsg {
+                return Some(int_type(ab.max(bb), asg));
+            }
+            let (s, u) = if asg { (ab, bb) } else { (bb, ab) };
+            if s > u {
+                Some(int_type(s, true))
+            } else if u < 64 {
+                Some(int_type(u * 2, true))
+            } else {
+                None
+            }
+        }
+        (Some((bits, signed)), None) | (None, Some((bits, signed))) => {
+            let float = if int_bits(a).is_some() { b } else { a };
+            let value_bits = if signed { bits - 1 } else { bits };
+            match float_mantissa(float) {
+                Some(m) if value_bits <= m => Some(float.clone()),
+                Some(_) if value_bits <= 53 => Some(DataType::Float64),
+                _ => None,
+            }
+        }
+        (None, None) => Some(if float_mantissa(a) > float_mantissa(b) {
+            a.clone()
+        } else {
+            b.clone()
+        }),
+    }
+}
+
+/// [`widen`] of two decimals (precision, scale): both integer digits and both scales kept,
+/// in 128 bits unless either is 256 (`wide`) or the digits need more.
+fn widen_decimal((p1, s1): (u8, i8), (p2, s2): (u8, i8), wide: bool) -> Option<DataType> {
+    let scale = s1.max(s2);
+    let int_digits = (p1 as i16 - s1 as i16).max(p2 as i16 - s2 as i16);
+    let precision = int_digits + scale as i16;
+    if !wide && precision <= 38 {
+        Some(DataType::Decimal128(precision as u8, scale))
+    } else if precision <= 76 {
+        Some(DataType::Decimal256(precision as u8, scale))
+    } else {
+        None
+    }
+}
+
+/// [`widen`] of two structs: children matched by name and merged, those only one side has
+/// made nullable.
+fn widen_struct(fa: &Fields, fb: &Fields) -> std::result::Result<DataType, String> {
+    let mut out: Vec<Field> = fa.iter().map(|f| Field::clone(f)).collect();
+    let mut seen = vec![false; out.len()];
+    for f in fb {
+        match out.iter().position(|x| x.name() == f.name()) {
+            Some(i) => {
+                seen[i] = true;
+                out[i] = merge(&out[i], f)
+                    .map_err(|why| format!("struct field {:?}: {why}", f.name()))?;
+            }
+            None => out.push(strip_id(f).with_nullable(true)),
+        }
+    }
+    for (i, seen) in seen.into_iter().enumerate() {
+        if !seen {
+            out[i].set_nullable(true);
+        }
+    }
+    Ok(DataType::Struct(out.into()))
 }
 
 /// The mapping of one file of a union-by-name scan: `fields` (the output's file columns, of

@@ -57,95 +57,21 @@ impl FileFilter {
     pub fn resolve(expr: &Expr, meta: &FileMeta, mapping: &Mapping) -> Result<FileFilter> {
         let name = &*meta.file.name;
         let descr = meta.reader.parquet_schema();
-        let md = meta.reader.metadata();
         let mut columns = Vec::new();
         let mut constants: Vec<(String, ArrayRef)> = Vec::new();
         for column in expr.columns() {
-            let (leaf, file_path, file_type, data_type) =
-                match mapping.filter_target(column, meta.reader.schema(), name)? {
-                    FilterTarget::Const(v) => {
-                        constants.push((column.to_string(), v));
-                        continue;
-                    }
-                    FilterTarget::File {
-                        leaf,
-                        file_path,
-                        file_type,
-                        out_type,
-                    } => (leaf, file_path, file_type, out_type),
-                };
-            let bad = |why: &str| {
-                Error::new(
-                    ErrorKind::InvalidArgument,
-                    format!("cannot filter on column {column:?}: {why}"),
-                )
-                .with_path(name)
-            };
-            if leaf >= descr.num_columns() {
-                return Err(bad("the file's schema does not match its metadata"));
-            }
-            let cd = descr.column(leaf);
-            if cd.max_rep_level() > 0 {
-                return Err(bad("it is inside a list or map"));
-            }
-            let top_level = file_path.len() == 1;
-            let order_ok = match md.file_metadata().column_order(leaf) {
-                ColumnOrder::TYPE_DEFINED_ORDER(SortOrder::SIGNED) => true,
-                ColumnOrder::TYPE_DEFINED_ORDER(SortOrder::UNSIGNED) => {
-                    matches!(cd.physical_type(), PhysicalType::BYTE_ARRAY)
+            match mapping.filter_target(column, meta.reader.schema(), name)? {
+                FilterTarget::Const(v) => constants.push((column.to_string(), v)),
+                FilterTarget::File {
+                    leaf,
+                    file_path,
+                    file_type,
+                    out_type,
+                } => {
+                    let col = filter_column(meta, column, leaf, file_path, file_type, out_type)?;
+                    columns.push(col);
                 }
-                // Legacy writers compared byte arrays as signed bytes: wrong for strings and
-                // fixed-length decimals, right for numbers.
-                ColumnOrder::UNDEFINED => matches!(
-                    cd.physical_type(),
-                    PhysicalType::INT32
-                        | PhysicalType::INT64
-                        | PhysicalType::FLOAT
-                        | PhysicalType::DOUBLE
-                        | PhysicalType::BOOLEAN
-                ),
-                _ => false,
-            };
-            let type_ok = match &file_type {
-                DataType::Int8 | DataType::Int16 | DataType::Int32 | DataType::Int64 => true,
-                DataType::Float32 | DataType::Float64 | DataType::Boolean => true,
-                DataType::Date32 | DataType::Date64 => true,
-                DataType::Decimal32(..)
-                | DataType::Decimal64(..)
-                | DataType::Decimal128(..)
-                | DataType::Decimal256(..) => true,
-                DataType::Timestamp(..) => cd.physical_type() == PhysicalType::INT64,
-                DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View => true,
-                _ => false,
-            };
-            // Statistics are read in the file's type and cast to the column's: only through
-            // casts that keep the order (widening numbers, dates to timestamps).
-            let monotone = file_type == data_type || widening(&file_type, &data_type);
-            let stats_name =
-                (top_level && order_ok && type_ok && monotone).then(|| file_path[0].clone());
-            let bloom = match (&file_type, cd.physical_type()) {
-                (
-                    DataType::Int8 | DataType::Int16 | DataType::Int32 | DataType::Date32,
-                    PhysicalType::INT32,
-                ) => Some(BloomKind::I32),
-                (DataType::Int64 | DataType::Timestamp(..), PhysicalType::INT64) => {
-                    Some(BloomKind::I64)
-                }
-                (
-                    DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View,
-                    PhysicalType::BYTE_ARRAY,
-                ) => Some(BloomKind::Bytes),
-                _ => None,
-            };
-            columns.push(FilterColumn {
-                name: column.to_string(),
-                leaf,
-                file_path,
-                file_type,
-                data_type,
-                stats_name,
-                bloom,
-            });
+            }
         }
         // Every literal must convert: fail at build time, not in a decode task.
         let typed: Vec<(String, DataType)> = columns
@@ -222,6 +148,100 @@ impl FileFilter {
             .iter()
             .find(|c| c.name == name)
             .expect("filter columns resolved")
+    }
+}
+
+/// The filter's view of `column`, read from leaf `leaf` (at `file_path` in the file, of
+/// `file_type` there and `data_type` in the scan's output): whether its statistics and bloom
+/// filters can judge it.
+fn filter_column(
+    meta: &FileMeta,
+    column: &str,
+    leaf: usize,
+    file_path: Vec<String>,
+    file_type: DataType,
+    data_type: DataType,
+) -> Result<FilterColumn> {
+    let bad = |why: &str| {
+        Error::new(
+            ErrorKind::InvalidArgument,
+            format!("cannot filter on column {column:?}: {why}"),
+        )
+        .with_path(&*meta.file.name)
+    };
+    let descr = meta.reader.parquet_schema();
+    if leaf >= descr.num_columns() {
+        return Err(bad("the file's schema does not match its metadata"));
+    }
+    let cd = descr.column(leaf);
+    if cd.max_rep_level() > 0 {
+        return Err(bad("it is inside a list or map"));
+    }
+    let top_level = file_path.len() == 1;
+    let order = meta.reader.metadata().file_metadata().column_order(leaf);
+    // Statistics are read in the file's type and cast to the column's: only through casts
+    // that keep the order (widening numbers, dates to timestamps).
+    let monotone = file_type == data_type || widening(&file_type, &data_type);
+    let readable = stats_readable(order, cd.physical_type(), &file_type);
+    let stats_name = (top_level && readable && monotone).then(|| file_path[0].clone());
+    Ok(FilterColumn {
+        name: column.to_string(),
+        leaf,
+        bloom: bloom_kind(&file_type, cd.physical_type()),
+        file_path,
+        file_type,
+        data_type,
+        stats_name,
+    })
+}
+
+/// Whether min/max statistics of a column of `physical` type read as `file_type`, written in
+/// `order`, bound its values.
+fn stats_readable(order: ColumnOrder, physical: PhysicalType, file_type: &DataType) -> bool {
+    let order_ok = match order {
+        ColumnOrder::TYPE_DEFINED_ORDER(SortOrder::SIGNED) => true,
+        ColumnOrder::TYPE_DEFINED_ORDER(SortOrder::UNSIGNED) => {
+            matches!(physical, PhysicalType::BYTE_ARRAY)
+        }
+        // Legacy writers compared byte arrays as signed bytes: wrong for strings and
+        // fixed-length decimals, right for numbers.
+        ColumnOrder::UNDEFINED => matches!(
+            physical,
+            PhysicalType::INT32
+                | PhysicalType::INT64
+                | PhysicalType::FLOAT
+                | PhysicalType::DOUBLE
+                | PhysicalType::BOOLEAN
+        ),
+        _ => false,
+    };
+    let type_ok = match file_type {
+        DataType::Int8 | DataType::Int16 | DataType::Int32 | DataType::Int64 => true,
+        DataType::Float32 | DataType::Float64 | DataType::Boolean => true,
+        DataType::Date32 | DataType::Date64 => true,
+        DataType::Decimal32(..)
+        | DataType::Decimal64(..)
+        | DataType::Decimal128(..)
+        | DataType::Decimal256(..) => true,
+        DataType::Timestamp(..) => physical == PhysicalType::INT64,
+        DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View => true,
+        _ => false,
+    };
+    order_ok && type_ok
+}
+
+/// How a bloom filter hashes values of `file_type` stored as `physical`, if rayquet probes it.
+fn bloom_kind(file_type: &DataType, physical: PhysicalType) -> Option<BloomKind> {
+    match (file_type, physical) {
+        (
+            DataType::Int8 | DataType::Int16 | DataType::Int32 | DataType::Date32,
+            PhysicalType::INT32,
+        ) => Some(BloomKind::I32),
+        (DataType::Int64 | DataType::Timestamp(..), PhysicalType::INT64) => Some(BloomKind::I64),
+        (DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View, PhysicalType::BYTE_ARRAY) => {
+            Some(BloomKind::Bytes)
+        }
+        _ => None,
     }
 }
 
