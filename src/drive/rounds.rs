@@ -28,7 +28,6 @@ use crate::footer::FileMeta;
 use crate::io::chunk::SparseChunk;
 use crate::metrics::Metrics;
 use crate::plan::file::FileRun;
-use crate::plan::prune::Verdict;
 use crate::plan::selection::SelectedRows;
 use crate::plan::slots::{self, FilterStage, SlotPlan};
 use crate::validate::pages::PageChecks;
@@ -61,29 +60,15 @@ impl LateSlot<'_> {
             mut probe,
         } = self;
         let (meta, rg) = (&run.meta, plan.row_group);
-        // Late materialization costs a round trip; it pays only when many pages of the
-        // other columns hold no match. Fetch everything at once when the page index (or
-        // the caller's selection) already narrowed the rows to a quarter, when statistics
-        // found the filter's column clustered, or when late materialization has not been
-        // saving bytes on this scan. A probe fetches in one round and measures what a
-        // second round would have fetched.
-        let narrowed = plan
-            .selection
-            .as_ref()
-            .is_some_and(|s| s.row_count() as u64 * 4 <= plan.rows);
-        let measure = probe.is_some() && !(narrowed || clustered);
-        let single = narrowed || clustered || measure || !ctx.late.worth_it(slot).await;
-        // The second round reads only the pages holding selected rows: their runs.
-        let late_pages = (!single || measure) && slots::has_offset_index(meta, rg);
-
+        let rounds = Rounds::decide(ctx, run, plan, stage, clustered, probe.is_some(), slot).await;
         let mut wanted = stage.ranges.clone();
-        if single {
+        if rounds.single {
             wanted.extend(plan.parts.iter().flat_map(|p| p.ranges.iter().cloned()));
         }
         let first = fetch_ranges(ctx, meta, &wanted, plan.page_level, rg).await?;
         held.fetched(first.bytes());
 
-        let job = StageJob::new(ctx, run, stage, plan, first.clone(), late_pages);
+        let job = StageJob::new(ctx, run, stage, plan, first.clone(), rounds.late_pages);
         let reused = job.reused.clone();
         let done = ctx
             .on_pool((&meta.file.name, "filter evaluation"), move || job.run())
@@ -97,50 +82,126 @@ impl LateSlot<'_> {
         Metrics::add(&ctx.metrics().rows_filtered, out.read - kept_rows);
         Metrics::add(&ctx.metrics().dictionary_filtered, out.dictionary as u64);
         if kept_rows == 0 {
-            if let Some(probe) = probe.take().filter(|_| !single || measure) {
+            if let Some(probe) = probe.take().filter(|_| !rounds.single || rounds.measure) {
                 // Late materialization saved every other column's bytes.
                 probe.record(late_bytes(meta, plan, stage)?, 0);
             }
             return Ok(None);
         }
-        // Pages the decoders must not touch: left out by the plan, or by this round.
-        let mut left_out = plan.page_level;
         let runs = done.runs.as_ref();
-        let chunk = if single {
-            if let Some(probe) = probe.take().filter(|_| measure) {
-                let after = second_round(meta, plan, stage, runs, late_pages)?;
+        // Pages the decoders must not touch: left out by the plan, or by the second round.
+        let (chunk, page_level) = if rounds.single {
+            if let Some(probe) = probe.take().filter(|_| rounds.measure) {
+                let after = second_round(meta, plan, stage, runs, rounds.late_pages)?;
                 probe.record(late_bytes(meta, plan, stage)?, after);
             }
-            first
+            (first, plan.page_level)
         } else {
-            let mut ranges = Vec::new();
-            let mut after = 0;
-            for leaf in plan.parts.iter().flat_map(|p| &p.leaves) {
-                let (r, skipped) = slots::chunk_ranges(meta, rg, *leaf, runs, late_pages)?;
-                if !stage.leaves.contains(leaf) {
-                    Metrics::add(&ctx.metrics().pages_pruned, skipped);
-                    after += r.iter().map(|r| r.end - r.start).sum::<u64>();
-                    left_out |= skipped > 0;
-                }
-                ranges.extend(r.into_iter().filter(|r| !first.covers(r)));
-            }
+            let second = SecondRound::plan(ctx, meta, plan, stage, runs, &first)?;
             if let Some(probe) = probe.take() {
-                probe.record(late_bytes(meta, plan, stage)?, after);
+                probe.record(late_bytes(meta, plan, stage)?, second.after);
             }
-            let second = fetch_ranges(ctx, meta, &ranges, late_pages, rg).await?;
-            held.fetched(second.bytes());
+            let bytes = fetch_ranges(ctx, meta, &second.ranges, rounds.late_pages, rg).await?;
+            held.fetched(bytes.bytes());
             let mut chunk = first;
-            chunk.merge(&second);
-            chunk
+            chunk.merge(&bytes);
+            (chunk, plan.page_level || second.left_out)
         };
         Ok(Some(Fetched {
             // Every row matched: decode without a selection (cheaper than one long run).
             selection: (!done.every_row).then(|| Arc::new(out.exact)),
-            page_level: left_out,
+            page_level,
             chunk,
             prepared: done.prepared,
             stage_cols,
         }))
+    }
+}
+
+/// How one slot's filter stage fetches: in one round or two, and whether it measures.
+#[derive(Debug, Clone, Copy)]
+struct Rounds {
+    /// Fetch the filter's columns and every other column in one round.
+    single: bool,
+    /// A probe: fetch in one round and report what a second round would have fetched.
+    measure: bool,
+    /// A second round (real or measured) reads only the pages holding selected rows.
+    late_pages: bool,
+}
+
+impl Rounds {
+    /// Late materialization costs a round trip; it pays only when many pages of the other
+    /// columns hold no match. Fetch everything at once when the page index (or the caller's
+    /// selection) already narrowed the rows to a quarter, when statistics found the filter's
+    /// column clustered or judged every row a match, or when late materialization has not
+    /// been saving bytes on this scan. A probe fetches in one round and measures what a
+    /// second round would have fetched.
+    async fn decide(
+        ctx: &DriveCtx,
+        run: &FileRun,
+        plan: &SlotPlan,
+        stage: &FilterStage,
+        clustered: bool,
+        probe: bool,
+        slot: usize,
+    ) -> Rounds {
+        let narrowed = plan
+            .selection
+            .as_ref()
+            .is_some_and(|s| s.row_count() as u64 * 4 <= plan.rows);
+        // A row group statistics judged all matching: nothing for a probe to measure, and a
+        // second round would only add its round trip.
+        let one_round = narrowed || clustered || stage.check_only;
+        let measure = probe && !one_round;
+        let single = one_round || measure || !ctx.late.worth_it(slot).await;
+        let late_pages = (!single || measure) && slots::has_offset_index(&run.meta, plan.row_group);
+        Rounds {
+            single,
+            measure,
+            late_pages,
+        }
+    }
+}
+
+/// A slot's second round: the pages of its other columns that hold matching rows.
+struct SecondRound {
+    /// Ranges not fetched by the first round.
+    ranges: Vec<std::ops::Range<u64>>,
+    /// Bytes of the other columns' pages the round reads (fetched before or not).
+    after: u64,
+    /// Some page of another column holds no match and is left out.
+    left_out: bool,
+}
+
+impl SecondRound {
+    /// The pages of `plan`'s columns outside `stage` holding the rows of `runs` (every page
+    /// without them), less what `first` holds.
+    fn plan(
+        ctx: &DriveCtx,
+        meta: &FileMeta,
+        plan: &SlotPlan,
+        stage: &FilterStage,
+        runs: Option<&SelectedRows>,
+        first: &SparseChunk,
+    ) -> Result<SecondRound> {
+        let mut round = SecondRound {
+            ranges: Vec::new(),
+            after: 0,
+            left_out: false,
+        };
+        let late_pages = runs.is_some();
+        for leaf in plan.parts.iter().flat_map(|p| &p.leaves) {
+            let (r, skipped) = slots::chunk_ranges(meta, plan.row_group, *leaf, runs, late_pages)?;
+            if !stage.leaves.contains(leaf) {
+                Metrics::add(&ctx.metrics().pages_pruned, skipped);
+                round.after += r.iter().map(|r| r.end - r.start).sum::<u64>();
+                round.left_out |= skipped > 0;
+            }
+            round
+                .ranges
+                .extend(r.into_iter().filter(|r| !first.covers(r)));
+        }
+        Ok(round)
     }
 }
 
@@ -263,9 +324,9 @@ impl StageJob {
             .with_row_group(rg));
         }
         let p = &r.prune;
-        let exact_filter = p.exact && p.verdicts.get(rg) == Some(&Verdict::Some);
+        // Row groups judged `None` have no slot; `All` and `Some` are both filtered.
         let stage = Stage {
-            filter: p.filter.as_deref().filter(|_| exact_filter),
+            filter: p.filter.as_deref().filter(|_| p.exact),
             row_filter: r.row_filter.as_ref(),
             leaves: &self.leaves,
             buffer_rows: checks.buffer_rows(),

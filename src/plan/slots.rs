@@ -13,6 +13,7 @@ use std::ops::Range;
 use std::sync::Arc;
 
 use parquet::arrow::arrow_reader::RowSelection;
+use parquet::file::metadata::RowGroupMetaData;
 
 use crate::error::{Error, ErrorKind, Result};
 use crate::footer::FileMeta;
@@ -38,6 +39,10 @@ pub(crate) struct FilterStage {
     pub leaves: Vec<usize>,
     pub ranges: Vec<Range<u64>>,
     pub compressed: u64,
+    /// Statistics judged every row a match (`Verdict::All`): the stage only checks that
+    /// claim, so the row group is fetched in one round. Statistics are the writer's word; a
+    /// false minimum must not let through rows the filter excludes.
+    pub check_only: bool,
 }
 
 /// One row group of one file: the unit of ordering.
@@ -54,7 +59,7 @@ pub(crate) struct SlotPlan {
     /// decoders must read by selectors, which never touch them; otherwise every page is
     /// fetched and parquet picks how to apply the selection (a bitmask when it is fragmented).
     pub page_level: bool,
-    /// The filter still has to run on this row group (statistics could not decide).
+    /// The filter still has to run on this row group (every row group of an exact filter).
     pub filter: Option<FilterStage>,
     pub parts: Vec<PartPlan>,
 }
@@ -239,59 +244,80 @@ pub(crate) fn plan_file(
             }
             continue;
         }
-        let pages = PageReads::new(meta, rg_idx, selection.as_deref());
-        // Whether any page is actually left out decides how the decoders read.
-        let mut left_out = false;
-        let stage = prune.row_filter || (prune.exact && verdict == Verdict::Some);
-        let filter = match stage {
-            true => {
-                let (ranges, n) = pages.of_leaves(&prune.stage_leaves)?;
-                skipped.pages += n;
-                left_out |= n > 0;
-                let compressed = ranges.iter().map(|r| r.end - r.start).sum();
-                Some(FilterStage {
-                    leaves: prune.stage_leaves.clone(),
-                    ranges,
-                    compressed,
-                })
-            }
-            false => None,
-        };
+        let mut pages = PageReads::new(meta, rg_idx, selection.as_deref());
+        let filter = filter_stage(prune, &mut pages, verdict, &mut skipped)?;
         let fraction = selection
             .as_ref()
             .map_or(1.0, |s| s.row_count() as f64 / rows.max(1) as f64);
-        let mut per_root = Vec::with_capacity(roots.len());
-        for (root, leaves) in roots {
-            let (ranges, n) = pages.of_leaves(leaves)?;
-            left_out |= n > 0;
-            // With a filter stage, the pages parts skip are known (and counted) only once
-            // the filter has run (`drive::rounds`).
-            if filter.is_none() {
-                skipped.pages += n;
-            }
-            let uncompressed = leaves
-                .iter()
-                .map(|&leaf| (rg.column(leaf).uncompressed_size().max(0) as f64 * fraction) as u64)
-                .sum();
-            per_root.push(PartPlan {
-                roots: vec![*root],
-                leaves: leaves.clone(),
-                compressed: ranges.iter().map(|r| r.end - r.start).sum(),
-                ranges,
-                uncompressed,
-            });
-        }
+        // With a filter stage, the pages parts skip are known (and counted) only once the
+        // filter has run (`drive::rounds`).
+        let count = filter.is_none().then_some(&mut skipped);
+        let per_root = root_parts(rg, roots, &mut pages, fraction, count)?;
         slots.push(SlotPlan {
             row_group: rg_idx,
             rows,
             first_row: row_group_start,
             selection,
-            page_level: pages.offsets && left_out,
+            // Whether any page is actually left out decides how the decoders read.
+            page_level: pages.offsets && pages.left_out,
             filter,
             parts: split_parts(per_root, split_bytes, threads),
         });
     }
     Ok((slots, skipped))
+}
+
+/// The filter stage of a row group with `verdict`, if it has one: every row group of an
+/// exact filter (row groups judged `All` too: a false statistic must not add rows) or of a
+/// task with a row filter.
+fn filter_stage(
+    prune: &FilePrune,
+    pages: &mut PageReads,
+    verdict: Verdict,
+    skipped: &mut Skipped,
+) -> Result<Option<FilterStage>> {
+    let exact = prune.exact && prune.filter.is_some();
+    if !(prune.row_filter || exact) {
+        return Ok(None);
+    }
+    let (ranges, n) = pages.of_leaves(&prune.stage_leaves)?;
+    skipped.pages += n;
+    Ok(Some(FilterStage {
+        leaves: prune.stage_leaves.clone(),
+        compressed: ranges.iter().map(|r| r.end - r.start).sum(),
+        ranges,
+        check_only: !prune.row_filter && verdict == Verdict::All,
+    }))
+}
+
+/// One part per projected root of row group `rg`: its ranges, and its uncompressed bytes
+/// scaled to the `fraction` of rows read. Pages left out are added to `count`, if given.
+fn root_parts(
+    rg: &RowGroupMetaData,
+    roots: &[(usize, Vec<usize>)],
+    pages: &mut PageReads,
+    fraction: f64,
+    mut count: Option<&mut Skipped>,
+) -> Result<Vec<PartPlan>> {
+    let mut per_root = Vec::with_capacity(roots.len());
+    for (root, leaves) in roots {
+        let (ranges, n) = pages.of_leaves(leaves)?;
+        if let Some(skipped) = count.as_deref_mut() {
+            skipped.pages += n;
+        }
+        let uncompressed = leaves
+            .iter()
+            .map(|&leaf| (rg.column(leaf).uncompressed_size().max(0) as f64 * fraction) as u64)
+            .sum();
+        per_root.push(PartPlan {
+            roots: vec![*root],
+            leaves: leaves.clone(),
+            compressed: ranges.iter().map(|r| r.end - r.start).sum(),
+            ranges,
+            uncompressed,
+        });
+    }
+    Ok(per_root)
 }
 
 /// The rows of row group `rg` to read: the caller's selection and, when statistics could
@@ -315,6 +341,8 @@ struct PageReads<'a> {
     rg: usize,
     runs: Option<SelectedRows>,
     offsets: bool,
+    /// Some read so far left out a page.
+    left_out: bool,
 }
 
 impl<'a> PageReads<'a> {
@@ -326,11 +354,12 @@ impl<'a> PageReads<'a> {
             rg,
             runs,
             offsets,
+            left_out: false,
         }
     }
 
     /// The ranges of `leaves`' column chunks, and how many data pages they leave out.
-    fn of_leaves(&self, leaves: &[usize]) -> Result<(Vec<Range<u64>>, u64)> {
+    fn of_leaves(&mut self, leaves: &[usize]) -> Result<(Vec<Range<u64>>, u64)> {
         let mut ranges = Vec::with_capacity(leaves.len());
         let mut skipped = 0;
         for &leaf in leaves {
@@ -338,6 +367,7 @@ impl<'a> PageReads<'a> {
             ranges.extend(r);
             skipped += n;
         }
+        self.left_out |= skipped > 0;
         Ok((ranges, skipped))
     }
 }

@@ -1722,15 +1722,16 @@ fn like_prefixes_prove_whole_row_groups() {
     let t: &'static Table = Box::leak(Box::new(Table::load("words", &path)));
     // (filter, row groups pruned, row groups evaluated, rows the filter removed). `name` is
     // dictionary-encoded, so each row group the filter stage evaluates counts in
-    // `dictionary_filtered`; one proved to match whole is not evaluated at all.
+    // `dictionary_filtered`. One proved to match whole is evaluated too (statistics are the
+    // writer's word: `statistics_that_lie_add_no_rows`), and loses no row.
     for (e, pruned, evaluated, removed) in [
-        (col("name").like("ap%"), 2, 0, 0),
-        (col("name").like("apr%"), 3, 0, 0),
-        (col("name").like("ap%").negate(), 2, 0, 0),
-        (col("name").like("b%").negate(), 1, 0, 0),
+        (col("name").like("ap%"), 2, 2, 0),
+        (col("name").like("apr%"), 3, 1, 0),
+        (col("name").like("ap%").negate(), 2, 2, 0),
+        (col("name").like("b%").negate(), 1, 3, 0),
         // Not every string with the prefix matches: read and filter.
         (col("name").like("ap%e%"), 2, 2, 500),
-        (col("name").like("ap%e%").negate(), 0, 2, 500),
+        (col("name").like("ap%e%").negate(), 0, 4, 500),
         // No wildcard: `=`, which the page index narrows to one 50-row page (read with a
         // selection, not on dictionary indices).
         (col("name").like("apple-0007"), 3, 0, 49),
@@ -1746,6 +1747,132 @@ fn like_prefixes_prove_whole_row_groups() {
             (m.row_groups_pruned, m.dictionary_filtered, m.rows_filtered),
             (pruned, evaluated, removed),
             "{what}: {m:?}"
+        );
+    }
+}
+
+/// Copy the parquet file `src` to `dst`, its column chunks byte for byte, with the chunk
+/// statistics `lie` gives (row group, column; `None`: the writer's own).
+fn with_statistics(
+    src: &Path,
+    dst: &Path,
+    lie: impl Fn(usize, usize) -> Option<parquet::file::statistics::Statistics>,
+) {
+    use parquet::column::writer::ColumnCloseResult;
+    use parquet::file::reader::{FileReader, SerializedFileReader};
+    use parquet::file::writer::SerializedFileWriter;
+    let bytes = bytes::Bytes::from(std::fs::read(src).expect("read"));
+    let reader = SerializedFileReader::new(bytes.clone()).expect("footer");
+    let md = reader.metadata();
+    let schema = md.file_metadata().schema_descr().root_schema_ptr();
+    let props = Arc::new(WriterProperties::builder().build());
+    let out = std::fs::File::create(dst).expect("create");
+    let mut w = SerializedFileWriter::new(out, schema, props).expect("writer");
+    for (i, rg) in md.row_groups().iter().enumerate() {
+        let mut g = w.next_row_group().expect("row group");
+        for (j, c) in rg.columns().iter().enumerate() {
+            let mut meta = c.clone().into_builder();
+            if let Some(stats) = lie(i, j) {
+                meta = meta.set_statistics(stats);
+            }
+            let close = ColumnCloseResult {
+                bytes_written: c.compressed_size() as u64,
+                rows_written: rg.num_rows() as u64,
+                metadata: meta.build().expect("column metadata"),
+                bloom_filter: None,
+                column_index: None,
+                offset_index: None,
+            };
+            g.append_column(&bytes, close).expect("append");
+        }
+        g.close().expect("close row group");
+    }
+    w.close().expect("close");
+}
+
+#[test]
+fn statistics_that_lie_add_no_rows() {
+    // Statistics are the writer's word, and a writer can be wrong (or the file crafted). A
+    // row group they claim matches whole is still filtered: rows the filter excludes never
+    // come back. (Rows a false statistic prunes are lost, as in every reader that prunes.)
+    use parquet::file::statistics::Statistics;
+    let dir = tempfile::tempdir().unwrap();
+    let honest = dir.path().join("honest.parquet");
+    let n = 2000;
+    let f: Float64Array = (0..n)
+        .map(|i| {
+            Some(if i % 3 == 0 {
+                f64::NAN
+            } else {
+                1.0 + (i % 5) as f64
+            })
+        })
+        .collect();
+    let batch = RecordBatch::try_from_iter(vec![
+        (
+            "x",
+            Arc::new(Int64Array::from_iter_values(0..n as i64)) as ArrayRef,
+        ),
+        ("f", Arc::new(f)),
+    ])
+    .unwrap();
+    let props = WriterProperties::builder()
+        .set_max_row_group_row_count(Some(500))
+        .set_statistics_enabled(EnabledStatistics::Chunk)
+        .build();
+    write_file(&honest, &batch, props);
+    let path = dir.path().join("lying.parquet");
+    // Row group 1 holds x 500..999 and claims 700..=999; f holds 1.0..=5.0 and NaN and
+    // claims a minimum of 1.00048828125 (the fuzz finding's shape).
+    with_statistics(&honest, &path, |rg, c| match (rg, c) {
+        (1, 0) => Some(Statistics::int64(
+            Some(700),
+            Some(999),
+            None,
+            Some(0),
+            false,
+        )),
+        (_, 1) => Some(Statistics::double(
+            Some(1.00048828125),
+            Some(f64::NAN),
+            None,
+            Some(0),
+            false,
+        )),
+        _ => None,
+    });
+    let t: &'static Table = Box::leak(Box::new(Table::load("lying", &path)));
+    // (filter, row groups pruned). Every row of a row group read is either delivered or
+    // counted as filtered; `check` compares the rows with the brute-force reference.
+    for (e, pruned) in [
+        // Row group 1 judged whole from its false minimum: its 200 rows below 700 do not
+        // match. The others: 0 pruned as no match, 2 and 3 match whole (and do); with
+        // `x < 1000`, 2 and 3 are pruned too.
+        (col("x").gt_eq(700i64), 1),
+        (col("x").gt_eq(700i64).and(col("x").lt(1000i64)), 3),
+        // `f != 1.0` and `f > 1.0` judged whole everywhere from the false minimum.
+        (col("f").not_eq(1.0f64), 0),
+        (col("f").gt(1.0f64), 0),
+    ] {
+        let what = e.to_string();
+        let spec = Spec {
+            filter: Some(e),
+            ..Default::default()
+        };
+        let all: Vec<usize> = (0..t.rows()).collect();
+        let want = t.matching(spec.filter.as_ref(), &all).len();
+        assert!(
+            want < 2000 - 500 * pruned as usize,
+            "{what}: the lie is exercised"
+        );
+        check(t, &spec, &what);
+        let (got, m) = measured(t, &spec, &what);
+        assert_eq!(got, want, "{what}");
+        assert_eq!(m.row_groups_pruned, pruned, "{what}: {m:?}");
+        assert_eq!(
+            m.rows_filtered as usize,
+            2000 - 500 * pruned as usize - want,
+            "{what}"
         );
     }
 }

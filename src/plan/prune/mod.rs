@@ -25,7 +25,8 @@ pub(crate) use filter::FileFilter;
 pub(crate) enum Verdict {
     /// No row can match: skip it.
     None,
-    /// Every row matches: no need to filter.
+    /// Every row matches, if the statistics are true: fetched in one round and filtered
+    /// all the same (a false statistic must not add rows).
     All,
     /// Unknown: read and filter.
     Some,
