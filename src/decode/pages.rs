@@ -49,9 +49,17 @@ pub(crate) struct Leaves<'a> {
     pub sizes: Vec<PageSizes>,
 }
 
+/// Which rows of a row group a reader reads.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct RowsRead {
+    /// The rows to read (`None`: all).
+    pub selection: Option<RowSelection>,
+    /// Only the pages holding selected rows were fetched: the others must not be touched.
+    pub page_level: bool,
+}
+
 /// A reader of row group `rg` of `meta`'s file, over the fetched `chunk`: the columns of
-/// `leaves`, the rows of `selection` (all when `None`; `page_level`: only the selected rows'
-/// pages were fetched), in batches of `limit.rows` rows, or fewer where their values would
+/// `leaves`, the `rows` read, in batches of `limit.rows` rows, or fewer where their values would
 /// exceed `limit.bytes` ([`bound`](crate::decode::bound): parquet's reader then reads fewer
 /// rows at a time, joined back up to the limits).
 pub(crate) fn row_group_reader(
@@ -59,9 +67,13 @@ pub(crate) fn row_group_reader(
     rg: usize,
     mut leaves: Leaves<'_>,
     chunk: SparseChunk,
-    (selection, page_level): (Option<RowSelection>, bool),
+    rows: RowsRead,
     limit: BatchLimit,
 ) -> Result<Coalesced> {
+    let RowsRead {
+        selection,
+        page_level,
+    } = rows;
     let md = meta.metadata();
     let mask = ProjectionMask::leaves(meta.parquet_schema(), leaves.leaves.iter().copied());
     // As parquet's builder does: no batch larger than the file (a negative count, in a corrupt
@@ -568,7 +580,10 @@ mod tests {
                     rg,
                     leaves,
                     chunk.clone(),
-                    (sel.clone(), false),
+                    RowsRead {
+                        selection: sel.clone(),
+                        page_level: false,
+                    },
                     limit,
                 )?
                 .collect::<std::result::Result<Vec<RecordBatch>, _>>()

@@ -16,7 +16,7 @@ use arrow::buffer::BooleanBuffer;
 use arrow::compute::prep_null_mask_filter;
 
 use crate::decode::dict_filter;
-use crate::decode::pages::{row_group_reader, Leaves};
+use crate::decode::pages::{row_group_reader, Leaves, RowsRead};
 use crate::decode::positions::RowPositions;
 use crate::decode::stage_io::{Stage, StageOutput, StageRead};
 use crate::error::{Error, Result};
@@ -46,8 +46,11 @@ pub(crate) fn filter_rows(meta: &FileMeta, stage: Stage, read: StageRead) -> Res
         leaves: stage.leaves,
         sizes,
     };
-    let selection = (pre.cloned(), page_level);
-    let reader = row_group_reader(&meta.reader, rg, leaves, chunk, selection, limit)
+    let rows = RowsRead {
+        selection: pre.cloned(),
+        page_level,
+    };
+    let reader = row_group_reader(&meta.reader, rg, leaves, chunk, rows, limit)
         .map_err(|e| Error::decoding(e, name, rg).context(&columns))?;
     let rows = meta.reader.metadata().row_group(rg).num_rows().max(0) as usize;
     let positions = RowPositions::new(first_row, rows as u64, pre);

@@ -95,71 +95,78 @@ pub(crate) async fn resolve(inputs: Vec<Input>, stores: &mut Stores) -> Result<V
                     })
                 }));
             }
-            Input::Local(p) => {
-                let store = stores.local();
-                let shown = p.display().to_string();
-                let meta = std::fs::metadata(&p).map_err(|e| {
-                    let kind = match e.kind() {
-                        std::io::ErrorKind::NotFound => ErrorKind::NotFound,
-                        std::io::ErrorKind::PermissionDenied => ErrorKind::PermissionDenied,
-                        _ => ErrorKind::Io,
-                    };
-                    Error::new(kind, e.to_string()).with_path(&shown)
-                })?;
-                let abs = std::fs::canonicalize(&p)
-                    .map_err(|e| Error::new(ErrorKind::Io, e.to_string()).with_path(&shown))?;
-                let path = Path::from_filesystem_path(&abs).map_err(|e| {
-                    Error::new(ErrorKind::InvalidArgument, e.to_string()).with_path(&shown)
-                })?;
-                if meta.is_dir() {
-                    let name = |l: &Path| format!("/{l}");
-                    files.extend(list_parquet(&store, &path, &shown, name, &stores.http).await?);
-                } else {
-                    files.push(named(FileRef {
-                        store,
-                        path,
-                        size: Some(meta.len()),
-                        name: shown.into(),
-                        version: Some(Version {
-                            e_tag: local_tag(&meta),
-                            last_modified: meta.modified().ok(),
-                        }),
-                    }));
-                }
-            }
-            Input::Url(url) => {
-                let (store, path) = stores.get(&url)?;
-                let root = format!("{}://{}", url.scheme(), url.authority());
-                let name = |l: &Path| format!("{root}/{l}");
-                let shown = url.as_str();
-                if url.path().ends_with('/') || path.as_ref().is_empty() {
-                    files.extend(list_parquet(&store, &path, shown, name, &stores.http).await?);
-                } else if is_parquet(&path) {
-                    files.push(named(FileRef {
-                        store,
-                        name: name(&path).into(),
-                        path,
-                        size: None,
-                        version: None,
-                    }));
-                } else {
-                    match store.head(&path).await {
-                        Ok(meta) => files.push(named(FileRef {
-                            version: Some(Version::from(&meta)),
-                            store,
-                            name: name(&path).into(),
-                            path,
-                            size: Some(meta.size),
-                        })),
-                        Err(object_store::Error::NotFound { .. }) => files
-                            .extend(list_parquet(&store, &path, shown, name, &stores.http).await?),
-                        Err(e) => return Err(Error::from_store(e, shown)),
-                    }
-                }
-            }
+            Input::Local(p) => files.extend(local(&p, stores).await?),
+            Input::Url(url) => files.extend(url_files(&url, stores).await?),
         }
     }
     Ok(files)
+}
+
+/// A local file, or the Parquet files under a local directory.
+async fn local(p: &std::path::Path, stores: &mut Stores) -> Result<Vec<Listed>> {
+    let store = stores.local();
+    let shown = p.display().to_string();
+    let meta = std::fs::metadata(p).map_err(|e| {
+        let kind = match e.kind() {
+            std::io::ErrorKind::NotFound => ErrorKind::NotFound,
+            std::io::ErrorKind::PermissionDenied => ErrorKind::PermissionDenied,
+            _ => ErrorKind::Io,
+        };
+        Error::new(kind, e.to_string()).with_path(&shown)
+    })?;
+    let abs = std::fs::canonicalize(p)
+        .map_err(|e| Error::new(ErrorKind::Io, e.to_string()).with_path(&shown))?;
+    let path = Path::from_filesystem_path(&abs)
+        .map_err(|e| Error::new(ErrorKind::InvalidArgument, e.to_string()).with_path(&shown))?;
+    if meta.is_dir() {
+        let name = |l: &Path| format!("/{l}");
+        return list_parquet(&store, &path, &shown, name, &stores.http).await;
+    }
+    Ok(vec![named(FileRef {
+        store,
+        path,
+        size: Some(meta.len()),
+        name: shown.into(),
+        version: Some(Version {
+            e_tag: local_tag(&meta),
+            last_modified: meta.modified().ok(),
+        }),
+    })])
+}
+
+/// The object a URL names, or the Parquet files under it: a URL ending in `/` (or naming a
+/// bucket) is a prefix; one ending in `.parquet` an object; anything else an object if it
+/// exists, else a prefix.
+async fn url_files(url: &url::Url, stores: &mut Stores) -> Result<Vec<Listed>> {
+    let (store, path) = stores.get(url)?;
+    let root = format!("{}://{}", url.scheme(), url.authority());
+    let name = |l: &Path| format!("{root}/{l}");
+    let shown = url.as_str();
+    if url.path().ends_with('/') || path.as_ref().is_empty() {
+        return list_parquet(&store, &path, shown, name, &stores.http).await;
+    }
+    if is_parquet(&path) {
+        return Ok(vec![named(FileRef {
+            store,
+            name: name(&path).into(),
+            path,
+            size: None,
+            version: None,
+        })]);
+    }
+    match store.head(&path).await {
+        Ok(meta) => Ok(vec![named(FileRef {
+            version: Some(Version::from(&meta)),
+            store,
+            name: name(&path).into(),
+            path,
+            size: Some(meta.size),
+        })]),
+        Err(object_store::Error::NotFound { .. }) => {
+            list_parquet(&store, &path, shown, name, &stores.http).await
+        }
+        Err(e) => Err(Error::from_store(e, shown)),
+    }
 }
 
 /// A dataset's files and Hive partition columns, as a plain scan of it would read them

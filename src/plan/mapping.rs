@@ -652,6 +652,56 @@ impl Mapping {
             )
             .with_path(location)
         };
+        let (top, out_chain) = self.output_leaf(name, &bad)?;
+        let out = out_chain[out_chain.len() - 1];
+        let out_type = out.data_type().clone();
+        match &self.columns[top] {
+            OutCol::RowIndex => Err(bad("filters on the row index column are not supported")),
+            OutCol::Null => Ok(FilterTarget::Const(arrow::array::new_null_array(
+                &out_type, 1,
+            ))),
+            OutCol::Const(v) => {
+                if out_chain.len() == 1 {
+                    Ok(FilterTarget::Const(Arc::clone(v)))
+                } else {
+                    Err(bad("not a struct field"))
+                }
+            }
+            OutCol::File { root, path, .. } => {
+                let Some((leaf, file_path, f)) =
+                    self.file_leaf(file, *root, path, &out_chain, &bad)?
+                else {
+                    return Ok(FilterTarget::Const(arrow::array::new_null_array(
+                        &out_type, 1,
+                    )));
+                };
+                if leaf_count(f.data_type()) != 1 || matches!(f.data_type(), DataType::Struct(_)) {
+                    return Err(bad("the file's column is not primitive"));
+                }
+                if !arrow::compute::can_cast_types(f.data_type(), &out_type) {
+                    return Err(bad(&format!(
+                        "the file's type {} cannot be read as {out_type}",
+                        f.data_type()
+                    )));
+                }
+                Ok(FilterTarget::File {
+                    leaf,
+                    file_path,
+                    file_type: f.data_type().clone(),
+                    out_type,
+                })
+            }
+        }
+    }
+
+    /// The top-level output column a filter's column `name` is in (itself, or the first
+    /// part of a dotted path into structs), and the output fields from that column down to
+    /// the one `name` names, which must be primitive.
+    fn output_leaf<'s>(
+        &'s self,
+        name: &str,
+        bad: &dyn Fn(&str) -> Error,
+    ) -> Result<(usize, Vec<&'s Field>)> {
         let (top, rest): (usize, Vec<&str>) =
             match self.fields.iter().position(|f| f.name() == name) {
                 Some(i) => (i, Vec::new()),
@@ -692,44 +742,7 @@ impl Mapping {
         ) {
             return Err(bad("it is not a primitive column (name a field inside it)"));
         }
-        let out_type = out.data_type().clone();
-        match &self.columns[top] {
-            OutCol::RowIndex => Err(bad("filters on the row index column are not supported")),
-            OutCol::Null => Ok(FilterTarget::Const(arrow::array::new_null_array(
-                &out_type, 1,
-            ))),
-            OutCol::Const(v) => {
-                if rest.is_empty() {
-                    Ok(FilterTarget::Const(Arc::clone(v)))
-                } else {
-                    Err(bad("not a struct field"))
-                }
-            }
-            OutCol::File { root, path, .. } => {
-                let Some((leaf, file_path, f)) =
-                    self.file_leaf(file, *root, path, &out_chain, &bad)?
-                else {
-                    return Ok(FilterTarget::Const(arrow::array::new_null_array(
-                        &out_type, 1,
-                    )));
-                };
-                if leaf_count(f.data_type()) != 1 || matches!(f.data_type(), DataType::Struct(_)) {
-                    return Err(bad("the file's column is not primitive"));
-                }
-                if !arrow::compute::can_cast_types(f.data_type(), &out_type) {
-                    return Err(bad(&format!(
-                        "the file's type {} cannot be read as {out_type}",
-                        f.data_type()
-                    )));
-                }
-                Ok(FilterTarget::File {
-                    leaf,
-                    file_path,
-                    file_type: f.data_type().clone(),
-                    out_type,
-                })
-            }
-        }
+        Ok((top, out_chain))
     }
 
     /// The file leaf a filter column reads: from file root `root` down the output column's

@@ -49,31 +49,17 @@ pub(crate) fn project(meta: &FileMeta, columns: Option<&[String]>) -> Result<Pro
         }
         Some(names) => {
             for name in names {
-                let exact = root_fields.iter().position(|f| f.name() == name);
-                let path: Vec<&str> = name.split('.').collect();
-                let mut found = false;
-                for leaf in 0..descr.num_columns() {
-                    let root = descr.get_column_root_idx(leaf);
-                    let hit = match exact {
-                        Some(r) => r == root,
-                        None => {
-                            let parts = descr.column(leaf).path().parts().to_vec();
-                            parts.len() >= path.len()
-                                && path.iter().zip(&parts).all(|(a, b)| *a == b)
-                        }
-                    };
-                    if hit {
-                        add(root, leaf, &mut output);
-                        found = true;
-                    }
-                }
-                if !found {
+                let leaves = leaves_named(descr, name);
+                if leaves.is_empty() {
                     let names: Vec<_> = root_fields.iter().map(|f| f.name()).collect();
                     return Err(Error::new(
                         ErrorKind::InvalidArgument,
                         format!("no column named {name:?}; columns are {names:?}"),
                     )
                     .with_path(&*meta.file.name));
+                }
+                for leaf in leaves {
+                    add(descr.get_column_root_idx(leaf), leaf, &mut output);
                 }
             }
         }
@@ -87,7 +73,39 @@ pub(crate) fn project(meta: &FileMeta, columns: Option<&[String]>) -> Result<Pro
             (r, l)
         })
         .collect();
-    // Ask parquet itself for the projected schema, so it is exactly what its reader returns.
+    let schema = output_schema(meta, &roots, &output)?;
+    Ok(Projection {
+        roots,
+        output,
+        schema,
+    })
+}
+
+/// The leaves column name `name` selects: every leaf of the top-level column of that name,
+/// else every leaf whose path starts with its dotted parts.
+fn leaves_named(descr: &SchemaDescriptor, name: &str) -> Vec<usize> {
+    let root_fields = descr.root_schema().get_fields();
+    let exact = root_fields.iter().position(|f| f.name() == name);
+    let path: Vec<&str> = name.split('.').collect();
+    (0..descr.num_columns())
+        .filter(|&leaf| match exact {
+            Some(r) => r == descr.get_column_root_idx(leaf),
+            None => {
+                let column = descr.column(leaf);
+                let parts = column.path().parts();
+                parts.len() >= path.len() && path.iter().zip(parts).all(|(a, b)| *a == b)
+            }
+        })
+        .collect()
+}
+
+/// The projected schema: parquet's own for the leaves of `roots` (exactly what its reader
+/// returns), its top-level fields in the `output` order.
+fn output_schema(
+    meta: &FileMeta,
+    roots: &[(usize, Vec<usize>)],
+    output: &[usize],
+) -> Result<SchemaRef> {
     let all: Vec<usize> = roots.iter().flat_map(|(_, l)| l.iter().copied()).collect();
     let file_order = projected_schema(meta, &all)?;
     let in_file_order: Vec<usize> = roots.iter().map(|(r, _)| *r).collect();
@@ -101,15 +119,10 @@ pub(crate) fn project(meta: &FileMeta, columns: Option<&[String]>) -> Result<Pro
             file_order.fields()[i].clone()
         })
         .collect::<Vec<_>>();
-    let schema = Arc::new(Schema::new_with_metadata(
+    Ok(Arc::new(Schema::new_with_metadata(
         fields,
         file_order.metadata().clone(),
-    ));
-    Ok(Projection {
-        roots,
-        output,
-        schema,
-    })
+    )))
 }
 
 /// The Arrow schema parquet's reader produces for these leaves of `meta`'s file.

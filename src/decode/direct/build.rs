@@ -557,6 +557,82 @@ impl Views {
         }
         Ok(make_view(bytes, block, offset as u32))
     }
+
+    /// The block of this batch's buffers `page`'s views point into: the dictionary's buffer,
+    /// or the page's own (each added once).
+    fn block_of(&mut self, page: &DataPage) -> Result<u32, Fallback> {
+        if page.kind == Kind::Dict {
+            let (_, buf) = self.dict.as_ref().ok_or(Fallback("no dictionary"))?;
+            if let Some(b) = self.dict_block {
+                return Ok(b);
+            }
+            let b = self.push_buffer(buf.clone())?;
+            self.dict_block = Some(b);
+            return Ok(b);
+        }
+        let buf = Buffer::from(page.values().clone());
+        match self.buffers.last() {
+            Some(last) if last.ptr_eq(&buf) => Ok(self.buffers.len() as u32 - 1),
+            _ => self.push_buffer(buf),
+        }
+    }
+
+    /// Append `rows` of a dense page without nulls in one pass (dictionary indices all in
+    /// range, or plain strings already checked); `false`: not such a page, nothing appended.
+    fn append_dense(
+        &mut self,
+        page: &DataPage,
+        rows: &[u32],
+        left: &[u32],
+        block: u32,
+        utf8: bool,
+    ) -> bool {
+        let Some(d) = page.dense().filter(|d| d.positions.is_empty()) else {
+            return false;
+        };
+        let first = page.first;
+        let dict: &[u128] = self.dict.as_ref().map(|(v, _)| &v[..]).unwrap_or(&[]);
+        if page.kind == Kind::Dict && (d.max_index as usize) < dict.len() {
+            let idx = &d.values[..];
+            match runs(rows, left, first) {
+                Some(runs) => runs
+                    .for_each(|run| kernels::gather_views(dict, &idx[run], block, &mut self.out)),
+                None => self.out.extend(
+                    rows.iter()
+                        .map(|&r| shift_view(dict[idx[r as usize - first] as usize], block)),
+                ),
+            }
+        } else if page.kind == Kind::Bytes && !utf8 {
+            // Offsets found (and strings checked) when the page was made dense.
+            let (v, starts) = (&page.values()[..], &d.values[..]);
+            let view = |i: usize| {
+                let start = starts[i] as usize;
+                let len = u32::from_le_bytes(v[start - 4..start].try_into().expect("4"));
+                make_view(&v[start..start + len as usize], block, start as u32)
+            };
+            match runs(rows, left, first) {
+                Some(runs) => runs.for_each(|run| self.out.extend(run.map(view))),
+                None => self
+                    .out
+                    .extend(rows.iter().map(|&r| view(r as usize - first))),
+            }
+        } else {
+            return false;
+        }
+        all_valid(&mut self.nulls, rows.len());
+        true
+    }
+}
+
+/// A dictionary view moved to block `block` of the batch (views of 12 bytes or fewer hold
+/// their bytes inline and point nowhere).
+#[inline]
+fn shift_view(v: u128, block: u32) -> u128 {
+    if (v as u32) > 12 {
+        v + ((block as u128) << 64)
+    } else {
+        v
+    }
 }
 
 /// Call `f` with the start and end of each of the `n` plain byte arrays of dictionary page
@@ -602,70 +678,14 @@ impl Build for Views {
     }
 
     fn append(&mut self, page: &mut DataPage, rows: &[u32], left: &[u32]) -> Result<(), Fallback> {
-        let values = page.values().clone();
         // Strings of a dense page were checked all at once.
         let utf8 = self.utf8 && !page.utf8_checked();
-        let first = page.first;
-        // The dictionary's buffer, or the page's, as a data buffer of this batch.
-        let block = if page.kind == Kind::Dict {
-            let (_, buf) = self.dict.as_ref().ok_or(Fallback("no dictionary"))?;
-            match self.dict_block {
-                Some(b) => b,
-                None => {
-                    let b = self.push_buffer(buf.clone())?;
-                    self.dict_block = Some(b);
-                    b
-                }
-            }
-        } else {
-            let buf = Buffer::from(values.clone());
-            match self.buffers.last() {
-                Some(last) if last.ptr_eq(&buf) => self.buffers.len() as u32 - 1,
-                _ => self.push_buffer(buf)?,
-            }
-        };
-        // A view into the dictionary's buffer is moved to its block in this batch.
-        let shift = |v: u128| {
-            if (v as u32) > 12 {
-                v + ((block as u128) << 64)
-            } else {
-                v
-            }
-        };
-        let dict: &[u128] = self.dict.as_ref().map(|(v, _)| &v[..]).unwrap_or(&[]);
-        if let Some(d) = page.dense().filter(|d| d.positions.is_empty()) {
-            if page.kind == Kind::Dict && (d.max_index as usize) < dict.len() {
-                let idx = &d.values[..];
-                match runs(rows, left, first) {
-                    Some(runs) => runs.for_each(|run| {
-                        kernels::gather_views(dict, &idx[run], block, &mut self.out)
-                    }),
-                    None => self.out.extend(
-                        rows.iter()
-                            .map(|&r| shift(dict[idx[r as usize - first] as usize])),
-                    ),
-                }
-                all_valid(&mut self.nulls, rows.len());
-                return Ok(());
-            }
-            if page.kind == Kind::Bytes && !utf8 {
-                // Offsets found (and strings checked) when the page was made dense.
-                let (v, starts) = (&values[..], &d.values[..]);
-                let view = |i: usize| {
-                    let start = starts[i] as usize;
-                    let len = u32::from_le_bytes(v[start - 4..start].try_into().expect("4"));
-                    make_view(&v[start..start + len as usize], block, start as u32)
-                };
-                match runs(rows, left, first) {
-                    Some(runs) => runs.for_each(|run| self.out.extend(run.map(view))),
-                    None => self
-                        .out
-                        .extend(rows.iter().map(|&r| view(r as usize - first))),
-                }
-                all_valid(&mut self.nulls, rows.len());
-                return Ok(());
-            }
+        let block = self.block_of(page)?;
+        if self.append_dense(page, rows, left, block, utf8) {
+            return Ok(());
         }
+        let values = page.values().clone();
+        let dict: &[u128] = self.dict.as_ref().map(|(v, _)| &v[..]).unwrap_or(&[]);
         let (out, nulls) = (&mut self.out, &mut self.nulls);
         out.reserve(rows.len());
         page.walk(rows, |at| {
@@ -677,10 +697,11 @@ impl Build for Views {
                     }
                     return Ok(());
                 }
-                At::Index(k) => shift(
+                At::Index(k) => shift_view(
                     *dict
                         .get(k as usize)
                         .ok_or(Fallback("an index past the dictionary"))?,
+                    block,
                 ),
                 At::Bytes { start, len } => {
                     Views::view(utf8, &values[start..start + len], block, start)?

@@ -57,7 +57,7 @@ use parquet::file::metadata::ColumnChunkMetaData;
 use crate::decode::bound::{BatchLimit, Coalesced};
 use crate::decode::dispatch;
 use crate::decode::flat::flat;
-use crate::decode::pages::{leaf_pages, row_group_reader, Leaves};
+use crate::decode::pages::{leaf_pages, row_group_reader, Leaves, RowsRead};
 use crate::io::chunk::SparseChunk;
 use crate::validate::pages::PageSizes;
 use build::{Build, DictPage};
@@ -136,7 +136,11 @@ pub(crate) fn open(
     // Parquet's reader takes its selection by value: the last part to open takes the shared
     // one, the others a copy.
     let selection = selection.map(Arc::unwrap_or_clone);
-    let reader = row_group_reader(meta, rg, leaves, chunk, (selection, page_level), limit)?;
+    let rows = RowsRead {
+        selection,
+        page_level,
+    };
+    let reader = row_group_reader(meta, rg, leaves, chunk, rows, limit)?;
     Ok(RowGroupReader::Parquet(reader))
 }
 
@@ -207,7 +211,10 @@ impl Split {
             leaves: &l2,
             sizes: s2,
         };
-        let rows = (Some(selection.clone()), page_level);
+        let rows = RowsRead {
+            selection: Some(selection.clone()),
+            page_level,
+        };
         let parquet = row_group_reader(meta, rg, parquet, chunk.clone(), rows, limit)?;
         Ok(Some(Split {
             direct,
@@ -473,7 +480,10 @@ impl DirectReader {
         if std::mem::take(&mut self.whole) {
             self.skip = self.next;
             let chunk = std::mem::take(&mut self.chunk);
-            let rows = (None, self.page_level);
+            let rows = RowsRead {
+                selection: None,
+                page_level: self.page_level,
+            };
             let leaves = leaves(&mut self.sizes);
             return row_group_reader(&self.meta, self.rg, leaves, chunk, rows, self.limit);
         }
@@ -487,7 +497,10 @@ impl DirectReader {
             self.rg,
             leaves,
             chunk,
-            (Some(selection), self.page_level),
+            RowsRead {
+                selection: Some(selection),
+                page_level: self.page_level,
+            },
             self.limit,
         )
     }
