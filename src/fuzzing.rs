@@ -255,12 +255,30 @@ pub fn rle(data: &[u8]) {
             "rle: decode refused ({e}) {n} readable values"
         ),
     }
-    let mut c = cursor.expect("width at most 32");
+    follow_script(
+        cursor.expect("width at most 32"),
+        &buf,
+        &want,
+        script,
+        bw == 1,
+    );
+}
+
+/// Move cursor `c` over `buf` by `script` (0: read a value; 1: skip and count ones, for bit
+/// width 1 only (`bits_1`); else skip), checking every move against the reference's values
+/// `want`. A refusal ends the script and must come past them.
+fn follow_script(
+    mut c: hybrid::Cursor,
+    buf: &[u8],
+    want: &[u32],
+    script: Vec<(u64, usize)>,
+    bits_1: bool,
+) {
     let avail = want.len();
     let mut i = 0usize;
     for (op, k) in script {
         match op {
-            0 => match c.next(&buf) {
+            0 => match c.next(buf) {
                 Ok(v) => {
                     assert!(i < avail, "rle: cursor read value {i} of {avail}");
                     assert_eq!(v, want[i], "rle: cursor value {i}");
@@ -271,7 +289,7 @@ pub fn rle(data: &[u8]) {
                     return;
                 }
             },
-            1 if bw == 1 => match c.skip_sum(k, &buf) {
+            1 if bits_1 => match c.skip_sum(k, buf) {
                 Ok(ones) => {
                     // Nothing to read for no values (even past the readable ones).
                     assert!(
@@ -294,7 +312,7 @@ pub fn rle(data: &[u8]) {
                     return;
                 }
             },
-            _ => match c.skip(k, &buf) {
+            _ => match c.skip(k, buf) {
                 Ok(()) => i += k,
                 Err(e) => {
                     assert!(
@@ -1123,74 +1141,14 @@ pub fn seeds(bytes: &[u8], max_file: usize) -> Vec<(&'static str, Vec<u8>)> {
             else {
                 continue;
             };
-            // A page header, and the whole chunk for the page checks.
-            let mut h = vec![1];
-            h.extend_from_slice(&bytes[range.start..range.end.min(range.start + 256)]);
-            out.push(("validate", h));
-            let physical = PHYSICAL.iter().position(|p| *p == cd.physical_type());
-            let codec = codecs().iter().position(|c| {
-                std::mem::discriminant(c) == std::mem::discriminant(&col.compression())
-            });
-            if let (Some(p), Some(c), true) = (physical, codec, range.len() <= 8 << 10) {
-                let nullable = u8::from(cd.max_def_level() > 0);
-                let rows = (group.num_rows().clamp(0, 65535) as u16).to_le_bytes();
-                let mut s = vec![2, p as u8, (c as u8) << 4 | nullable, rows[0], rows[1]];
-                s.extend_from_slice(&bytes[range.clone()]);
-                out.push(("validate", s));
-            }
-            // Snappy streams: the compressed page bodies after their headers.
+            chunk_seeds(&bytes[range.clone()], col, group.num_rows(), &mut out);
             if col.compression() == Compression::SNAPPY {
-                let mut at = range.start;
-                while at < range.end {
-                    let Ok(head) = thrift::page_header(&bytes[at..range.end]) else {
-                        break;
-                    };
-                    let body = at + head.len;
-                    let end = body + head.compressed.max(0) as usize;
-                    if end > range.end {
-                        break;
-                    }
-                    // A v2 page's levels are not compressed: its snappy stream comes after.
-                    if head.kind != 3 && end - body <= 16 << 10 {
-                        // The spare bytes of a page, nothing claimed beyond the stream.
-                        let mut s = vec![2u8];
-                        s.extend_from_slice(&bytes[body..end]);
-                        out.push(("snappy", s));
-                    }
-                    at = end;
-                }
+                snappy_seeds(&bytes[range.clone()], &mut out);
             }
             // Levels and dictionary indices of decompressed data pages.
-            if !flat::flat(cd) {
-                continue;
-            }
-            let nullable = cd.max_def_level() == 1;
-            let Ok(mut pages) = rgr.get_column_page_reader(leaf) else {
-                continue;
-            };
-            for _ in 0..2 {
-                let Ok(Some(page)) = pages.get_next_page() else {
-                    break;
-                };
-                let Ok(p) = flat::split(&page, nullable) else {
-                    continue;
-                };
-                let rows = (p.rows.min(4096) as u16).to_le_bytes();
-                if let Some(defs) = p.defs.clone() {
-                    let mut s = vec![1, rows[0], rows[1], 3];
-                    s.extend_from_slice(&p.buf[defs]);
-                    out.push(("rle", s));
-                }
-                let values = &p.buf[p.values.clone()];
-                if matches!(
-                    p.encoding,
-                    parquet::basic::Encoding::RLE_DICTIONARY
-                        | parquet::basic::Encoding::PLAIN_DICTIONARY
-                ) && !values.is_empty()
-                {
-                    let mut s = vec![values[0], rows[0], rows[1], 5];
-                    s.extend_from_slice(&values[1..]);
-                    out.push(("rle", s));
+            if flat::flat(cd) {
+                if let Ok(mut pages) = rgr.get_column_page_reader(leaf) {
+                    level_seeds(&mut *pages, cd.max_def_level() == 1, &mut out);
                 }
             }
         }
@@ -1211,6 +1169,88 @@ pub fn seeds(bytes: &[u8], max_file: usize) -> Vec<(&'static str, Vec<u8>)> {
         }
     }
     out
+}
+
+/// `validate` seeds from column chunk `chunk` (of `col`, in a row group of `rows` rows): its
+/// first page header, and the whole chunk (up to 8 KiB) for the page checks.
+fn chunk_seeds(
+    chunk: &[u8],
+    col: &ColumnChunkMetaData,
+    rows: i64,
+    out: &mut Vec<(&'static str, Vec<u8>)>,
+) {
+    let cd = col.column_descr();
+    let mut h = vec![1];
+    h.extend_from_slice(&chunk[..chunk.len().min(256)]);
+    out.push(("validate", h));
+    let physical = PHYSICAL.iter().position(|p| *p == cd.physical_type());
+    let codec = codecs()
+        .iter()
+        .position(|c| std::mem::discriminant(c) == std::mem::discriminant(&col.compression()));
+    if let (Some(p), Some(c), true) = (physical, codec, chunk.len() <= 8 << 10) {
+        let nullable = u8::from(cd.max_def_level() > 0);
+        let rows = (rows.clamp(0, 65535) as u16).to_le_bytes();
+        let mut s = vec![2, p as u8, (c as u8) << 4 | nullable, rows[0], rows[1]];
+        s.extend_from_slice(chunk);
+        out.push(("validate", s));
+    }
+}
+
+/// `snappy` seeds from column `chunk`: the compressed bodies of its pages (not v2 pages,
+/// whose levels come first; at most 16 KiB each).
+fn snappy_seeds(chunk: &[u8], out: &mut Vec<(&'static str, Vec<u8>)>) {
+    let mut at = 0;
+    while at < chunk.len() {
+        let Ok(head) = thrift::page_header(&chunk[at..]) else {
+            break;
+        };
+        let body = at + head.len;
+        let end = body + head.compressed.max(0) as usize;
+        if end > chunk.len() {
+            break;
+        }
+        // A v2 page's levels are not compressed: its snappy stream comes after.
+        if head.kind != 3 && end - body <= 16 << 10 {
+            // The spare bytes of a page, nothing claimed beyond the stream.
+            let mut s = vec![2u8];
+            s.extend_from_slice(&chunk[body..end]);
+            out.push(("snappy", s));
+        }
+        at = end;
+    }
+}
+
+/// `rle` seeds from the first two data pages of a flat column: their definition levels and
+/// dictionary indices.
+fn level_seeds(
+    pages: &mut dyn parquet::column::page::PageReader,
+    nullable: bool,
+    out: &mut Vec<(&'static str, Vec<u8>)>,
+) {
+    for _ in 0..2 {
+        let Ok(Some(page)) = pages.get_next_page() else {
+            break;
+        };
+        let Ok(p) = flat::split(&page, nullable) else {
+            continue;
+        };
+        let rows = (p.rows.min(4096) as u16).to_le_bytes();
+        if let Some(defs) = p.defs.clone() {
+            let mut s = vec![1, rows[0], rows[1], 3];
+            s.extend_from_slice(&p.buf[defs]);
+            out.push(("rle", s));
+        }
+        let values = &p.buf[p.values.clone()];
+        if matches!(
+            p.encoding,
+            parquet::basic::Encoding::RLE_DICTIONARY | parquet::basic::Encoding::PLAIN_DICTIONARY
+        ) && !values.is_empty()
+        {
+            let mut s = vec![values[0], rows[0], rows[1], 5];
+            s.extend_from_slice(&values[1..]);
+            out.push(("rle", s));
+        }
+    }
 }
 
 #[cfg(test)]
