@@ -660,11 +660,11 @@ fn direct_chunk(
             let summary = direct_reader::Summary::of(s);
             direct_reader::Prepared::new(&meta.reader, rg, &[vec![leaf]], (s, summary))
         });
-        let sel = (
-            selection.cloned().map(std::sync::Arc::new),
-            false,
-            prepared.as_ref(),
-        );
+        let sel = direct_reader::PartRows {
+            selection: selection.cloned().map(Arc::new),
+            page_level: false,
+            prepared: prepared.map(Arc::new),
+        };
         match direct_reader::open(
             &meta.reader,
             rg,

@@ -79,15 +79,9 @@ pub(crate) fn read_chunk(
         false => values,
     };
     let mut out = scratch::take(rows);
-    let mut bufs = Scratch::new(rows, nullable);
+    let mut chunk = ChunkState::new(rows, n as u32, nullable);
     while let Some(page) = pages.get_next_page().ok()? {
-        data_page(
-            &page,
-            (n as u32, nullable),
-            rows - out.len(),
-            &mut out,
-            &mut bufs,
-        )?;
+        data_page(&page, rows - out.len(), &mut out, &mut chunk)?;
     }
     if out.len() != rows {
         scratch::give(out);
@@ -102,43 +96,44 @@ impl Drop for DictChunk {
     }
 }
 
-/// Buffers reused across the pages of a chunk: a nullable column's levels and present
-/// indices, taken from the thread's spares (`scratch`) with room for the chunk's rows, so that
-/// they neither grow page by page nor start in fresh memory for every chunk, and given back
-/// when done.
-struct Scratch {
+/// What the data pages of one chunk are read against: its dictionary's length and whether
+/// the column is nullable; and buffers reused across its pages, a nullable column's levels
+/// and present indices, taken from the thread's spares (`scratch`) with room for the chunk's
+/// rows, so that they neither grow page by page nor start in fresh memory for every chunk,
+/// and given back when done.
+struct ChunkState {
+    entries: u32,
+    nullable: bool,
     levels: Vec<u32>,
     present: Vec<u32>,
 }
 
-impl Scratch {
-    fn new(rows: usize, nullable: bool) -> Self {
+impl ChunkState {
+    fn new(rows: usize, entries: u32, nullable: bool) -> Self {
         let room = if nullable { rows } else { 0 };
-        Scratch {
+        ChunkState {
+            entries,
+            nullable,
             levels: scratch::take(room),
             present: scratch::take(room),
         }
     }
 }
 
-impl Drop for Scratch {
+impl Drop for ChunkState {
     fn drop(&mut self) {
         scratch::give(std::mem::take(&mut self.levels));
         scratch::give(std::mem::take(&mut self.present));
     }
 }
 
-/// Append the row indices of data `page` (of a column with `n` dictionary entries) to `out`;
-/// `None` if it is not dictionary-encoded, is malformed or holds more than `room` rows.
-fn data_page(
-    page: &Page,
-    (n, nullable): (u32, bool),
-    room: usize,
-    out: &mut Vec<u32>,
-    scratch: &mut Scratch,
-) -> Option<()> {
+/// Append the row indices of data `page` of `chunk` to `out` (a null's: the dictionary's
+/// length); `None` if it is not dictionary-encoded, is malformed or holds more than `room`
+/// rows.
+fn data_page(page: &Page, room: usize, out: &mut Vec<u32>, chunk: &mut ChunkState) -> Option<()> {
+    let n = chunk.entries;
     // A v2 page's header also counts its rows and nulls: for a flat column, rows are values.
-    let page = flat::split(page, nullable).ok()?;
+    let page = flat::split(page, chunk.nullable).ok()?;
     let (num, encoding, nulls) = (page.rows, page.encoding, page.nulls);
     let defs = page.defs.map(|r| &page.buf[r]);
     let data = &page.buf[page.values];
@@ -152,9 +147,9 @@ fn data_page(
     let non_null = match defs {
         None => num,
         Some(defs) => {
-            scratch.levels.clear();
-            rle::decode(defs, 1, num, &mut scratch.levels).ok()?;
-            scratch.levels.iter().filter(|d| **d == 1).count()
+            chunk.levels.clear();
+            rle::decode(defs, 1, num, &mut chunk.levels).ok()?;
+            chunk.levels.iter().filter(|d| **d == 1).count()
         }
     };
     if nulls.is_some_and(|nulls| nulls != num - non_null) {
@@ -164,8 +159,8 @@ fn data_page(
     let present = match defs {
         None => &mut *out,
         Some(_) => {
-            scratch.present.clear();
-            &mut scratch.present
+            chunk.present.clear();
+            &mut chunk.present
         }
     };
     let from = present.len();
@@ -177,8 +172,8 @@ fn data_page(
         }
     }
     if defs.is_some() {
-        let mut next = scratch.present.iter();
-        for &d in &scratch.levels {
+        let mut next = chunk.present.iter();
+        for &d in &chunk.levels {
             out.push(if d == 1 { *next.next()? } else { n });
         }
     }

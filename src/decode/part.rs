@@ -15,10 +15,9 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use arrow::array::RecordBatch;
-use parquet::arrow::arrow_reader::RowSelection;
 
 use crate::decode::assemble::Assembler;
-use crate::decode::direct::{self, RowGroupReader};
+use crate::decode::direct::{self, PartRows, RowGroupReader};
 use crate::decode::pages::Leaves;
 use crate::decode::DecodeCtx;
 use crate::error::{Error, Result};
@@ -29,18 +28,6 @@ use crate::io::chunk::SparseChunk;
 use crate::metrics::Metrics;
 use crate::plan::file::FileRun;
 use crate::plan::slots::PartPlan;
-
-/// Which rows a part reads: all, or a selection (read by selectors when only the selected
-/// pages were fetched).
-#[derive(Debug, Default, Clone)]
-pub(crate) struct PartRows {
-    /// Shared by the slot's parts (read, never changed).
-    pub selection: Option<Arc<RowSelection>>,
-    pub page_level: bool,
-    /// The selection as the direct reader reads it, worked out once for the slot's parts
-    /// (by its filter stage), if it was.
-    pub prepared: Option<Arc<direct::Prepared>>,
-}
 
 /// What every part of one slot shares: its file and row group, the assembler joining the
 /// parts' batches, the fetched bytes (counted as buffered while `held` lives) and the rows
@@ -211,12 +198,7 @@ impl PartDecoder {
                 leaves: &self.leaves,
                 sizes,
             };
-            let prepared = self.rows.prepared.take();
-            let rows = (
-                self.rows.selection.take(),
-                self.rows.page_level,
-                prepared.as_deref(),
-            );
+            let rows = std::mem::take(&mut self.rows);
             let reader = direct::open(&meta.reader, rg, leaves, chunk, rows, batch)
                 .map_err(|e| self.decoding(e))?;
             self.reader = Some(reader);

@@ -17,7 +17,8 @@ use parquet::arrow::arrow_reader::RowSelection;
 
 use crate::decode::assemble::Assembler;
 use crate::decode::direct;
-use crate::decode::part::{PartDecoder, PartRows, SlotShare};
+use crate::decode::direct::PartRows;
+use crate::decode::part::{PartDecoder, SlotShare};
 use crate::decode::positions::RowPositions;
 use crate::drive::rounds::LateSlot;
 use crate::drive::DriveCtx;

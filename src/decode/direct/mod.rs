@@ -93,18 +93,45 @@ impl Iterator for RowGroupReader {
     }
 }
 
+/// Which rows a part reads: all, or a selection (read by selectors when only the selected
+/// pages were fetched).
+#[derive(Debug, Default, Clone)]
+pub(crate) struct PartRows {
+    /// Shared by the slot's parts (read, never changed).
+    pub selection: Option<Arc<RowSelection>>,
+    /// Only the selected rows' pages were fetched: the others must not be touched.
+    pub page_level: bool,
+    /// The selection as the direct reader reads it, worked out once for the slot's parts
+    /// (by its filter stage), if it was.
+    pub prepared: Option<Arc<Prepared>>,
+}
+
+/// The rows the direct reader reads, as [`open`] hands them on.
+struct DirectRows<'a> {
+    /// `None`: every row.
+    selection: Option<&'a RowSelection>,
+    page_level: bool,
+    /// The selection's rows as the slot's parts share them, if written already.
+    written: Option<Arc<Written>>,
+}
+
 /// A reader of row group `rg` of `meta`'s file over the fetched `chunk`, as
 /// [`row_group_reader`] (the same arguments, the same batches): the direct reader when the
-/// rows are a selection and every leaf is one it reads, parquet's otherwise. `prepared`:
-/// the selection as [`Prepared::new`] worked it out for the slot's parts, if it did.
+/// rows are a selection and every leaf is one it reads, parquet's otherwise.
 pub(crate) fn open(
     meta: &ArrowReaderMetadata,
     rg: usize,
     leaves: Leaves<'_>,
     chunk: SparseChunk,
-    (selection, page_level, prepared): (Option<Arc<RowSelection>>, bool, Option<&Prepared>),
+    rows: PartRows,
     limit: BatchLimit,
 ) -> parquet::errors::Result<RowGroupReader> {
+    let PartRows {
+        selection,
+        page_level,
+        prepared,
+    } = rows;
+    let prepared = prepared.as_deref();
     // Scattered selected rows: only those decoded. Every row, or most rows (a filter that
     // drops few, scattered deleted rows), of columns without nulls, where the CPU runs the
     // x86-64-v3 copies of the dispatched kernels: pages decoded whole by them and the kept
@@ -118,7 +145,11 @@ pub(crate) fn open(
     };
     let written = prepared.and_then(|p| p.written.clone());
     if let Some(dense) = dense {
-        let rows = (selection.as_deref(), page_level, written.clone());
+        let rows = DirectRows {
+            selection: selection.as_deref(),
+            page_level,
+            written: written.clone(),
+        };
         if let Some(d) = DirectReader::try_new(meta, rg, &leaves, &chunk, rows, dense, limit) {
             return Ok(RowGroupReader::Direct(Box::new(d)));
         }
@@ -127,7 +158,11 @@ pub(crate) fn open(
         // every row or most rows: there, splitting a part whose other leaves are strings as
         // offsets measured 4-7% more CPU (BENCHMARKS.md, "Most rows kept").
         if let Some(sel) = selection.as_deref().filter(|_| !dense) {
-            let rows = (sel, page_level, written);
+            let rows = DirectRows {
+                selection: Some(sel),
+                page_level,
+                written,
+            };
             if let Some(s) = Split::try_new(meta, rg, &leaves, &chunk, rows, limit)? {
                 return Ok(RowGroupReader::Split(Box::new(s)));
             }
@@ -160,19 +195,21 @@ pub(crate) struct Split {
 }
 
 impl Split {
-    /// The split of `leaves`, read with the scattered `selection`, when some, but not all,
-    /// are leaves the direct reader reads ([`leaf_reader`]); `None` otherwise.
+    /// The split of `leaves`, read with the scattered selection of `rows`, when some, but
+    /// not all, are leaves the direct reader reads ([`leaf_reader`]); `None` otherwise.
     fn try_new(
         meta: &ArrowReaderMetadata,
         rg: usize,
         leaves: &Leaves<'_>,
         chunk: &SparseChunk,
-        (selection, page_level, written): (&RowSelection, bool, Option<Arc<Written>>),
+        rows: DirectRows<'_>,
         limit: BatchLimit,
     ) -> parquet::errors::Result<Option<Self>> {
-        if leaves.sizes.len() != leaves.leaves.len() {
+        let (Some(selection), true) = (rows.selection, leaves.sizes.len() == leaves.leaves.len())
+        else {
             return Ok(None);
-        }
+        };
+        let page_level = rows.page_level;
         let (mut mine, mut theirs) = (Vec::new(), Vec::new());
         for (&leaf, sizes) in leaves.leaves.iter().zip(&leaves.sizes) {
             match leaf_reader(meta, rg, leaf, Rows::Scattered) {
@@ -197,7 +234,6 @@ impl Split {
             return Ok(None);
         }
         let (l1, s1): (Vec<usize>, Vec<PageSizes>) = mine.into_iter().unzip();
-        let rows = (Some(selection), page_level, written);
         let direct = Leaves {
             leaves: &l1,
             sizes: s1,
@@ -320,8 +356,7 @@ pub(crate) struct DirectReader {
 }
 
 impl DirectReader {
-    /// The direct reader of `leaves` of row group `rg`, the rows of `selection` (`None`:
-    /// every row; `written`: its rows as the slot's parts share them, if written already);
+    /// The direct reader of `leaves` of row group `rg`, the selected `rows`;
     /// when `dense` (every row or most rows), only of columns without a null whose every page
     /// it reads as fast as parquet: see [`whole`]; `None` when a leaf is not one it reads (or
     /// the footer is odd), so parquet's reader should.
@@ -330,10 +365,15 @@ impl DirectReader {
         rg: usize,
         leaves: &Leaves<'_>,
         chunk: &SparseChunk,
-        (selection, page_level, written): (Option<&RowSelection>, bool, Option<Arc<Written>>),
+        rows: DirectRows<'_>,
         dense: bool,
         limit: BatchLimit,
     ) -> Option<Self> {
+        let DirectRows {
+            selection,
+            page_level,
+            written,
+        } = rows;
         let md = meta.metadata();
         let group = md.row_group(rg);
         let rows = usize::try_from(group.num_rows()).ok()?;

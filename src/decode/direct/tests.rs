@@ -174,7 +174,11 @@ fn compare_with(
                     rg,
                     &leaves_arg,
                     &chunk,
-                    (sel.as_ref(), page_level, None),
+                    DirectRows {
+                        selection: sel.as_ref(),
+                        page_level,
+                        written: None,
+                    },
                     dense,
                     BatchLimit::rows(batch),
                 )?;
@@ -853,12 +857,16 @@ fn open_and_compare(
     let md = Arc::clone(meta.metadata());
     let (chunk, groups) = checked_row_groups((&md, "open"), bytes, pick, batch);
     let (rg, _, sizes) = groups.into_iter().next().expect("row group 0");
-    let read = |prepared: Option<&Prepared>| {
+    let read = |prepared: Option<Arc<Prepared>>| {
         let leaves = Leaves {
             leaves: pick,
             sizes: sizes.clone(),
         };
-        let rows = (selection.cloned().map(Arc::new), false, prepared);
+        let rows = PartRows {
+            selection: selection.cloned().map(Arc::new),
+            page_level: false,
+            prepared,
+        };
         let reader = open(
             &meta,
             rg,
@@ -880,7 +888,12 @@ fn open_and_compare(
     // two parts sharing it: the same reader chosen, the same batches; its rows written out
     // exactly when some leaf is read directly.
     if let Some(sel) = selection {
-        let prepared = Prepared::new(&meta, rg, &[pick.to_vec()], (sel, Summary::of(sel)));
+        let prepared = Arc::new(Prepared::new(
+            &meta,
+            rg,
+            &[pick.to_vec()],
+            (sel, Summary::of(sel)),
+        ));
         assert_eq!(
             prepared.written.is_some(),
             chose != Chose::Parquet,
@@ -888,7 +901,7 @@ fn open_and_compare(
         );
         for _part in 0..2 {
             assert_eq!(
-                read(Some(&prepared)),
+                read(Some(Arc::clone(&prepared))),
                 (chose, ours.clone()),
                 "pick {pick:?}"
             );
