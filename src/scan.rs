@@ -420,6 +420,7 @@ fn scan_context(
         mode,
         stores: Mutex::new(stores),
         late: Default::default(),
+        claims: Default::default(),
         decode,
     });
     (ctx, flow, (outbox, rx))

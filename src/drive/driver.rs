@@ -16,6 +16,7 @@ use std::sync::Arc;
 use futures::{FutureExt, StreamExt};
 use tokio::task::JoinSet;
 
+use crate::drive::materialize::SlotTerms;
 use crate::drive::tasks::{AbortOnDrop, TaskStream};
 use crate::drive::{materialize, open, DriveCtx};
 use crate::error::{Error, ErrorKind, Result};
@@ -208,7 +209,7 @@ async fn drive(
     let mut current = first.map(|run| (run, None));
     let mut taken = 0;
     loop {
-        if limit.is_some_and(|l| rows_planned >= l) {
+        if limit_met(ctx, limit, &mut rows_planned).await {
             return Ok(());
         }
         // The permit is held until the file's slots are admitted (their bytes then count
@@ -236,19 +237,38 @@ async fn drive(
         Metrics::add(&m.pages_pruned, skipped.pages);
         let clustered = clustered(&run.prune);
         for slot_plan in slots {
-            if limit.is_some_and(|l| rows_planned >= l) {
+            if limit_met(ctx, limit, &mut rows_planned).await {
                 return Ok(());
             }
             // A task's transform may drop rows (Delta's exact filter on logical columns): the
             // limit then counts only delivered rows, and planning goes on until it is met.
+            let mut claim = None;
             if run.transform.is_none() {
-                rows_planned += slot_plan.known_rows();
+                let rows = slot_plan.known_rows();
+                rows_planned += rows;
+                if limit.is_some() && slot_plan.claimed() {
+                    claim = Some(ctx.claims.claim(rows));
+                }
             }
-            start_slot(ctx, &run, slot_plan, clustered, fetches, *next_slot).await;
+            let terms = SlotTerms { clustered, claim };
+            start_slot(ctx, &run, slot_plan, terms, fetches, *next_slot).await;
             *next_slot += 1;
             while fetches.try_join_next().is_some() {}
         }
     }
+}
+
+/// Whether the slots started hold `limit` rows. Rows counted on statistics' word are
+/// waited for first (their filters' checks), and those the checks removed taken back.
+async fn limit_met(ctx: &DriveCtx, limit: Option<u64>, rows_planned: &mut u64) -> bool {
+    let Some(limit) = limit else {
+        return false;
+    };
+    if *rows_planned < limit {
+        return false;
+    }
+    *rows_planned -= ctx.claims.shortfall().await;
+    *rows_planned >= limit
 }
 
 /// The scan's tasks opened (footer, deleted rows, bloom filters), each on its own tokio task
@@ -297,7 +317,7 @@ async fn start_slot(
     ctx: &Arc<DriveCtx>,
     run: &Arc<FileRun>,
     slot_plan: SlotPlan,
-    clustered: bool,
+    terms: SlotTerms,
     fetches: &mut JoinSet<()>,
     slot: usize,
 ) {
@@ -336,7 +356,7 @@ async fn start_slot(
         let _guard = guard;
         let rg = slot_plan.row_group;
         let name = run.meta.file.name.clone();
-        let fetch = materialize::fetch_slot(&ctx, run, clustered, slot_plan, ctls, held, slot);
+        let fetch = materialize::fetch_slot(&ctx, run, terms, slot_plan, ctls, held, slot);
         let error = match AssertUnwindSafe(fetch).catch_unwind().await {
             Ok(Ok(())) => return,
             Ok(Err(e)) => e.with_row_group(rg),

@@ -20,6 +20,7 @@ use crate::decode::direct;
 use crate::decode::direct::PartRows;
 use crate::decode::part::{PartDecoder, SlotShare};
 use crate::decode::positions::RowPositions;
+use crate::drive::claims::Claim;
 use crate::drive::rounds::LateSlot;
 use crate::drive::DriveCtx;
 use crate::error::Result;
@@ -45,6 +46,15 @@ pub(super) struct Fetched {
     pub stage_cols: Vec<(usize, ArrayRef)>,
 }
 
+/// What the driver tells a slot beyond its plan.
+#[derive(Debug)]
+pub(crate) struct SlotTerms {
+    /// Statistics found the filter's column clustered: matches sit together.
+    pub clustered: bool,
+    /// The rows a limit counted before the slot's filter checked them (`drive::claims`).
+    pub claim: Option<Claim>,
+}
+
 /// Fetch one slot's bytes and start its decoders. One fetch per round: the parts' ranges
 /// are coalesced together (so a gap between two parts' columns is never fetched twice) and
 /// every part decodes from the same zero-copy chunk.
@@ -56,7 +66,7 @@ pub(super) struct Fetched {
 pub(crate) async fn fetch_slot(
     ctx: &Arc<DriveCtx>,
     run: Arc<FileRun>,
-    clustered: bool,
+    terms: SlotTerms,
     mut plan: SlotPlan,
     ctls: Vec<Arc<PartCtl>>,
     mut held: Held,
@@ -71,8 +81,9 @@ pub(crate) async fn fetch_slot(
                 ctx,
                 run: &run,
                 slot,
-                clustered,
+                clustered: terms.clustered,
                 probe,
+                claim: terms.claim,
             };
             match late.fetch(&stage, &mut plan, &mut held).await? {
                 Some(fetched) => fetched,

@@ -3,12 +3,14 @@
 //! footer, deleted rows, bloom filters), plans each file's slots, admits them under the budget
 //! in delivery order and fetches each slot's bytes, then hands them to the decoders
 //! ([`materialize`]), in one round or two around a filter stage ([`rounds`]), as the scan's
-//! first slots decided ([`late`]).
+//! first slots decided ([`late`]); under a limit, rows counted before their filter checked
+//! them are settled by it ([`claims`]).
 //!
 //! The orchestrator: it imports every stage below it (`input`, `io`, `footer`, `plan`,
 //! `decode`, `flow`); nothing imports it but `scan`. Invariant: nothing here decodes; every
 //! CPU step is sent to the decode pool.
 
+pub(crate) mod claims;
 pub(crate) mod driver;
 pub(crate) mod late;
 pub(crate) mod materialize;
@@ -27,7 +29,8 @@ use crate::options::ScanOptions;
 use crate::plan::file::Mode;
 
 /// What the IO side of one scan shares: its options and schema mode, the stores and the
-/// fetcher, what late materialization has saved, and the decoders' context.
+/// fetcher, what late materialization has saved, the rows a limit counted on statistics'
+/// word, and the decoders' context.
 #[derive(Debug)]
 pub(crate) struct DriveCtx {
     pub opts: ScanOptions,
@@ -35,6 +38,7 @@ pub(crate) struct DriveCtx {
     pub fetcher: Fetcher,
     pub stores: Mutex<Stores>,
     pub late: late::LateStats,
+    pub claims: Arc<claims::Claims>,
     pub decode: Arc<DecodeCtx>,
 }
 

@@ -19,6 +19,7 @@ use crate::decode::bound::BatchLimit;
 use crate::decode::direct;
 use crate::decode::stage;
 use crate::decode::stage_io::{Stage, StageOutput, StageRead};
+use crate::drive::claims::Claim;
 use crate::drive::late::Probe;
 use crate::drive::materialize::{fetch_ranges, Fetched};
 use crate::drive::DriveCtx;
@@ -41,6 +42,8 @@ pub(super) struct LateSlot<'a> {
     pub clustered: bool,
     /// The report this slot owes, if it is one of the scan's probes.
     pub probe: Option<Probe<'a>>,
+    /// The rows a limit counted before this slot's filter checked them, owed a settlement.
+    pub claim: Option<Claim>,
 }
 
 impl LateSlot<'_> {
@@ -58,6 +61,7 @@ impl LateSlot<'_> {
             slot,
             clustered,
             mut probe,
+            claim,
         } = self;
         let (meta, rg) = (&run.meta, plan.row_group);
         let rounds = Rounds::decide(ctx, run, plan, stage, clustered, probe.is_some(), slot).await;
@@ -75,6 +79,9 @@ impl LateSlot<'_> {
             .await?;
         let out = done.out;
         let kept_rows = done.kept;
+        if let Some(claim) = claim {
+            claim.kept(kept_rows);
+        }
         let stage_cols = match kept_rows > 0 {
             true => take_stage_columns(run, plan, &reused, out.kept),
             false => Vec::new(),

@@ -71,9 +71,15 @@ impl SlotPlan {
             + self.filter.as_ref().map_or(0, |f| f.compressed)
     }
 
-    /// Rows this slot delivers, when known before decoding (no filter left to run).
+    /// Whether [`Self::known_rows`] are statistics' word, still to be checked by the filter.
+    pub fn claimed(&self) -> bool {
+        self.filter.as_ref().is_some_and(|f| f.check_only)
+    }
+
+    /// Rows this slot delivers by its plan: those of its selection, unless a filter is left
+    /// to decide; statistics' word when they judged every row a match (see [`Self::claimed`]).
     pub fn known_rows(&self) -> u64 {
-        if self.filter.is_some() {
+        if self.filter.as_ref().is_some_and(|f| !f.check_only) {
             return 0;
         }
         self.selection
