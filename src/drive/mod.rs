@@ -12,6 +12,7 @@
 
 pub(crate) mod claims;
 pub(crate) mod driver;
+pub(crate) mod fetched;
 pub(crate) mod late;
 pub(crate) mod materialize;
 pub(crate) mod open;
