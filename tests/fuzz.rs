@@ -995,6 +995,53 @@ fn huge_claims_are_refused() {
     println!("huge num_children: {e}");
 }
 
+/// Repetition levels that build no valid list (parquet-testing's `repeated_primitive_no_list`
+/// with one bit pattern of its first page's levels changed, as the scan fuzz target found):
+/// parquet's reader returns a `List(non-null Int32)` whose child holds nulls its parent does
+/// not, which arrow's `validate_full` refuses (pyarrow refuses the file too). rayquet refuses
+/// it as corrupt data naming the file, row group and column; the intact file reads as
+/// parquet's reader reads it.
+#[test]
+fn levels_that_build_no_valid_list_are_refused() {
+    let _serial = serial();
+    let path = std::path::Path::new(TESTING).join("data/repeated_primitive_no_list.parquet");
+    let good = std::fs::read(&path).expect("parquet-testing's repeated_primitive_no_list");
+    let parquet_reads = |bytes: &[u8]| -> Vec<RecordBatch> {
+        ParquetRecordBatchReaderBuilder::try_new(Bytes::copy_from_slice(bytes))
+            .unwrap()
+            .build()
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap()
+    };
+    let read = |name: &str, bytes: Vec<u8>| {
+        let store: Arc<dyn ObjectStore> = Arc::new(InMemory::new());
+        let path = Path::from(name);
+        futures::executor::block_on(store.put(&path, Bytes::from(bytes).into())).unwrap();
+        common::read_all(Ok(Scan::from_store(store, [path]).batch_size(100)))
+    };
+    let expected = parquet_reads(&good);
+    let (schema, got) = read("intact.parquet", good.clone()).expect("the intact file");
+    common::assert_same_rows(&schema, &expected, &got, "intact");
+
+    // The first data page's repetition levels, bit-packed: `0xef` at byte 101 (`05 ef 03`).
+    let mut bad = good;
+    assert_eq!(bad[101], 0xef, "the file's first level run moved");
+    bad[101] = 0xe9;
+    let theirs = parquet_reads(&bad);
+    let invalid = theirs[0].column(0).to_data().validate_full();
+    assert!(invalid.is_err(), "parquet's reader now builds a valid list");
+    let e = read("changed-levels.parquet", bad).expect_err("an invalid list is delivered");
+    assert_eq!(e.kind(), ErrorKind::CorruptData, "{e}");
+    assert!(
+        e.path()
+            .is_some_and(|p| p.contains("changed-levels.parquet")),
+        "{e}"
+    );
+    assert_eq!(e.row_group(), Some(0), "{e}");
+    assert!(e.message().contains("column Int32_list"), "{e}");
+}
+
 /// A schema nested deeper than rayquet's limit is refused with a clear error (no stack
 /// overflow); one within it reads like parquet's reader.
 #[test]

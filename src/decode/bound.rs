@@ -18,7 +18,8 @@
 //! or one read of rows whose bound could not be kept lower (one row at least); a value larger
 //! than `BatchLimit::largest_value` is an error naming its column. Leaves inside lists and maps
 //! are not bounded here (a row holds any number of their values); their pages are bounded by
-//! the page limit.
+//! the page limit. Every read's nested columns are checked before they are joined
+//! ([`crate::validate::nested`]): parquet builds them from levels without checking them.
 
 use arrow::array::{Array, RecordBatch};
 use arrow::datatypes::{DataType, Field, Fields, SchemaRef};
@@ -245,6 +246,12 @@ impl Coalesced {
         }
         Ok(())
     }
+
+    /// parquet's next read, its nested columns checked ([`crate::validate::nested`]).
+    fn read(&mut self) -> Option<Result<RecordBatch, ArrowError>> {
+        let read = self.inner.next()?;
+        Some(read.and_then(|b| crate::validate::nested::check_batch(&b).map(|()| b)))
+    }
 }
 
 impl Iterator for Coalesced {
@@ -254,7 +261,7 @@ impl Iterator for Coalesced {
         let mut parts: Vec<RecordBatch> = Vec::new();
         let (mut rows, mut bytes) = (0usize, 0u64);
         loop {
-            let b = match self.next.take().map(Ok).or_else(|| self.inner.next()) {
+            let b = match self.next.take().map(Ok).or_else(|| self.read()) {
                 None => break,
                 Some(Err(e)) => return Some(Err(e)),
                 Some(Ok(b)) => b,

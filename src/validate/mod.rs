@@ -23,6 +23,7 @@
 
 pub(crate) mod counts;
 pub(crate) mod ipc;
+pub(crate) mod nested;
 pub(crate) mod pages;
 pub(crate) mod thrift;
 
