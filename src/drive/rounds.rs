@@ -99,12 +99,14 @@ impl LateSlot<'_> {
         // Pages the decoders must not touch: left out by the plan, or by the second round.
         let (chunk, page_level) = if rounds.single {
             if let Some(probe) = probe.take().filter(|_| rounds.measure) {
-                let after = second_round(meta, plan, stage, runs, rounds.late_pages)?;
-                probe.record(late_bytes(meta, plan, stage)?, after);
+                let none = SparseChunk::default();
+                let second = SecondRound::plan(meta, plan, stage, runs, rounds.late_pages, &none)?;
+                probe.record(late_bytes(meta, plan, stage)?, second.after);
             }
             (first, plan.page_level)
         } else {
-            let second = SecondRound::plan(ctx, meta, plan, stage, runs, &first)?;
+            let second = SecondRound::plan(meta, plan, stage, runs, rounds.late_pages, &first)?;
+            Metrics::add(&ctx.metrics().pages_pruned, second.skipped);
             if let Some(probe) = probe.take() {
                 probe.record(late_bytes(meta, plan, stage)?, second.after);
             }
@@ -112,7 +114,7 @@ impl LateSlot<'_> {
             held.fetched(bytes.bytes());
             let mut chunk = first;
             chunk.merge(&bytes);
-            (chunk, plan.page_level || second.left_out)
+            (chunk, plan.page_level || second.skipped > 0)
         };
         Ok(Some(Fetched {
             // Every row matched: decode without a selection (cheaper than one long run).
@@ -176,33 +178,31 @@ struct SecondRound {
     ranges: Vec<std::ops::Range<u64>>,
     /// Bytes of the other columns' pages the round reads (fetched before or not).
     after: u64,
-    /// Some page of another column holds no match and is left out.
-    left_out: bool,
+    /// Pages of the other columns left out: they hold no selected row.
+    skipped: u64,
 }
 
 impl SecondRound {
     /// The pages of `plan`'s columns outside `stage` holding the rows of `runs` (every page
-    /// without them), less what `first` holds.
+    /// unless `late_pages`), less what `first` holds.
     fn plan(
-        ctx: &DriveCtx,
         meta: &FileMeta,
         plan: &SlotPlan,
         stage: &FilterStage,
         runs: Option<&SelectedRows>,
+        late_pages: bool,
         first: &SparseChunk,
     ) -> Result<SecondRound> {
         let mut round = SecondRound {
             ranges: Vec::new(),
             after: 0,
-            left_out: false,
+            skipped: 0,
         };
-        let late_pages = runs.is_some();
         for leaf in plan.parts.iter().flat_map(|p| &p.leaves) {
             let (r, skipped) = slots::chunk_ranges(meta, plan.row_group, *leaf, runs, late_pages)?;
             if !stage.leaves.contains(leaf) {
-                Metrics::add(&ctx.metrics().pages_pruned, skipped);
                 round.after += r.iter().map(|r| r.end - r.start).sum::<u64>();
-                round.left_out |= skipped > 0;
+                round.skipped += skipped;
             }
             round
                 .ranges
@@ -389,26 +389,8 @@ fn late_bytes(meta: &FileMeta, plan: &SlotPlan, stage: &FilterStage) -> Result<u
         .as_deref()
         .filter(|_| offsets)
         .map(SelectedRows::new);
-    second_round(meta, plan, stage, runs.as_ref(), offsets)
-}
-
-/// Bytes a second round would have fetched for `plan` with `stage`: the pages of its other
-/// columns that hold the rows of `runs` (all their pages without `late_pages`).
-fn second_round(
-    meta: &FileMeta,
-    plan: &SlotPlan,
-    stage: &FilterStage,
-    runs: Option<&SelectedRows>,
-    late_pages: bool,
-) -> Result<u64> {
-    let mut after = 0;
-    for leaf in plan.parts.iter().flat_map(|p| &p.leaves) {
-        if !stage.leaves.contains(leaf) {
-            let (r, _) = slots::chunk_ranges(meta, plan.row_group, *leaf, runs, late_pages)?;
-            after += r.iter().map(|r| r.end - r.start).sum::<u64>();
-        }
-    }
-    Ok(after)
+    let none = SparseChunk::default();
+    SecondRound::plan(meta, plan, stage, runs.as_ref(), offsets, &none).map(|r| r.after)
 }
 
 /// The file root of leaf `leaf`.
