@@ -14,7 +14,7 @@
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")"
 
-all=(snappy rle validate direct scan iceberg_dv iceberg_manifest delta_log delta_dv)
+all=(snappy rle validate direct scan task iceberg_dv iceberg_manifest delta_log delta_dv)
 if [[ $# -ne 2 || ! $2 =~ ^[0-9]+$ ]]; then
     echo "usage: fuzz/run.sh TARGET|all SECONDS   (targets: ${all[*]})" >&2
     exit 2

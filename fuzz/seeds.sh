@@ -2,7 +2,8 @@
 # Extracts small seed corpora for the fuzz targets from a folder of Parquet files (read in
 # place; e.g. the parquet-testing files) into fuzz/corpus/<target>/: footers, page headers,
 # column chunks up to 64 KiB (validate), snappy page bodies (snappy), definition levels and
-# dictionary indices of data pages (rle), whole files up to 32 KiB (direct). Uses
+# dictionary indices of data pages (rle), whole files up to 32 KiB (direct, scan), JSON file
+# tasks (task). Uses
 # rayquet::fuzzing::seeds through the replay crate's ignored `write_seeds` test.
 #
 #   fuzz/seeds.sh ../shared/parquet-testing/data

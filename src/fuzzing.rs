@@ -11,6 +11,7 @@
 //! | [`rle`] | `decode::rle::decode` and `Cursor` (next, skip, skip_sum) | a bit-by-bit decoder written here from the format's description |
 //! | [`validate`] | the thrift walkers, `validate::pages` and the pooled page reader of one column chunk | parquet's metadata decoder and schema conversion: what the walkers accept must not crash them |
 //! | [`direct`] | the direct reader on one column chunk of a file, with a scattered row selection, then every row | parquet's reader with the same selection (or none): the same batches, or a clean error |
+//! | [`task`] | a file task decoded from JSON as a worker receives it (row groups, byte range, deletes, size, column sources), read against a 300-row file | parquet's reader, less the row groups and deleted rows the task's documentation says it leaves out |
 //! | [`scan`] | a whole scan of a file, then with a filter on one of its columns (dictionary filter, filter stage, page index, bloom filters, batch byte bounds) | parquet's reader, the filter evaluated on its batches with arrow's kernels: the same rows, or an error naming the file |
 //!
 //! The dispatched decoders ([`crate::decode::dispatch`]) run with each copy the CPU has
@@ -44,6 +45,9 @@ use crate::decode::{direct as direct_reader, flat, pages, rle as hybrid, snappy 
 use crate::io::chunk::SparseChunk;
 use crate::validate::pages::PageChecks;
 use crate::validate::thrift;
+
+mod task;
+pub use task::{task, task_compared, task_seeds};
 
 /// Run `f` as scans run decoders (a panic caught); `Err(message)` for a panic inside a crate
 /// from the registry (parquet, arrow: becomes an `ErrorKind::Panic` error in a scan); a panic

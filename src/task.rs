@@ -366,8 +366,9 @@ impl FileTask {
     }
 
     /// Rows (positions in the file) that are deleted: never delivered, and not decoded where
-    /// the page index lets the reader skip them. Positions past the end of the file are
-    /// ignored. Adds to rows already deleted.
+    /// the page index lets the reader skip them. A position past the end of the file ends
+    /// the scan with a `CorruptTable` error naming the file (the deletes do not belong to
+    /// it). Adds to rows already deleted.
     pub fn deletes(mut self, positions: RoaringTreemap) -> Self {
         match &mut self.deletes {
             Some(d) => *d |= positions,

@@ -54,6 +54,18 @@ fn scan() {
     );
 }
 
+#[test]
+fn task() {
+    // The seeds first (JSON of tasks the coordinator makes), then the corpus and findings.
+    for seed in rayquet::fuzzing::task_seeds() {
+        rayquet::fuzzing::task(&seed);
+    }
+    let n = replay("task", rayquet::fuzzing::task);
+    let compared = rayquet::fuzzing::task_compared();
+    println!("task: {compared} of {n} inputs and the seeds compared with parquet's reader");
+    assert!(compared >= 9, "task: only {compared} compared");
+}
+
 /// Small files of the column kinds the direct reader reads (integers, floats, dates,
 /// timestamps, decimals, strings and binaries; nullable or not; dictionary or plain; pages of
 /// 100 rows, v1 and v2; each codec rayquet decompresses itself), written by parquet's writer.
@@ -170,7 +182,8 @@ fn generated() -> Vec<(String, Vec<u8>)> {
 }
 
 /// Writes the seed corpora: `RAYQUET_SEEDS_FROM` (a folder of Parquet files) and small
-/// generated files ([`generated`]) to `RAYQUET_SEEDS_TO/<target>/` (`fuzz/seeds.sh` runs it).
+/// generated files ([`generated`]) to `RAYQUET_SEEDS_TO/<target>/` (`fuzz/seeds.sh` runs it),
+/// and the `task` target's JSON tasks.
 #[test]
 #[ignore = "writes files: run by fuzz/seeds.sh"]
 fn write_seeds() {
@@ -205,5 +218,11 @@ fn write_seeds() {
             *count.entry(target).or_default() += 1;
         }
     }
+    let tasks = rayquet::fuzzing::task_seeds();
+    std::fs::create_dir_all(to.join("task")).unwrap();
+    for (i, seed) in tasks.iter().enumerate() {
+        std::fs::write(to.join("task").join(format!("task-{i}")), seed).unwrap();
+    }
+    count.insert("task", tasks.len());
     println!("seeds: {count:?}");
 }
