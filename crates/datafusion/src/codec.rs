@@ -4,7 +4,9 @@
 //! rebuilds the node with its own [`ScanOptions`] (its environment's stores and credentials,
 //! its pools and budget), which the codec instance of that process holds.
 //!
-//! Invariant: encoding never includes the options of the process that encodes.
+//! Invariants: encoding never includes the options of the process that encodes; decoding
+//! bytes from the wire ends in a node or an error, never a panic, and no count they claim
+//! (partitions) sizes anything before it is checked.
 
 use std::sync::Arc;
 
@@ -21,6 +23,10 @@ use crate::exec::RayquetScanExec;
 use crate::feed::Planner;
 use crate::remote::Remote;
 use crate::spec::ScanSpec;
+
+/// The most partitions a decoded node may claim (DataFusion plans one per core, or per
+/// target partition).
+const MAX_PARTITIONS: u64 = 1 << 16;
 
 /// The node on the wire.
 #[derive(Clone, PartialEq, ::prost::Message)]
@@ -74,6 +80,13 @@ impl PhysicalExtensionCodec for RayquetCodec {
             .feed
             .ok_or_else(|| proto_error("a rayquet scan node without its work unit feed"))?;
         let feed = WorkUnitFeed::<Planner>::from_proto(feed)?;
+        // A count from the wire: checked before DataFusion sizes anything by it.
+        if node.partitions > MAX_PARTITIONS {
+            return Err(proto_error(format!(
+                "a rayquet scan node claims {} partitions (at most {MAX_PARTITIONS})",
+                node.partitions
+            )));
+        }
         Ok(Arc::new(RayquetScanExec::new(
             spec,
             feed,

@@ -855,3 +855,81 @@ async fn files_that_differ_where_no_type_holds_both_are_an_error_naming_both() {
         "{err}"
     );
 }
+
+/// Bytes a worker decodes as a scan node come from the network: every single-byte change
+/// and every truncation of real nodes' encodings (a filtered scan and a grouping) decodes to a
+/// node or an error, never a panic, and a node claiming 2^40 partitions is refused before
+/// DataFusion sizes anything by it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn scan_nodes_from_the_wire_decode_or_fail_cleanly() {
+    use rayquet_datafusion::datafusion_proto::physical_plan::PhysicalExtensionCodec;
+    use rayquet_datafusion::{scan_nodes, RayquetCodec};
+    use std::panic::{catch_unwind, AssertUnwindSafe};
+    let dir = tempfile::tempdir().unwrap();
+    let (ctx, _) = parquet_pair(dir.path());
+    let codec = RayquetCodec::new(ScanOptions::new());
+    let mut encoded = Vec::new();
+    for sql in [
+        "SELECT l_orderkey FROM t WHERE l_quantity < 10",
+        "SELECT l_shipmode, count(*) FROM t GROUP BY 1",
+    ] {
+        let df = ctx.sql(sql).await.unwrap();
+        let plan = df.create_physical_plan().await.unwrap();
+        for node in scan_nodes(&plan) {
+            let mut buf = Vec::new();
+            codec.try_encode(node, &mut buf).unwrap();
+            encoded.push(buf);
+        }
+    }
+    assert_eq!(encoded.len(), 2, "one scan node per query");
+    let task = ctx.task_ctx();
+    let decode = |b: &[u8]| {
+        catch_unwind(AssertUnwindSafe(|| codec.try_decode(b, &[], &task).is_ok()))
+            .unwrap_or_else(|_| panic!("decoding {} bytes panicked", b.len()))
+    };
+    for buf in &encoded {
+        assert!(decode(buf), "an intact node decodes");
+        let mut refused = 0;
+        for i in 0..buf.len() {
+            for flip in [0x01u8, 0x80, 0xff] {
+                let mut b = buf.clone();
+                b[i] ^= flip;
+                refused += usize::from(!decode(&b));
+            }
+            refused += usize::from(!decode(&buf[..i]));
+        }
+        // Changes inside JSON strings may still decode; most changes must not.
+        assert!(
+            refused > buf.len(),
+            "{refused} of {} refused",
+            4 * buf.len()
+        );
+    }
+
+    // The partition count (field 2, a varint after the JSON of field 1) made 2^40.
+    let buf = &encoded[0];
+    let varint = |b: &[u8]| {
+        let n = b.iter().position(|x| x & 0x80 == 0).unwrap() + 1;
+        let v = b[..n]
+            .iter()
+            .rev()
+            .fold(0u64, |v, x| (v << 7) | u64::from(x & 0x7f));
+        (v, n)
+    };
+    assert_eq!(buf[0], 0x0a, "field 1 first");
+    let (len, n) = varint(&buf[1..]);
+    let at = 1 + n + len as usize;
+    assert_eq!(buf[at], 0x10, "field 2 next");
+    let (partitions, n) = varint(&buf[at + 1..]);
+    assert!(partitions >= 1);
+    let mut huge = buf[..=at].to_vec();
+    let mut v = 1u64 << 40;
+    while v >= 0x80 {
+        huge.push((v as u8) | 0x80);
+        v >>= 7;
+    }
+    huge.push(v as u8);
+    huge.extend_from_slice(&buf[at + 1 + n..]);
+    let e = codec.try_decode(&huge, &[], &task).unwrap_err();
+    assert!(e.to_string().contains("1099511627776 partitions"), "{e}");
+}
