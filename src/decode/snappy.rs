@@ -210,28 +210,8 @@ unsafe fn fast(src: &[u8], dst: &mut [u8], n: usize) -> Result<(usize, usize), S
             let len = e & 0xff;
             let room = n - d;
             if e & RARE as usize != 0 {
-                // A literal of over 60 bytes (its length in the next 1-4 bytes) or a copy
-                // with a 4-byte offset: decoded here, then the loop restarts at the next tag.
-                let at;
-                if is_lit {
-                    let k = lit_len - 59;
-                    let len = (word & MASK[k]) + 1;
-                    at = ip + k;
-                    if len > src.len() - at || len > room {
-                        return Err(SnappyError::Literal);
-                    }
-                    ptr::copy_nonoverlapping(sp.add(at), dp.add(d), len);
-                    d += len;
-                    ip = at + len + 1;
-                } else {
-                    let off = word;
-                    if off.wrapping_sub(1) >= d || len > room {
-                        return Err(SnappyError::Copy);
-                    }
-                    copy_pattern(dp.add(d), off, len);
-                    d += len;
-                    ip += 5;
-                }
+                // Decoded apart, then the loop restarts at the next tag.
+                (ip, d) = rare(src, dp, Tag { tag, word }, ip, d, room)?;
                 if ip > s_end {
                     return Ok((ip - 1, d));
                 }
@@ -260,6 +240,54 @@ unsafe fn fast(src: &[u8], dst: &mut [u8], n: usize) -> Result<(usize, usize), S
         }
     }
     Ok((ip - 1, d))
+}
+
+/// A tag of [`fast`]'s loop and the four input bytes after it.
+#[derive(Clone, Copy)]
+struct Tag {
+    tag: usize,
+    word: usize,
+}
+
+/// A rare element of [`fast`]'s loop: a literal of over 60 bytes (its length in the 1-4
+/// bytes after the tag) or a copy with a 4-byte offset, its tag at `src[ip - 1]` and its
+/// output at `d`, with `room` output bytes wanted; returns the position after its tag's
+/// successor (the loop's `ip`) and the output written.
+///
+/// # Safety
+/// As in [`fast`]'s loop: `ip + SRC_SLOP <= src.len()`, `dp[d - off .. d + room]` writable
+/// and initialised up to `d` (`dp` is `fast`'s output, `d + room == n`).
+#[inline(always)]
+unsafe fn rare(
+    src: &[u8],
+    dp: *mut u8,
+    Tag { tag, word }: Tag,
+    ip: usize,
+    d: usize,
+    room: usize,
+) -> Result<(usize, usize), SnappyError> {
+    let len = ELEMENTS[tag] as usize & 0xff;
+    if tag & 3 == 0 {
+        let k = (tag >> 2) - 59;
+        let len = (word & MASK[k]) + 1;
+        let at = ip + k;
+        if len > src.len() - at || len > room {
+            return Err(SnappyError::Literal);
+        }
+        // SAFETY: `src[at .. at + len]` is inside `src` (checked), `dp[d .. d + len]` inside
+        // the output (`len <= room`).
+        unsafe { ptr::copy_nonoverlapping(src.as_ptr().add(at), dp.add(d), len) };
+        Ok((at + len + 1, d + len))
+    } else {
+        let off = word;
+        if off.wrapping_sub(1) >= d || len > room {
+            return Err(SnappyError::Copy);
+        }
+        // SAFETY: `1 <= off <= d` (checked), and `len <= room`; `copy_pattern` writes at
+        // most `len + 15` bytes, within `fast`'s output slop.
+        unsafe { copy_pattern(dp.add(d), off, len) };
+        Ok((ip + 5, d + len))
+    }
 }
 
 /// Moves 32 bytes, or 64 when `len > 32`, from `from` to `to`, each 32 loaded before stored:
