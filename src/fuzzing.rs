@@ -772,7 +772,11 @@ pub fn scan(data: &[u8]) {
     let batch = [1, 7, 100, 1024][usize::from(ctrl[4] & 3)];
     let views = ctrl[4] & 4 != 0;
     let checksums = ctrl[4] & 8 == 0;
-    let how = (batch, views, checksums);
+    let how = How {
+        batch,
+        views,
+        checksums,
+    };
     // Small files are compared (both readers' rows held); others only scanned to their end.
     // Parquet's metadata reader sizes vectors by the counts a footer claims: it reads only a
     // footer rayquet's Thrift checks passed (a 197-byte file made it ask for 5 GB).
@@ -848,9 +852,17 @@ pub fn scan_compared() -> usize {
     SCAN_COMPARED.load(std::sync::atomic::Ordering::Relaxed)
 }
 
+/// How [`scan`] reads a file: rows per batch, strings as views, page checksums verified.
+#[derive(Debug, Clone, Copy)]
+struct How {
+    batch: usize,
+    views: bool,
+    checksums: bool,
+}
+
 /// A scan of a large `file` to its end, its batches dropped as they come (the checks of
 /// [`scan_file`] on its error).
-fn drain(file: &Bytes, filter: Option<crate::Expr>, how: (usize, bool, bool)) {
+fn drain(file: &Bytes, filter: Option<crate::Expr>, how: How) {
     let _ = scan_reader(file, filter, how).and_then(|r| {
         for b in r {
             b.map_err(crate::Error::from).map_err(checked)?;
@@ -865,7 +877,7 @@ fn drain(file: &Bytes, filter: Option<crate::Expr>, how: (usize, bool, bool)) {
 fn scan_file(
     file: &Bytes,
     filter: Option<crate::Expr>,
-    how: (usize, bool, bool),
+    how: How,
 ) -> Result<Vec<RecordBatch>, crate::Error> {
     scan_reader(file, filter, how)
         .and_then(|r| r.collect::<Result<Vec<_>, _>>().map_err(crate::Error::from))
@@ -877,7 +889,7 @@ fn scan_file(
 fn scan_filtered(
     file: &Bytes,
     filter: crate::Expr,
-    how: (usize, bool, bool),
+    how: How,
 ) -> Result<(Vec<RecordBatch>, bool), crate::Error> {
     let reader = scan_reader(file, Some(filter), how)?;
     let metrics = reader.metrics();
@@ -940,7 +952,11 @@ fn subsequence(what: &str, ours: &[RecordBatch], theirs: &[RecordBatch]) {
 fn scan_reader(
     file: &Bytes,
     filter: Option<crate::Expr>,
-    (batch, views, checksums): (usize, bool, bool),
+    How {
+        batch,
+        views,
+        checksums,
+    }: How,
 ) -> Result<crate::ScanReader, crate::Error> {
     use crate::ScanBuilder;
     use object_store::ObjectStoreExt;
