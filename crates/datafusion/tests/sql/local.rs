@@ -856,14 +856,28 @@ async fn files_that_differ_where_no_type_holds_both_are_an_error_naming_both() {
     );
 }
 
+/// The encodings of the rayquet scan nodes of `sql`'s physical plan, as a coordinator sends
+/// them to workers.
+async fn encoded_nodes(ctx: &SessionContext, sql: &str) -> Vec<Vec<u8>> {
+    use rayquet_datafusion::datafusion_proto::physical_plan::PhysicalExtensionCodec;
+    let codec = rayquet_datafusion::RayquetCodec::new(ScanOptions::new());
+    let plan = ctx.sql(sql).await.unwrap().create_physical_plan().await;
+    let nodes = rayquet_datafusion::scan_nodes(&plan.unwrap());
+    assert_eq!(nodes.len(), 1, "one scan node: {sql}");
+    let mut buf = Vec::new();
+    codec.try_encode(nodes[0].clone(), &mut buf).unwrap();
+    vec![buf]
+}
+
 /// Bytes a worker decodes as a scan node come from the network: every single-byte change
-/// and every truncation of real nodes' encodings (a filtered scan and a grouping) decodes to a
-/// node or an error, never a panic, and a node claiming 2^40 partitions is refused before
-/// DataFusion sizes anything by it.
+/// and every truncation of real nodes' encodings (a Parquet table's filtered scan and
+/// grouping, an Iceberg table with deletes, a Delta table with deletion vectors: their plans
+/// travel in the node) decodes to a node or an error, never a panic, and a node claiming
+/// 2^40 partitions is refused before DataFusion sizes anything by it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn scan_nodes_from_the_wire_decode_or_fail_cleanly() {
     use rayquet_datafusion::datafusion_proto::physical_plan::PhysicalExtensionCodec;
-    use rayquet_datafusion::{scan_nodes, RayquetCodec};
+    use rayquet_datafusion::RayquetCodec;
     use std::panic::{catch_unwind, AssertUnwindSafe};
     let dir = tempfile::tempdir().unwrap();
     let (ctx, _) = parquet_pair(dir.path());
@@ -873,15 +887,19 @@ async fn scan_nodes_from_the_wire_decode_or_fail_cleanly() {
         "SELECT l_orderkey FROM t WHERE l_quantity < 10",
         "SELECT l_shipmode, count(*) FROM t GROUP BY 1",
     ] {
-        let df = ctx.sql(sql).await.unwrap();
-        let plan = df.create_physical_plan().await.unwrap();
-        for node in scan_nodes(&plan) {
-            let mut buf = Vec::new();
-            codec.try_encode(node, &mut buf).unwrap();
-            encoded.push(buf);
-        }
+        encoded.extend(encoded_nodes(&ctx, sql).await);
     }
-    assert_eq!(encoded.len(), 2, "one scan node per query");
+    let iceberg = local_session();
+    let fx = rayquet_testkit::iceberg_tables::deletes(40, 8);
+    iceberg
+        .register_table("t", Arc::new(iceberg_table(&fx)))
+        .unwrap();
+    encoded.extend(encoded_nodes(&iceberg, "SELECT id FROM t WHERE k1 = 3").await);
+    let delta = local_session();
+    let fx = rayquet_testkit::delta_tables::dv_fixture(&dir.path().join("dv"));
+    let table = RayquetTable::delta(rayquet_delta::TableScan::open(fx.url.as_str())).unwrap();
+    delta.register_table("t", Arc::new(table)).unwrap();
+    encoded.extend(encoded_nodes(&delta, "SELECT id FROM t WHERE score > 30").await);
     let task = ctx.task_ctx();
     let decode = |b: &[u8]| {
         catch_unwind(AssertUnwindSafe(|| codec.try_decode(b, &[], &task).is_ok()))
@@ -902,6 +920,11 @@ async fn scan_nodes_from_the_wire_decode_or_fail_cleanly() {
         assert!(
             refused > buf.len(),
             "{refused} of {} refused",
+            4 * buf.len()
+        );
+        println!(
+            "{} bytes: {refused} of {} changes refused",
+            buf.len(),
             4 * buf.len()
         );
     }
