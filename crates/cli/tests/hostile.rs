@@ -805,6 +805,29 @@ fn length_cases(dir: &Path) -> Vec<Case> {
     ]
 }
 
+/// Repetition levels that build no valid list: parquet-testing's `repeated_primitive_no_list`
+/// with one bit-packed run of its first page's levels changed (byte 101, `0xef` to `0xe9`,
+/// as the scan fuzz target found): parquet's reader builds a `List(non-null Int32)` whose
+/// child holds nulls; refused as corrupt data naming the row group and column.
+fn levels_cases(dir: &Path) -> Vec<Case> {
+    let testing = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/parquet-testing");
+    let mut bytes = std::fs::read(testing.join("data/repeated_primitive_no_list.parquet"))
+        .expect("parquet-testing's repeated_primitive_no_list.parquet at ../shared");
+    assert_eq!(bytes[101], 0xef, "the file's first level run moved");
+    bytes[101] = 0xe9;
+    let p = put(dir, "changed-levels.parquet", &bytes);
+    let e = error(
+        &[ErrorKind::CorruptData],
+        &["row group 0", "column Int32_list"],
+        &p,
+    );
+    vec![Case::new(
+        "levels that build no valid list",
+        Input::Parquet(p),
+        e,
+    )]
+}
+
 /// Page checksums: every page given its true CRC-32 (read as written); one value changed
 /// after its page's CRC was taken (a damaged page that still decodes): refused, and read as
 /// the damaged value when checksums are not verified. Data pages of both versions (v2: levels
@@ -1065,6 +1088,7 @@ fn hostile_files() {
     cases.extend(count_cases(dir.path()));
     cases.extend(rle_cases(dir.path()));
     cases.extend(length_cases(dir.path()));
+    cases.extend(levels_cases(dir.path()));
     cases.extend(checksum_cases(dir.path()));
     cases.extend(expanding_cases(dir.path()));
     cases.extend(delta_cases(dir.path()));
