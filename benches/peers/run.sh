@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # rayquet vs polars, pyarrow and duckdb on TPC-H lineitem, locally and over the S3 API on
-# loopback (moto, with and without a 50 ms first-byte delay proxy). One command:
+# loopback (s3-serve from crates/bench, every first byte held 0, 30 and 100 ms). One command:
 #
 #   bash benches/peers/run.sh            # SF1, 5 runs per reader and workload
 #   bash benches/peers/run.sh --quick    # plumbing check: SF0.1, 1 run
@@ -9,7 +9,7 @@
 #
 # Makes its venv with the pinned versions of requirements.txt (default
 # ~/.cache/rayquet/peers-venv, or $RAYQUET_PEERS_VENV), builds rayquet (release) unless
-# $RAYQUET_BIN names a binary, and runs peers.py. Results go to benches/results/peers/.
+# $RAYQUET_BIN names a binary, and s3-serve unless $RAYQUET_S3_SERVE_BIN does, and runs peers.py. Results go to benches/results/peers/.
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 repo=$(cd "$here/../.." && pwd)
@@ -56,6 +56,15 @@ else
     cp "$CARGO_TARGET_DIR/release/rayquet" "$bin.tmp.$$"
     mv -f "$bin.tmp.$$" "$bin"
 fi
+if [[ -z ${RAYQUET_S3_SERVE_BIN:-} ]]; then
+    step "cargo build --release -p rayquet-bench --bin s3-serve"
+    (cd "$repo" && cargo build --release -p rayquet-bench --bin s3-serve)
+    mkdir -p "$cache/peers-bin"
+    RAYQUET_S3_SERVE_BIN="$cache/peers-bin/s3-serve-$commit"
+    cp "$CARGO_TARGET_DIR/release/s3-serve" "$RAYQUET_S3_SERVE_BIN.tmp.$$"
+    mv -f "$RAYQUET_S3_SERVE_BIN.tmp.$$" "$RAYQUET_S3_SERVE_BIN"
+fi
+export RAYQUET_S3_SERVE_BIN
 
 # 3. The benchmark. Servers it starts (moto, proxy) are stopped by it; should it be killed,
 # this trap stops what its pid file still lists.
