@@ -32,7 +32,7 @@ use crate::input::list::resolve;
 use crate::input::{FileRef, Input, ObjectRef, Stores};
 use crate::io::fetch::Fetcher;
 use crate::metrics::Metrics;
-use crate::options::ScanOptions;
+use crate::options::{Reach, ScanOptions};
 use crate::plan::file::Mode;
 use crate::runtime::block_on_io;
 use crate::task::{FileTask, IntoTask};
@@ -410,7 +410,10 @@ fn scan_context(
     let ctx = Arc::new(DriveCtx {
         fetcher: Fetcher {
             permits: Arc::new(tokio::sync::Semaphore::new(
-                opts.tuning.max_requests_in_flight,
+                opts.requests_in_flight(Reach::Near),
+            )),
+            far_permits: Arc::new(tokio::sync::Semaphore::new(
+                opts.requests_in_flight(Reach::Far),
             )),
             shared: opts.limits.as_ref().map(|s| Arc::clone(s.connections())),
             metrics,
@@ -422,6 +425,7 @@ fn scan_context(
         late: Default::default(),
         claims: Default::default(),
         decode,
+        early: Default::default(),
     });
     (ctx, flow, (outbox, rx))
 }
@@ -443,6 +447,9 @@ fn start_files(
     }
     let mut tasks = tasks.into_iter();
     let first = tasks.next().expect("plain_tasks gives at least one");
+    if !matches!(&ctx.mode, Mode::Plain { union: Some(_), .. }) {
+        open::read_footers_early(ctx, io, 1, tasks.as_slice())?;
+    }
     let first = block_on_io(io, open::open(Arc::clone(ctx), 0, first))?;
     let schema = Arc::clone(&first.schema);
     let _ = ctx.decode.output.set(Arc::clone(&schema));

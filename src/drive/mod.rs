@@ -41,6 +41,8 @@ pub(crate) struct DriveCtx {
     pub late: late::LateStats,
     pub claims: Arc<claims::Claims>,
     pub decode: Arc<DecodeCtx>,
+    /// Footers of plain files read with the first one's ([`open::read_footers_early`]).
+    pub early: open::EarlyFooters,
 }
 
 impl DriveCtx {

@@ -7,15 +7,18 @@
 //! Invariant: every error names the task's file; a delete loader's error keeps the file it
 //! names (a deletion vector, a delete file).
 
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
 
 use arrow::datatypes::{DataType, SchemaRef};
 use futures::StreamExt;
 
+use crate::drive::tasks::AbortOnDrop;
 use crate::drive::DriveCtx;
-use crate::error::Result;
+use crate::error::{Error, ErrorKind, Result};
 use crate::footer;
 use crate::footer::fetch::FooterRead;
+use crate::footer::meta::FileMeta;
 use crate::input::FileRef;
 use crate::metrics::Metrics;
 use crate::options::{Reach, ScanOptions};
@@ -133,7 +136,7 @@ async fn fold_schemas(ctx: Arc<DriveCtx>, files: Vec<FileRef>) -> Result<SchemaR
                 },
             )
         })
-        .buffered(ctx.opts.tuning.max_requests_in_flight.max(1));
+        .buffered(ctx.opts.requests_in_flight(Reach::Far).max(1));
     let mut union = Union::default();
     while let Some(meta) = metas.next().await {
         let meta = meta?;
@@ -144,6 +147,59 @@ async fn fold_schemas(ctx: Arc<DriveCtx>, files: Vec<FileRef>) -> Result<SchemaR
         .files
         .fetch_sub(count, std::sync::atomic::Ordering::Relaxed);
     Ok(union.schema())
+}
+
+/// Footer reads of a plain scan's next files, started with the first file's: the scan's schema
+/// comes from the first footer, and without these the next files' footers would be requested
+/// only once it has arrived, a round trip later on an object store. Keyed by task index; each
+/// is taken once, by [`open`]; those never taken are aborted with the scan.
+#[derive(Default)]
+pub(crate) struct EarlyFooters(Mutex<HashMap<u64, AbortOnDrop<Result<FileMeta>>>>);
+
+impl std::fmt::Debug for EarlyFooters {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let n = self.0.lock().map_or(0, |m| m.len());
+        f.debug_tuple("EarlyFooters").field(&n).finish()
+    }
+}
+
+impl EarlyFooters {
+    fn take(&self, index: u64) -> Option<AbortOnDrop<Result<FileMeta>>> {
+        self.0.lock().expect("early footers lock").remove(&index)
+    }
+}
+
+/// Start the footer reads of `tasks` (numbered from `first_index`) on `io` now, for [`open`]
+/// to take. Only when their files are on a far store (a local open costs no round trip), the
+/// scan has no limit (it may need only the first file) and no shared limits (whose pool grants
+/// each footer read), and for at most `footers_ahead` files: the driver's lookahead always
+/// admits that many at once, so these bytes are those it would reserve first.
+pub(crate) fn read_footers_early(
+    ctx: &Arc<DriveCtx>,
+    io: &tokio::runtime::Handle,
+    first_index: u64,
+    tasks: &[FileTask],
+) -> Result<()> {
+    let opts = &ctx.opts;
+    if opts.limit.is_some() || opts.limits.is_some() {
+        return Ok(());
+    }
+    let plain = matches!(ctx.mode, Mode::Plain { .. });
+    let views = decode_views(opts, &ctx.mode);
+    let mut early = ctx.early.0.lock().expect("early footers lock");
+    for (i, task) in tasks.iter().take(opts.tuning.footers_ahead).enumerate() {
+        let file = file_of(ctx, task)?;
+        if Reach::of(file.store.as_ref()) != Reach::Far {
+            break;
+        }
+        let read = footer_plan(opts, plain, task, views);
+        let c = Arc::clone(ctx);
+        let load = async move {
+            footer::fetch::load(&c.fetcher, &c.decode.pool, &c.opts, file, read).await
+        };
+        early.insert(first_index + i as u64, AbortOnDrop(io.spawn(load)));
+    }
+    Ok(())
 }
 
 /// Open task number `index` of the scan.
@@ -157,7 +213,16 @@ pub(crate) async fn open(ctx: Arc<DriveCtx>, index: u64, task: FileTask) -> Resu
     }
     let plain = matches!(ctx.mode, Mode::Plain { .. });
     let read = footer_plan(opts, plain, &task, decode_views(opts, &ctx.mode));
-    let footer = footer::fetch::load(&ctx.fetcher, &ctx.decode.pool, opts, file, read);
+    let early = ctx.early.take(index);
+    let footer = async {
+        match early {
+            Some(handle) => handle.await.map_err(|e| {
+                Error::new(ErrorKind::Panic, format!("reading a footer failed: {e}"))
+                    .with_path(&*file.name)
+            })?,
+            None => footer::fetch::load(&ctx.fetcher, &ctx.decode.pool, opts, file, read).await,
+        }
+    };
     let loader = task.delete_loader.clone();
     let load_ctx = LoadContext {
         pool: Arc::clone(&ctx.decode.pool),

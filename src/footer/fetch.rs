@@ -283,6 +283,7 @@ pub fn read_metadata(
     };
     let fetcher = Fetcher {
         permits: Arc::new(tokio::sync::Semaphore::new(4)),
+        far_permits: Arc::new(tokio::sync::Semaphore::new(4)),
         shared: None,
         metrics: Arc::default(),
         memory_map: false,

@@ -1,7 +1,8 @@
 //! Fetch: the IO side, run on the tokio runtime only. Byte ranges become GET requests:
 //! nearby ranges are coalesced (gaps up to `coalesce_gap`), large ones split into parallel
 //! requests of at most `request_size` (cut where a column chunk starts, [`split_at`]), and
-//! every request waits for one of `requests_in_flight` permits, then (under
+//! every request waits for one of `requests_in_flight` permits (of its store's reach: near
+//! and far stores have their own), then (under
 //! [`SharedLimits`](crate::SharedLimits)) for one of the connections the scans share: both
 //! semaphores are fair (first come, first served).
 //!
@@ -26,12 +27,16 @@ use crate::error::{Error, Result};
 use crate::input::FileRef;
 use crate::io::chunk::SparseChunk;
 use crate::metrics::Metrics;
+use crate::options::Reach;
 
 /// Sends GET requests under a limit on requests in flight (and on connections shared with
 /// other scans), counting them in the metrics.
 #[derive(Debug, Clone)]
 pub(crate) struct Fetcher {
+    /// Requests in flight to local disks and memory.
     pub permits: Arc<Semaphore>,
+    /// Requests in flight to object stores.
+    pub far_permits: Arc<Semaphore>,
     /// Connections shared with other scans ([`SharedLimits`](crate::SharedLimits)).
     pub shared: Option<Arc<Semaphore>>,
     pub metrics: Arc<Metrics>,
@@ -46,11 +51,11 @@ impl Fetcher {
         fut: impl std::future::Future<Output = object_store::Result<T>>,
         len: impl Fn(&T) -> usize,
     ) -> Result<T> {
-        let _permit = self
-            .permits
-            .acquire()
-            .await
-            .expect("semaphore never closed");
+        let permits = match Reach::of(file.store.as_ref()) {
+            Reach::Near => &self.permits,
+            Reach::Far => &self.far_permits,
+        };
+        let _permit = permits.acquire().await.expect("semaphore never closed");
         let _connection = match &self.shared {
             Some(s) => Some(s.acquire().await.expect("semaphore never closed")),
             None => None,
@@ -427,6 +432,7 @@ mod tests {
         std::fs::write(&file, &bytes).unwrap();
         let fetcher = Fetcher {
             permits: Arc::new(Semaphore::new(4)),
+            far_permits: Arc::new(Semaphore::new(4)),
             shared: None,
             metrics: Arc::new(Metrics::default()),
             memory_map: false,

@@ -133,6 +133,60 @@ fn small_files_on_a_far_store_are_read_whole_in_one_request() {
     );
 }
 
+/// A full scan of 24 small files on a far store asks for the first 17 in its first round trip
+/// (the first file, whose footer gives the scan's schema, and the next `footers_ahead`, 16,
+/// read with it) rather than the first alone; a scan with a limit, which may need only the
+/// first file, asks for that one. Both give parquet's rows.
+#[test]
+fn the_next_files_are_read_with_the_first_on_a_far_store() {
+    let files: Vec<Bytes> = (0..24).map(|s| file(s, 1, 500, 64)).collect();
+    let expected = reference(&files, &["id", "kind", "blob"]);
+    let (inner, metas) = put(&files);
+    let far = Arc::new(LatencyStore::new(inner).with_first_byte(Duration::from_millis(100)));
+    let scan = rayquet::Scan::from_store(far.clone(), metas.clone()).no_footer_cache();
+    let (got, requests) = drain(scan.build().expect("far scan"));
+    common::assert_same_rows(&expected[0].schema(), &expected, &got, "far store");
+    assert_eq!(requests, 24, "one GET per file, read whole");
+    assert_eq!(far.counters().first_wave, 17, "{:?}", far.counters());
+
+    far.reset_counters();
+    let scan = rayquet::Scan::from_store(far.clone(), metas)
+        .limit(10)
+        .no_footer_cache();
+    let (got, _) = drain(scan.build().expect("far scan with a limit"));
+    assert_eq!(got.iter().map(|b| b.num_rows()).sum::<usize>(), 10);
+    assert_eq!(far.counters().first_wave, 1, "{:?}", far.counters());
+}
+
+/// Requests in flight to an object store: 256 at most by default, so 150 small files are
+/// all asked for within a few round trips; `max_requests_in_flight` caps them. Rows as
+/// parquet's reader gives them either way.
+#[test]
+fn many_small_files_on_a_far_store_are_read_by_many_requests_at_once() {
+    let files: Vec<Bytes> = (0..150).map(|s| file(s, 1, 50, 8)).collect();
+    let expected = reference(&files, &["id", "kind", "blob"]);
+    let (inner, metas) = put(&files);
+    let far = Arc::new(LatencyStore::new(inner).with_first_byte(Duration::from_millis(100)));
+    for (cap, at_least, at_most) in [(None, 100, 256), (Some(48), 2, 48)] {
+        far.reset_counters();
+        let mut tuning = rayquet::IoTuning::default();
+        if let Some(n) = cap {
+            tuning = tuning.max_requests_in_flight(n);
+        }
+        let scan = rayquet::Scan::from_store(far.clone(), metas.clone())
+            .io_tuning(tuning)
+            .no_footer_cache();
+        let (got, requests) = drain(scan.build().expect("far scan"));
+        common::assert_same_rows(&expected[0].schema(), &expected, &got, "far store");
+        assert_eq!(requests, 150);
+        let peak = far.counters().peak_concurrency;
+        assert!(
+            (at_least..=at_most).contains(&peak),
+            "cap {cap:?}: {peak} requests in flight at once"
+        );
+    }
+}
+
 /// A full scan of 2 files of 3 row groups of ~6 MiB on a far store: one footer request per
 /// file and one request per row group (8 MiB requests); on the in-memory store (near), 2 MiB
 /// requests, at least three a row group.

@@ -9,7 +9,7 @@ use arrow::array::RecordBatch;
 use arrow::datatypes::SchemaRef;
 use clap::Args;
 use indicatif::ProgressBar;
-use rayquet::{FooterCache, Scan, ScanBuilder, ScanOptions, ScanReader};
+use rayquet::{FooterCache, IoTuning, Scan, ScanBuilder, ScanOptions, ScanReader};
 
 use crate::format::{
     count, cpu_time, human_bytes, parse_bytes, parse_filter, parse_key_value, parse_positive,
@@ -62,6 +62,10 @@ pub struct ScanArgs {
     /// powers of 1024).
     #[arg(long, value_name = "BYTES", value_parser = parse_bytes)]
     budget: Option<usize>,
+    /// GET requests the scan may have in flight at once (default: the library's,
+    /// `IoTuning::max_requests_in_flight`).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
+    requests_in_flight: Option<u16>,
     /// Object-store option, e.g. aws_region=eu-west-1 or aws_endpoint=http://localhost:9000
     /// (repeatable).
     #[arg(long = "option", value_name = "KEY=VALUE", value_parser = parse_key_value)]
@@ -282,6 +286,9 @@ fn options(args: &ScanArgs) -> ScanOptions {
     }
     if let Some(budget) = args.budget {
         o = o.memory_budget(budget);
+    }
+    if let Some(n) = args.requests_in_flight {
+        o = o.io_tuning(IoTuning::default().max_requests_in_flight(n.into()));
     }
     for (key, value) in &args.options {
         o = o.store_option(key.clone(), value.clone());

@@ -36,7 +36,7 @@
 //! ```
 
 use std::ops::Range;
-use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -76,6 +76,9 @@ struct Counters {
     bytes: AtomicU64,
     in_flight: AtomicU64,
     peak_in_flight: AtomicU64,
+    /// Some GET has answered since the counters were (re)set.
+    answered: AtomicBool,
+    first_wave: AtomicU64,
 }
 
 /// A copy of a [`LatencyStore`]'s counters, from [`LatencyStore::counters`].
@@ -91,6 +94,9 @@ pub struct LatencyCounters {
     pub bytes: u64,
     /// Most GET and HEAD requests that held a connection at once.
     pub peak_concurrency: u64,
+    /// GET requests sent before any GET had answered: what a reader asks for in its first
+    /// round trip of data.
+    pub first_wave: u64,
 }
 
 impl std::fmt::Display for LatencyStore {
@@ -184,15 +190,17 @@ impl LatencyStore {
             lists: c.lists.load(Relaxed),
             bytes: c.bytes.load(Relaxed),
             peak_concurrency: c.peak_in_flight.load(Relaxed),
+            first_wave: c.first_wave.load(Relaxed),
         }
     }
 
     /// Set every counter back to zero (requests in flight stay counted as in flight).
     pub fn reset_counters(&self) {
         let c = &self.counters;
-        for counter in [&c.requests, &c.heads, &c.lists, &c.bytes] {
+        for counter in [&c.requests, &c.heads, &c.lists, &c.bytes, &c.first_wave] {
             counter.store(0, Relaxed);
         }
+        c.answered.store(false, Relaxed);
         c.peak_in_flight.store(c.in_flight.load(Relaxed), Relaxed);
     }
 
@@ -233,6 +241,9 @@ impl ObjectStore for LatencyStore {
             None => None,
         };
         let _conn = Connection::open(&self.counters);
+        if !options.head && !self.counters.answered.load(Relaxed) {
+            self.counters.first_wave.fetch_add(1, Relaxed);
+        }
         Self::sleep(self.first_byte).await;
         if options.head {
             self.counters.heads.fetch_add(1, Relaxed);
@@ -245,6 +256,7 @@ impl ObjectStore for LatencyStore {
         let body = result.bytes().await?;
         self.counters.bytes.fetch_add(body.len() as u64, Relaxed);
         Self::sleep(self.transfer_time(body.len() as u64)).await;
+        self.counters.answered.store(true, Relaxed);
         Ok(GetResult {
             payload: GetResultPayload::Stream(stream::once(async move { Ok(body) }).boxed()),
             meta,
