@@ -17,6 +17,7 @@ use futures::{FutureExt, StreamExt};
 use tokio::task::JoinSet;
 
 use crate::drive::materialize::SlotTerms;
+use crate::drive::open::MAX_FILES_AHEAD;
 use crate::drive::tasks::{AbortOnDrop, TaskStream};
 use crate::drive::{materialize, open, DriveCtx};
 use crate::error::{Error, ErrorKind, Result};
@@ -25,14 +26,11 @@ use crate::flow::held::Held;
 use crate::flow::part::{part_cap, PartCtl};
 use crate::limits::{Charge, SharedLimits};
 use crate::metrics::Metrics;
-use crate::options::{Reach, ScanOptions};
+use crate::options::ScanOptions;
 use crate::plan::file::{FileRun, Mode};
 use crate::plan::prune::Verdict;
 use crate::plan::slots::{self, FilePrune, SlotPlan};
 use crate::task::FileTask;
-
-/// Most files opened ahead of the one being planned (see [`Lookahead`]).
-pub(crate) const MAX_FILES_AHEAD: usize = 256;
 
 /// How many files are opened ahead of the one being planned: always `footers_ahead`, and
 /// more (up to [`MAX_FILES_AHEAD`]) while the bytes their footer reads bring (whole small
@@ -62,12 +60,7 @@ struct AheadPermit {
 
 impl Lookahead {
     fn new(opts: &ScanOptions, first_index: u64) -> Self {
-        let memory = match &opts.limits {
-            Some(s) => opts.memory_budget.min(s.memory_limit()),
-            None => opts.memory_budget,
-        };
-        let limit_kib = ((memory / 4) >> 10).clamp(1, u32::MAX as usize / 2);
-        let max_kib = (limit_kib / opts.tuning.footers_ahead.max(1)).max(1);
+        let (limit_kib, max_kib) = open::ahead_kib(opts);
         Lookahead {
             permits: Arc::new(tokio::sync::Semaphore::new(limit_kib)),
             max_kib: max_kib as u32,
@@ -85,13 +78,10 @@ impl Lookahead {
         plain: bool,
         (index, task): (u64, &FileTask),
     ) -> AheadPermit {
-        let narrow = open::footer_plan(opts, plain, task, false).narrow;
-        // The task's store is not resolved yet: reserve for a far one, whose reads are the
-        // larger (a small file read whole).
-        let bytes = opts.footer_read(task.size, narrow, Reach::Far);
-        let kib = ((bytes >> 10) as u32).clamp(1, self.max_kib);
+        let (bytes, kib) = open::ahead_charge(opts, plain, task, self.max_kib as usize);
+        let bytes = bytes as u64;
         let permit = Arc::clone(&self.permits)
-            .acquire_many_owned(kib)
+            .acquire_many_owned(kib as u32)
             .await
             .expect("lookahead semaphore never closed");
         let charge = match &self.shared {

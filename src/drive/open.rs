@@ -149,6 +149,36 @@ async fn fold_schemas(ctx: Arc<DriveCtx>, files: Vec<FileRef>) -> Result<SchemaR
     Ok(union.schema())
 }
 
+/// Most files opened ahead of the one being planned (see `driver::Lookahead`).
+pub(crate) const MAX_FILES_AHEAD: usize = 256;
+
+/// The lookahead's sizes in KiB under `opts`: what the files opened ahead may bring at once
+/// (a quarter of the memory budget, or of the shared memory limit if smaller), and the most
+/// one file counts for, so that `footers_ahead` files always fit.
+pub(crate) fn ahead_kib(opts: &ScanOptions) -> (usize, usize) {
+    let memory = match &opts.limits {
+        Some(s) => opts.memory_budget.min(s.memory_limit()),
+        None => opts.memory_budget,
+    };
+    let limit_kib = ((memory / 4) >> 10).clamp(1, u32::MAX as usize / 2);
+    let max_kib = (limit_kib / opts.tuning.footers_ahead.max(1)).max(1);
+    (limit_kib, max_kib)
+}
+
+/// What opening `task` brings into memory (its footer read, in bytes) and the KiB it counts
+/// for in the lookahead (at most `max_kib`). The task's store is not resolved yet: counted as
+/// a far one's, whose reads are the larger (a small file read whole).
+pub(crate) fn ahead_charge(
+    opts: &ScanOptions,
+    plain: bool,
+    task: &FileTask,
+    max_kib: usize,
+) -> (usize, usize) {
+    let narrow = footer_plan(opts, plain, task, false).narrow;
+    let bytes = opts.footer_read(task.size, narrow, Reach::Far) as usize;
+    (bytes, (bytes >> 10).clamp(1, max_kib))
+}
+
 /// Footer reads of a plain scan's next files, started with the first file's: the scan's schema
 /// comes from the first footer, and without these the next files' footers would be requested
 /// only once it has arrived, a round trip later on an object store. Keyed by task index; each
@@ -172,8 +202,9 @@ impl EarlyFooters {
 /// Start the footer reads of `tasks` (numbered from `first_index`) on `io` now, for [`open`]
 /// to take. Only when their files are on a far store (a local open costs no round trip), the
 /// scan has no limit (it may need only the first file) and no shared limits (whose pool grants
-/// each footer read), and for at most `footers_ahead` files: the driver's lookahead always
-/// admits that many at once, so these bytes are those it would reserve first.
+/// each footer read), and only the leading files the driver's lookahead admits at once when it
+/// starts (counted as it counts them: [`ahead_charge`]), so these bytes are those it reserves
+/// first, a round trip sooner.
 pub(crate) fn read_footers_early(
     ctx: &Arc<DriveCtx>,
     io: &tokio::runtime::Handle,
@@ -186,8 +217,14 @@ pub(crate) fn read_footers_early(
     }
     let plain = matches!(ctx.mode, Mode::Plain { .. });
     let views = decode_views(opts, &ctx.mode);
+    let (limit_kib, max_kib) = ahead_kib(opts);
+    let mut kib = 0;
     let mut early = ctx.early.0.lock().expect("early footers lock");
-    for (i, task) in tasks.iter().take(opts.tuning.footers_ahead).enumerate() {
+    for (i, task) in tasks.iter().take(MAX_FILES_AHEAD).enumerate() {
+        kib += ahead_charge(opts, plain, task, max_kib).1;
+        if kib > limit_kib {
+            break;
+        }
         let file = file_of(ctx, task)?;
         if Reach::of(file.store.as_ref()) != Reach::Far {
             break;

@@ -133,21 +133,29 @@ fn small_files_on_a_far_store_are_read_whole_in_one_request() {
     );
 }
 
-/// A full scan of 24 small files on a far store asks for the first 17 in its first round trip
-/// (the first file, whose footer gives the scan's schema, and the next `footers_ahead`, 16,
-/// read with it) rather than the first alone; a scan with a limit, which may need only the
-/// first file, asks for that one. Both give parquet's rows.
+/// A full scan of 24 small files on a far store asks for all of them in its first round trip:
+/// the first file, whose footer gives the scan's schema, and with it the files the driver's
+/// lookahead admits at once (here every one: they fit a quarter of the budget). Under a 1 MiB
+/// budget, the first and the next `footers_ahead` (16), which always fit; under a limit, which
+/// may need only the first file, the first alone. Rows as parquet's reader gives them.
 #[test]
 fn the_next_files_are_read_with_the_first_on_a_far_store() {
     let files: Vec<Bytes> = (0..24).map(|s| file(s, 1, 500, 64)).collect();
     let expected = reference(&files, &["id", "kind", "blob"]);
     let (inner, metas) = put(&files);
     let far = Arc::new(LatencyStore::new(inner).with_first_byte(Duration::from_millis(100)));
-    let scan = rayquet::Scan::from_store(far.clone(), metas.clone()).no_footer_cache();
-    let (got, requests) = drain(scan.build().expect("far scan"));
-    common::assert_same_rows(&expected[0].schema(), &expected, &got, "far store");
-    assert_eq!(requests, 24, "one GET per file, read whole");
-    assert_eq!(far.counters().first_wave, 17, "{:?}", far.counters());
+    for (budget, first_wave) in [(None, 24), (Some(1 << 20), 17)] {
+        far.reset_counters();
+        let mut scan = rayquet::Scan::from_store(far.clone(), metas.clone()).no_footer_cache();
+        if let Some(b) = budget {
+            scan = scan.memory_budget(b);
+        }
+        let (got, requests) = drain(scan.build().expect("far scan"));
+        common::assert_same_rows(&expected[0].schema(), &expected, &got, "far store");
+        assert_eq!(requests, 24, "one GET per file, read whole");
+        let c = far.counters();
+        assert_eq!(c.first_wave, first_wave, "budget {budget:?}: {c:?}");
+    }
 
     far.reset_counters();
     let scan = rayquet::Scan::from_store(far.clone(), metas)
