@@ -95,7 +95,10 @@ pub struct IoTuning {
     /// cost their reading; a store of the caller's own counts as an object store).
     pub coalesce_gap: Option<usize>,
     /// Size of the parallel requests a large byte range is split into (`None`, the default:
-    /// 8 MiB on object stores, 2 MiB on local disks and in memory).
+    /// 8 MiB on object stores, 2 MiB on local disks and in memory). On local disks and in
+    /// memory a request holds at most this and is cut where a column chunk starts; on object
+    /// stores a range becomes the fewest requests of about this size (its length over it,
+    /// rounded: a 9 MiB chunk is one request), cut at chunk starts where one is near.
     pub request_size: Option<usize>,
     /// Footers loaded concurrently ahead of the file being scheduled (default 16; more while
     /// the bytes they bring stay under a quarter of the memory budget).
