@@ -620,28 +620,27 @@ def start_moto(args, servers, log_path):
     die(f"moto_server did not start ({' '.join(cmd)}); log {log_path}:\n{last}")
 
 
-def start_proxy(servers, upstream, delay_ms):
-    cmd = [sys.executable, os.path.join(HERE, "delay_proxy.py"), "--upstream",
-           upstream.split("://", 1)[1], "--delay-ms", str(delay_ms)]
+def start_announcing(servers, cmd):
+    """Start `cmd`, a server that prints `PORT <n>` once it listens on loopback; returns
+    (endpoint, Popen)."""
     p = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, text=True,
                          start_new_session=True)
     servers.add(p)
     line = p.stdout.readline()
     if not line.startswith("PORT "):
-        die(f"delay proxy did not start: {line!r}")
+        die(f"{' '.join(cmd)} did not start: {line!r}")
     return f"http://127.0.0.1:{int(line.split()[1])}", p
+
+
+def start_proxy(servers, upstream, delay_ms):
+    return start_announcing(servers, [sys.executable, os.path.join(HERE, "delay_proxy.py"), "--upstream",
+                                      upstream.split("://", 1)[1], "--delay-ms", str(delay_ms)])
 
 
 def start_s3_serve(args, servers, root, delay_ms):
     """`s3-serve` over `root` holding every first byte `delay_ms`; returns (endpoint, Popen)."""
-    cmd = [args.s3_serve_bin, "--root", root, "--delay-ms", f"{delay_ms:g}", "--threads", "2"]
-    p = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, text=True,
-                         start_new_session=True)
-    servers.add(p)
-    line = p.stdout.readline()
-    if not line.startswith("PORT "):
-        die(f"s3-serve did not start ({' '.join(cmd)}): {line!r}")
-    return f"http://127.0.0.1:{int(line.split()[1])}", p
+    return start_announcing(servers, [args.s3_serve_bin, "--root", root, "--delay-ms", f"{delay_ms:g}",
+                                      "--threads", "2"])
 
 
 def s3_serve_root(data_dir, shape_dirs, shapes):

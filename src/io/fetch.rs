@@ -410,6 +410,16 @@ pub(crate) fn split(r: Range<u64>, size: u64) -> impl Iterator<Item = Range<u64>
 mod tests {
     use super::*;
 
+    /// Numbers below `n` from a xorshift generator seeded with `seed`.
+    fn xorshift(mut seed: u64) -> impl FnMut(u64) -> u64 {
+        move |n| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed % n
+        }
+    }
+
     #[test]
     fn coalesce_merges_small_gaps_and_sorts() {
         let r = coalesce(&[30..40, 0..10, 12..20, 100..110, 5..8, 50..50], 2);
@@ -536,13 +546,7 @@ mod tests {
         assert_eq!(split_at(10..15, &starts, 4), vec![10..13, 13..15]);
         // Random ranges: the requests cover the range exactly, in order, none over `size`,
         // and no requested range that fits a request is cut.
-        let mut seed = 0x2545_f491_4f6c_dd1du64;
-        let mut next = move |n: u64| {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            seed % n
-        };
+        let mut next = xorshift(0x2545_f491_4f6c_dd1d);
         for case in 0..500 {
             let mut ranges = Vec::new();
             let mut at = next(50);
@@ -592,13 +596,7 @@ mod tests {
         // Random ranges: the requests cover the range exactly, in order, their count is the
         // length over `size` rounded, none over twice `size`, and a cut not at a chunk start
         // had none within a quarter of `size`.
-        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
-        let mut next = move |n: u64| {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            seed % n
-        };
+        let mut next = xorshift(0x9e37_79b9_7f4a_7c15);
         for case in 0..2000 {
             let start = next(100);
             let r = start..start + next(500) + 1;
